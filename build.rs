@@ -1,0 +1,18 @@
+//! Bakes the location of libtorch into the binary (an rpath), so `asymflow` runs without
+//! LD_LIBRARY_PATH or any other variable. `scripts/libtorch.sh` exports LIBTORCH before the
+//! build; torch-sys reads the same variable to find the headers and libraries.
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=LIBTORCH");
+    if let Ok(libtorch) = std::env::var("LIBTORCH") {
+        let lib = std::path::Path::new(&libtorch).join("lib");
+        // `--no-as-needed` keeps libtorch_cuda in the binary's dependencies even though no
+        // symbol of it is referenced directly: without it CUDA would never be registered.
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
+        println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
+        if lib.join("libtorch_cuda.so").exists() {
+            println!("cargo:rustc-link-arg=-ltorch_cuda");
+        }
+        println!("cargo:rustc-link-arg=-Wl,--as-needed");
+    }
+}

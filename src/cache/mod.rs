@@ -1,0 +1,1 @@
+//! The cache: stage keys, the SQLite index, the content-addressed object store.

@@ -1,0 +1,1 @@
+//! Execution: the scheduler over the instance DAG.

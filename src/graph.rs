@@ -1,0 +1,1 @@
+//! Stage instances and their DAG.

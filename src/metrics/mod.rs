@@ -1,0 +1,1 @@
+//! Evaluation metrics: retrieval, verification, identification, compatibility and update gain.

@@ -1,0 +1,1 @@
+//! Networks, losses, optimisers and schedules (libtorch through tch).

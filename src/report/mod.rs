@@ -1,0 +1,1 @@
+//! Report tables (Markdown, CSV, LaTeX, HTML) and plots (SVG, PNG).

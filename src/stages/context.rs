@@ -1,0 +1,276 @@
+//! What a running stage sees: its parameters, its inputs, a private output folder, and ways to
+//! report metrics, log lines and progress.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Value;
+
+use super::{ParamError, Params};
+
+/// Why a stage failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// A parameter value the stage cannot use (checked beyond its declared type).
+    #[error("parameter `{name}`: {message}")]
+    BadParam {
+        /// The parameter.
+        name: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A parameter read with the wrong type (a bug in the stage, or an upstream read).
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// An input slot the stage needs is not connected or lacks an output.
+    #[error("input `{slot}`: {message}")]
+    Input {
+        /// The slot.
+        slot: String,
+        /// What is missing.
+        message: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A data set could not be read.
+    #[error(transparent)]
+    Data(#[from] crate::data::DataError),
+    /// libtorch reported an error.
+    #[error("libtorch: {0}")]
+    Torch(#[from] tch::TchError),
+    /// The run was interrupted (Ctrl-C); nothing is recorded.
+    #[error("interrupted")]
+    Interrupted,
+    /// Anything else, with a message that says what and how to fix it.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl StageError {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StageError::Io { path: path.into(), source }
+    }
+
+    /// A bad parameter value.
+    pub fn bad_param(name: &str, message: impl Into<String>) -> Self {
+        StageError::BadParam { name: name.to_string(), message: message.into() }
+    }
+}
+
+/// One finished upstream instance, as a downstream stage sees it.
+#[derive(Debug, Clone)]
+pub struct InputArtifact {
+    /// The upstream stage's name in the pipeline.
+    pub stage: String,
+    /// The upstream stage's kind.
+    pub kind: String,
+    /// The sweep values bound for that instance (axis -> value).
+    pub binding: BTreeMap<String, Value>,
+    /// Its resolved parameters.
+    pub params: Params,
+    /// Its cache key (hex).
+    pub key: String,
+    /// Output name -> a verified, read-only file (or materialised folder) holding it.
+    pub outputs: BTreeMap<String, PathBuf>,
+    /// Its metrics.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl InputArtifact {
+    /// The path of output `name`, or an error naming what exists.
+    pub fn output(&self, name: &str) -> Result<&Path, StageError> {
+        self.outputs.get(name).map(PathBuf::as_path).ok_or_else(|| StageError::Input {
+            slot: self.stage.clone(),
+            message: format!(
+                "stage `{}` (kind {}) has no output `{name}`; it has: {}",
+                self.stage,
+                self.kind,
+                self.outputs.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        })
+    }
+}
+
+/// Input slot -> the upstream instances connected to it: one for a plain input, all gathered
+/// instances (in a deterministic order) for a gathered one.
+pub type Inputs = BTreeMap<String, Vec<InputArtifact>>;
+
+/// The running stage's view of the world.
+pub struct StageContext<'a> {
+    params: &'a Params,
+    inputs: &'a Inputs,
+    out_dir: PathBuf,
+    project_dir: &'a Path,
+    stage_name: &'a str,
+    device: tch::Device,
+    cancel: &'a AtomicBool,
+    metrics: BTreeMap<String, f64>,
+    log: Option<std::fs::File>,
+    progress: Option<indicatif::ProgressBar>,
+}
+
+impl<'a> StageContext<'a> {
+    /// A context writing into `out_dir` (which must exist and be empty).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        stage_name: &'a str,
+        params: &'a Params,
+        inputs: &'a Inputs,
+        out_dir: PathBuf,
+        project_dir: &'a Path,
+        device: tch::Device,
+        cancel: &'a AtomicBool,
+        progress: Option<indicatif::ProgressBar>,
+    ) -> Self {
+        let log = std::fs::File::create(out_dir.join(LOG_OUTPUT)).ok();
+        StageContext {
+            params,
+            inputs,
+            out_dir,
+            project_dir,
+            stage_name,
+            device,
+            cancel,
+            metrics: BTreeMap::new(),
+            log,
+            progress,
+        }
+    }
+
+    /// The resolved parameters.
+    pub fn params(&self) -> &Params {
+        self.params
+    }
+
+    /// Every input slot.
+    pub fn inputs(&self) -> &Inputs {
+        self.inputs
+    }
+
+    /// The single instance connected to `slot` (an error when absent or gathered).
+    pub fn input(&self, slot: &str) -> Result<&InputArtifact, StageError> {
+        match self.inputs.get(slot).map(Vec::as_slice) {
+            Some([one]) => Ok(one),
+            Some([]) | None => Err(StageError::Input {
+                slot: slot.to_string(),
+                message: "not connected; add it under `inputs`".into(),
+            }),
+            Some(many) => Err(StageError::Input {
+                slot: slot.to_string(),
+                message: format!("expected one instance, got {} (gathered)", many.len()),
+            }),
+        }
+    }
+
+    /// The instances connected to `slot` (empty when not connected).
+    pub fn input_all(&self, slot: &str) -> &[InputArtifact] {
+        self.inputs.get(slot).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Where outputs go: each top-level file becomes an output named by its file name, each
+    /// top-level folder a directory output.
+    pub fn out_dir(&self) -> &Path {
+        &self.out_dir
+    }
+
+    /// The path of output `name` inside the output folder.
+    pub fn out_path(&self, name: &str) -> PathBuf {
+        self.out_dir.join(name)
+    }
+
+    /// Relative paths in parameters are resolved against this folder.
+    pub fn project_dir(&self) -> &Path {
+        self.project_dir
+    }
+
+    /// `path` resolved against the project folder.
+    pub fn resolve_path(&self, path: &str) -> PathBuf {
+        self.project_dir.join(path)
+    }
+
+    /// The stage's name in the pipeline.
+    pub fn stage_name(&self) -> &str {
+        self.stage_name
+    }
+
+    /// The device to compute on (a GPU slot, or the CPU).
+    pub fn device(&self) -> tch::Device {
+        self.device
+    }
+
+    /// Records a metric (also written to the `metrics.json` output).
+    pub fn metric(&mut self, name: &str, value: f64) {
+        self.metrics.insert(name.to_string(), value);
+    }
+
+    /// The metrics recorded so far.
+    pub fn metrics(&self) -> &BTreeMap<String, f64> {
+        &self.metrics
+    }
+
+    /// Appends a line to the stage's log (kept as the `log.txt` output) and to the tracing log.
+    pub fn log(&mut self, line: impl AsRef<str>) {
+        let line = line.as_ref();
+        tracing::info!(stage = self.stage_name, "{line}");
+        if let Some(file) = self.log.as_mut() {
+            let _ = writeln!(file, "{line}");
+        }
+    }
+
+    /// Sets up the progress bar for `len` steps with a message (epochs, batches).
+    pub fn progress_start(&self, len: u64, message: &str) {
+        if let Some(bar) = &self.progress {
+            bar.set_length(len);
+            bar.set_position(0);
+            bar.set_message(format!("{} {message}", self.stage_name));
+        }
+    }
+
+    /// Advances the progress bar by one step.
+    pub fn progress_tick(&self) {
+        if let Some(bar) = &self.progress {
+            bar.inc(1);
+        }
+    }
+
+    /// `Err(Interrupted)` once Ctrl-C was pressed; long loops call this between steps.
+    pub fn check_cancelled(&self) -> Result<(), StageError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Err(StageError::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Writes `value` as pretty JSON to output `name`.
+    pub fn write_json(&self, name: &str, value: &impl serde::Serialize) -> Result<(), StageError> {
+        let path = self.out_path(name);
+        let text = serde_json::to_string_pretty(value)
+            .map_err(|e| StageError::Other(format!("serialising {name}: {e}")))?;
+        std::fs::write(&path, text).map_err(|e| StageError::io(path, e))
+    }
+
+    /// Consumes the context, returning the metrics.
+    pub fn finish(self) -> BTreeMap<String, f64> {
+        self.metrics
+    }
+}
+
+/// The output every stage gets: its log.
+pub const LOG_OUTPUT: &str = "log.txt";
+
+/// Reads a JSON file written by another stage.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, StageError> {
+    let text = std::fs::read_to_string(path).map_err(|e| StageError::io(path, e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| StageError::Other(format!("{}: not the expected JSON: {e}", path.display())))
+}

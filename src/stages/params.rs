@@ -1,0 +1,210 @@
+//! Parameter declarations of stage kinds, and the resolved parameter values a stage receives.
+//!
+//! Every kind declares its parameters up front (name, type, default, doc). The declarations
+//! serve three readers: the spec resolver (unknown names, "did you mean", wrong types, missing
+//! required values are found before anything runs), `asymflow kinds KIND` (the reference a user
+//! reads), and the stage itself (typed getters on [`Params`], which cannot fail on a value the
+//! resolver accepted).
+//!
+//! Values are `serde_json::Value`s: TOML values map onto them without loss for everything a
+//! pipeline holds (no datetimes), and the cache key is canonical JSON anyway.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// The type of a parameter, checked when the pipeline is resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ParamType {
+    /// A whole number (`12`).
+    Int,
+    /// A number; integers are accepted (`1` and `1.0` are the same value in the key).
+    Float,
+    /// `true` or `false`.
+    Bool,
+    /// Free text.
+    Str,
+    /// One of a fixed set of strings.
+    Choice(&'static [&'static str]),
+    /// A path to a file or folder, relative to the pipeline file's project (or absolute).
+    /// Never part of the cache key as text: the stage's fingerprint covers the content, so
+    /// moving the data keeps every cache hit.
+    Path,
+    /// A list whose elements all have the given type.
+    List(&'static ParamType),
+    /// Any TOML value (tables included); validated by the stage itself.
+    Any,
+}
+
+impl ParamType {
+    /// Whether `value` is of this type.
+    pub fn accepts(&self, value: &Value) -> bool {
+        match (self, value) {
+            (ParamType::Int, Value::Number(n)) => n.is_i64() || n.is_u64(),
+            (ParamType::Float, Value::Number(_)) => true,
+            (ParamType::Bool, Value::Bool(_)) => true,
+            (ParamType::Str | ParamType::Path, Value::String(_)) => true,
+            (ParamType::Choice(options), Value::String(s)) => options.contains(&s.as_str()),
+            (ParamType::List(inner), Value::Array(items)) => items.iter().all(|v| inner.accepts(v)),
+            (ParamType::Any, _) => true,
+            _ => false,
+        }
+    }
+
+    /// A short human name: `int`, `float`, `"a" | "b"`, `list of int`.
+    pub fn describe(&self) -> String {
+        match self {
+            ParamType::Int => "int".into(),
+            ParamType::Float => "float".into(),
+            ParamType::Bool => "bool".into(),
+            ParamType::Str => "string".into(),
+            ParamType::Path => "path".into(),
+            ParamType::Choice(options) => options
+                .iter()
+                .map(|o| format!("\"{o}\""))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            ParamType::List(inner) => format!("list of {}", inner.describe()),
+            ParamType::Any => "any".into(),
+        }
+    }
+}
+
+/// One declared parameter of a stage kind.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamDecl {
+    /// The name used under `params` in a pipeline file.
+    pub name: &'static str,
+    /// Its type.
+    pub ty: ParamType,
+    /// The default as a JSON literal (`"0.7"`, `"\"triplet\""`, `"[1, 5]"`), or `None` when the
+    /// parameter is required.
+    pub default: Option<&'static str>,
+    /// One line for `asymflow kinds KIND`.
+    pub doc: &'static str,
+}
+
+impl ParamDecl {
+    /// A required parameter.
+    pub const fn required(name: &'static str, ty: ParamType, doc: &'static str) -> Self {
+        ParamDecl { name, ty, default: None, doc }
+    }
+
+    /// A parameter with a default, given as a JSON literal.
+    pub const fn optional(
+        name: &'static str,
+        ty: ParamType,
+        default: &'static str,
+        doc: &'static str,
+    ) -> Self {
+        ParamDecl { name, ty, default: Some(default), doc }
+    }
+
+    /// The parsed default value.
+    ///
+    /// # Panics
+    /// When the declared literal is not JSON: a programming error caught by the registry's
+    /// unit test over every kind, never by a user.
+    pub fn default_value(&self) -> Option<Value> {
+        self.default.map(|literal| {
+            serde_json::from_str(literal).unwrap_or_else(|e| {
+                panic!("default of parameter `{}` is not JSON ({literal}): {e}", self.name)
+            })
+        })
+    }
+}
+
+/// One declared input slot of a stage kind (`inputs = { teacher = "teacher" }`).
+#[derive(Debug, Clone, Copy)]
+pub struct InputDecl {
+    /// The slot name used under `inputs`.
+    pub name: &'static str,
+    /// Whether a pipeline must connect it.
+    pub required: bool,
+    /// One line for `asymflow kinds KIND`.
+    pub doc: &'static str,
+}
+
+/// The resolved parameters of one stage instance: every declared parameter present (defaults
+/// filled in), every value of its declared type, sweep variables bound.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Params(pub BTreeMap<String, Value>);
+
+/// A parameter a stage asked for is absent or of another type. The resolver makes this
+/// impossible for declared parameters; it surfaces only for a stage reading a name it never
+/// declared, or reading an upstream stage's parameters.
+#[derive(Debug, thiserror::Error)]
+#[error("parameter `{name}`: expected {expected}")]
+pub struct ParamError {
+    /// The parameter asked for.
+    pub name: String,
+    /// What the caller expected.
+    pub expected: &'static str,
+}
+
+impl Params {
+    /// The raw value, if present.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+
+    fn typed<T>(
+        &self,
+        name: &str,
+        expected: &'static str,
+        f: impl FnOnce(&Value) -> Option<T>,
+    ) -> Result<T, ParamError> {
+        self.0.get(name).and_then(f).ok_or_else(|| ParamError { name: name.to_string(), expected })
+    }
+
+    /// An integer parameter.
+    pub fn int(&self, name: &str) -> Result<i64, ParamError> {
+        self.typed(name, "an integer", |v| v.as_i64())
+    }
+
+    /// A non-negative integer parameter, as `usize`.
+    pub fn usize(&self, name: &str) -> Result<usize, ParamError> {
+        self.typed(name, "a non-negative integer", |v| v.as_u64().map(|u| u as usize))
+    }
+
+    /// A number parameter (integers are widened).
+    pub fn float(&self, name: &str) -> Result<f64, ParamError> {
+        self.typed(name, "a number", |v| v.as_f64())
+    }
+
+    /// A boolean parameter.
+    pub fn bool(&self, name: &str) -> Result<bool, ParamError> {
+        self.typed(name, "a boolean", |v| v.as_bool())
+    }
+
+    /// A string (or choice, or path) parameter.
+    pub fn str(&self, name: &str) -> Result<&str, ParamError> {
+        self.typed(name, "a string", |v| v.as_str())
+    }
+
+    /// An optional string: absent, or an empty string, is `None`.
+    pub fn opt_str(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(|v| v.as_str()).filter(|s| !s.is_empty())
+    }
+
+    /// A list of numbers.
+    pub fn floats(&self, name: &str) -> Result<Vec<f64>, ParamError> {
+        self.typed(name, "a list of numbers", |v| {
+            v.as_array()?.iter().map(|x| x.as_f64()).collect()
+        })
+    }
+
+    /// A list of integers.
+    pub fn ints(&self, name: &str) -> Result<Vec<i64>, ParamError> {
+        self.typed(name, "a list of integers", |v| {
+            v.as_array()?.iter().map(|x| x.as_i64()).collect()
+        })
+    }
+
+    /// A list of strings.
+    pub fn strs(&self, name: &str) -> Result<Vec<String>, ParamError> {
+        self.typed(name, "a list of strings", |v| {
+            v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect()
+        })
+    }
+}
