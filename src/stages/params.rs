@@ -148,11 +148,11 @@ impl Params {
         self.0.get(name)
     }
 
-    fn typed<T>(
-        &self,
+    fn typed<'a, T>(
+        &'a self,
         name: &str,
         expected: &'static str,
-        f: impl FnOnce(&Value) -> Option<T>,
+        f: impl FnOnce(&'a Value) -> Option<T>,
     ) -> Result<T, ParamError> {
         self.0.get(name).and_then(f).ok_or_else(|| ParamError { name: name.to_string(), expected })
     }
