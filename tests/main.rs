@@ -1,1 +1,9 @@
+//! The integration tests: one binary, one file per theme.
 
+mod support;
+
+mod concurrency;
+mod crash_safety;
+mod freshness;
+mod spec_errors;
+mod sweeps;
