@@ -12,6 +12,7 @@
 
 mod context;
 mod params;
+mod split;
 pub mod testing;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
@@ -146,7 +147,7 @@ pub fn registry() -> Registry {
 }
 
 fn builtin_kinds() -> Vec<Box<dyn Stage>> {
-    vec![]
+    vec![Box::new(split::Split)]
 }
 
 #[cfg(test)]
