@@ -125,9 +125,9 @@ mod tests {
         let net = EmbeddingNet::new(&vs.root(), &tiny());
         let xs = Tensor::randn([4, 3, 16, 16], tch::kind::FLOAT_CPU) + 2.0;
         let before = vs.variables()["bn1.running_mean"].copy();
-        tch::no_grad(|| net.forward_t(&xs, false));
+        let _ = tch::no_grad(|| net.forward_t(&xs, false));
         assert!(vs.variables()["bn1.running_mean"].equal(&before));
-        tch::no_grad(|| net.forward_t(&xs, true));
+        let _ = tch::no_grad(|| net.forward_t(&xs, true));
         assert!(!vs.variables()["bn1.running_mean"].equal(&before));
     }
 

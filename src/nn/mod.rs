@@ -11,6 +11,7 @@
 //! - [`distill_loss`]: `L_abs`, `L_rel-ts`, `L_rel-ss` of the resolution-asymmetry paper.
 //! - [`optim`]: Adam/AdamW with the one-cycle schedule.
 //! - [`flops`]: the cost of one forward pass at a resolution.
+//! - [`train`]: one optimisation step of teacher training and of distillation.
 //! - [`checkpoint`]: `model.safetensors` + `model.json`, and torchvision ImageNet weights.
 
 pub mod checkpoint;
@@ -22,6 +23,7 @@ pub mod flops;
 pub mod gem;
 pub mod optim;
 pub mod resnet;
+pub mod train;
 pub mod triplet;
 
 pub use checkpoint::{Model, ModelMeta};
