@@ -12,6 +12,7 @@
 
 mod context;
 mod params;
+pub mod testing;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
@@ -67,6 +68,12 @@ pub trait Stage: Send + Sync {
     /// Axes this kind gathers by default (`report` gathers every axis: `["*"]`).
     fn default_gather(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// Whether the outputs of this kind are published under `reports/PIPELINE/` after every
+    /// run (and `table.md`, if any, printed to the terminal). True for reports.
+    fn publishes(&self) -> bool {
+        false
     }
 
     /// Whether an instance needs a device slot.
