@@ -11,7 +11,10 @@
 //! returns `Ok`; nothing is recorded otherwise.
 
 mod context;
+pub mod evaluate;
 mod params;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
@@ -139,7 +142,7 @@ pub fn registry() -> Registry {
 }
 
 fn builtin_kinds() -> Vec<Box<dyn Stage>> {
-    vec![]
+    vec![Box::new(evaluate::Evaluate)]
 }
 
 #[cfg(test)]
