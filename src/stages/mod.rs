@@ -15,6 +15,7 @@ pub mod evaluate;
 mod params;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod update_gain;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
@@ -142,7 +143,10 @@ pub fn registry() -> Registry {
 }
 
 fn builtin_kinds() -> Vec<Box<dyn Stage>> {
-    vec![Box::new(evaluate::Evaluate)]
+    vec![
+        Box::new(evaluate::Evaluate),
+        Box::new(update_gain::UpdateGainStage),
+    ]
 }
 
 #[cfg(test)]
