@@ -33,7 +33,10 @@ fn arg(args: &[String], name: &str, default: usize) -> usize {
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
-        .map(|v| v.parse().unwrap_or_else(|_| panic!("{name}: not a number: {v}")))
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}: not a number: {v}"))
+        })
         .unwrap_or(default)
 }
 
@@ -41,7 +44,9 @@ fn synthetic(n: usize, dim: usize, per_class: usize, noise: f32, seed: u64) -> E
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let normal = Normal::new(0.0f32, 1.0).unwrap();
     let classes = n.div_ceil(per_class);
-    let centres: Vec<f32> = (0..classes * dim).map(|_| normal.sample(&mut rng)).collect();
+    let centres: Vec<f32> = (0..classes * dim)
+        .map(|_| normal.sample(&mut rng))
+        .collect();
     let mut data = vec![0f32; n * dim];
     let labels: Vec<i64> = (0..n).map(|i| (i / per_class) as i64).collect();
     for (i, row) in data.chunks_mut(dim).enumerate() {
@@ -76,7 +81,10 @@ fn main() {
     let noise = arg(&args, "--noise-percent", 300) as f32 / 100.0;
     let set = synthetic(n, dim, per_class, noise, 0);
     let rss_data = peak_rss_mib();
-    let ex = Exclusion { self_match: true, same_camera: false };
+    let ex = Exclusion {
+        self_match: true,
+        same_camera: false,
+    };
     let rows = block_rows(n, DEFAULT_BLOCK_BYTES);
 
     let start = Instant::now();
@@ -149,7 +157,10 @@ fn main() {
         }
         Ok(o) => println!(
             "numpy reference skipped: {}",
-            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("python3 failed")
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("python3 failed")
         ),
         Err(e) => println!("numpy reference skipped: python3 not runnable ({e})"),
     }

@@ -73,6 +73,26 @@ impl EmbeddingSet {
         self.labels == other.labels && self.cameras == other.cameras
     }
 
+    /// The first `dim` components of every row, L2-normalised again (x / (||x|| + 1e-6)): how
+    /// a BCT model with a larger embedding is compared with an old model of size `dim`.
+    pub fn truncated(&self, dim: usize) -> EmbeddingSet {
+        if dim >= self.dim {
+            return self.clone();
+        }
+        let mut data = Vec::with_capacity(self.len() * dim);
+        for i in 0..self.len() {
+            let row = &self.row(i)[..dim];
+            let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt() + 1e-6;
+            data.extend(row.iter().map(|x| x / norm));
+        }
+        EmbeddingSet {
+            data,
+            dim,
+            labels: self.labels.clone(),
+            cameras: self.cameras.clone(),
+        }
+    }
+
     /// Reads an `embeddings.safetensors` file.
     pub fn read(path: &Path) -> Result<Self, MetricsError> {
         let bad = |message: String| MetricsError::BadFile {
@@ -155,6 +175,15 @@ mod tests {
         let set = EmbeddingSet::new(vec![0.6, 0.8, 1.0, 0.0], 2, vec![3, 4], Some(vec![0, -1]));
         set.write(&path).unwrap();
         assert_eq!(EmbeddingSet::read(&path).unwrap(), set);
+    }
+
+    #[test]
+    fn truncation_keeps_the_first_components_renormalised() {
+        let set = EmbeddingSet::new(vec![0.6, 0.0, 0.8, 0.0, 0.0, 1.0], 3, vec![1, 2], None);
+        let t = set.truncated(2);
+        assert_eq!(t.dim, 2);
+        assert!((t.row(0)[0] - 1.0).abs() < 1e-5 && t.row(0)[1] == 0.0);
+        assert_eq!(t.labels, vec![1, 2]);
     }
 
     #[test]

@@ -65,6 +65,12 @@ const PARAMS: &[ParamDecl] = &[
         "\"auto\"",
         "exclude each query from its own database: auto = when both sides hold the same images",
     ),
+    ParamDecl::optional(
+        "truncate",
+        ParamType::Bool,
+        "false",
+        "when one side's embeddings are larger, compare their first D components (re-normalised): BCT with a larger new dimension",
+    ),
 ];
 
 const INPUTS: &[InputDecl] = &[
@@ -121,8 +127,17 @@ impl Stage for Evaluate {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let params = ctx.params().clone();
         let protocol = params.str("protocol")?.to_string();
-        let (query, gflops, query_key) = read_side(ctx, "query")?;
-        let (db, _, db_key) = read_side(ctx, "database")?;
+        let (mut query, gflops, query_key) = read_side(ctx, "query")?;
+        let (mut db, _, db_key) = read_side(ctx, "database")?;
+        if query.dim != db.dim && params.bool("truncate")? {
+            let dim = query.dim.min(db.dim);
+            ctx.log(format!(
+                "truncating {}-d and {}-d embeddings to their first {dim} components",
+                query.dim, db.dim
+            ));
+            query = query.truncated(dim);
+            db = db.truncated(dim);
+        }
         if query.dim != db.dim {
             return Err(metrics_error(MetricsError::DimensionMismatch {
                 query: query.dim,
@@ -408,6 +423,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(metrics["r1"], 0.0, "new(0) is closest to old(1)");
+    }
+
+    #[test]
+    fn a_larger_query_dimension_needs_truncate() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = EmbeddingSet::new(vec![1.0, 0.0, 0.5, 0.0, 1.0, 0.5], 3, vec![0, 1], None);
+        let old = EmbeddingSet::new(vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0], 2, vec![0, 1, 0], None);
+        let q = artifact(
+            "new",
+            "a",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "n", &new))],
+        );
+        let d = artifact(
+            "old",
+            "b",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "o", &old))],
+        );
+        let inputs = [("query", vec![q]), ("database", vec![d])];
+        let err = run_stage(&Evaluate, json!({}), &inputs)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("3-dimensional but database embeddings are 2-dimensional"),
+            "{err}"
+        );
+        let (metrics, _) = run_stage(&Evaluate, json!({"truncate": true}), &inputs).unwrap();
+        assert_eq!(
+            metrics["r1"], 1.0,
+            "first two components match each query's class"
+        );
     }
 
     #[test]
