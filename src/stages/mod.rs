@@ -15,6 +15,7 @@ pub mod evaluate;
 mod params;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod testing;
 pub mod update_gain;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
@@ -71,6 +72,12 @@ pub trait Stage: Send + Sync {
     /// Axes this kind gathers by default (`report` gathers every axis: `["*"]`).
     fn default_gather(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// Whether the outputs of this kind are published under `reports/PIPELINE/` after every
+    /// run (and `table.md`, if any, printed to the terminal). True for reports.
+    fn publishes(&self) -> bool {
+        false
     }
 
     /// Whether an instance needs a device slot.
