@@ -12,6 +12,7 @@
 
 mod context;
 mod params;
+mod report;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
@@ -112,7 +113,10 @@ impl Registry {
 
     /// The kind called `name`.
     pub fn get(&self, name: &str) -> Option<&dyn Stage> {
-        self.kinds.iter().find(|k| k.kind() == name).map(|k| k.as_ref())
+        self.kinds
+            .iter()
+            .find(|k| k.kind() == name)
+            .map(|k| k.as_ref())
     }
 
     /// Every kind, in registration order.
@@ -136,7 +140,7 @@ pub fn registry() -> Registry {
 }
 
 fn builtin_kinds() -> Vec<Box<dyn Stage>> {
-    vec![]
+    vec![Box::new(report::Report)]
 }
 
 #[cfg(test)]
