@@ -113,10 +113,7 @@ impl Registry {
 
     /// The kind called `name`.
     pub fn get(&self, name: &str) -> Option<&dyn Stage> {
-        self.kinds
-            .iter()
-            .find(|k| k.kind() == name)
-            .map(|k| k.as_ref())
+        self.kinds.iter().find(|k| k.kind() == name).map(|k| k.as_ref())
     }
 
     /// Every kind, in registration order.
