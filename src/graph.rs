@@ -1,1 +1,329 @@
-//! Stage instances and their DAG.
+//! Expansion of stages into stage instances, and the sealed DAG between them.
+//!
+//! A stage fans out over the sweep dimensions its parameters use plus the dimensions of its
+//! inputs, minus the dimensions it gathers. An instance is one coordinate in each of those
+//! dimensions (a zip group is one dimension, so its axes vary together). An input connects an
+//! instance to every upstream instance that agrees with it on the dimensions both have: exactly
+//! one for a plain input, all of them across the gathered dimensions for a gathered one. A
+//! stage that uses no axis of its downstream (a teacher shared by many students) therefore has
+//! one instance, trained once.
+//!
+//! The graph is built, checked (stage-level cycles are reported with the cycle named), then
+//! sealed in a [`Plan`] that only hands out read access: nothing downstream can add an edge.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde_json::Value;
+
+use crate::spec::{PipelineSpec, SpecError, StageSpec};
+use crate::stages::Params;
+
+/// One stage with every sweep axis it uses bound.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    /// Position in [`Plan::instances`].
+    pub index: usize,
+    /// The stage's name.
+    pub stage: String,
+    /// The stage's kind.
+    pub kind: String,
+    /// Dimension -> coordinate (index into the dimension's values).
+    pub coords: BTreeMap<String, usize>,
+    /// Axis -> value, for every axis of every dimension the instance has.
+    pub binding: BTreeMap<String, Value>,
+    /// The parameters with the binding applied.
+    pub params: Params,
+    /// Slot -> upstream instance indices (one per plain input; many when gathered).
+    pub inputs: BTreeMap<String, Vec<usize>>,
+    /// Whether the instance gathers (its inputs' identities then matter to its output).
+    pub gathers: bool,
+}
+
+impl Instance {
+    /// `stage[axis=value, ...]`, or just `stage` when nothing is bound.
+    pub fn label(&self) -> String {
+        if self.binding.is_empty() {
+            self.stage.clone()
+        } else {
+            let parts: Vec<String> = self
+                .binding
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => format!("{k}={s}"),
+                    v => format!("{k}={v}"),
+                })
+                .collect();
+            format!("{}[{}]", self.stage, parts.join(","))
+        }
+    }
+}
+
+/// The sealed instance DAG of a pipeline.
+#[derive(Debug)]
+pub struct Plan {
+    spec: PipelineSpec,
+    instances: Vec<Instance>,
+    graph: DiGraph<usize, ()>,
+    order: Vec<usize>,
+}
+
+impl Plan {
+    /// Expands `spec` into instances and builds their DAG.
+    pub fn build(spec: PipelineSpec) -> Result<Plan, SpecError> {
+        let stage_order = stage_order(&spec)?;
+        let mut instances: Vec<Instance> = Vec::new();
+        let mut by_stage: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut dims_of: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for &si in &stage_order {
+            let stage = &spec.stages[si];
+            let dims = stage_dims(&spec, stage, &dims_of)?;
+            let created = expand(&spec, stage, &dims, &by_stage, &instances)?;
+            let mut indices = Vec::new();
+            for mut inst in created {
+                inst.index = instances.len();
+                indices.push(inst.index);
+                instances.push(inst);
+            }
+            by_stage.insert(stage.name.clone(), indices);
+            dims_of.insert(stage.name.clone(), dims);
+        }
+        let mut graph = DiGraph::new();
+        let nodes: Vec<NodeIndex> = instances.iter().map(|i| graph.add_node(i.index)).collect();
+        for inst in &instances {
+            for ups in inst.inputs.values() {
+                for &u in ups {
+                    graph.add_edge(nodes[u], nodes[inst.index], ());
+                }
+            }
+        }
+        let order = petgraph::algo::toposort(&graph, None)
+            .expect("instance edges follow the stage order, which is acyclic")
+            .into_iter()
+            .map(|n| graph[n])
+            .collect();
+        Ok(Plan {
+            spec,
+            instances,
+            graph,
+            order,
+        })
+    }
+
+    /// The resolved pipeline.
+    pub fn spec(&self) -> &PipelineSpec {
+        &self.spec
+    }
+
+    /// Every instance, stages in dependency order and each stage's instances by coordinate.
+    pub fn instances(&self) -> &[Instance] {
+        &self.instances
+    }
+
+    /// Instance indices in a topological order.
+    pub fn order(&self) -> &[usize] {
+        &self.order
+    }
+
+    /// The instances that consume instance `index`.
+    pub fn dependants(&self, index: usize) -> Vec<usize> {
+        self.graph
+            .neighbors_directed(NodeIndex::new(index), petgraph::Direction::Outgoing)
+            .map(|n| self.graph[n])
+            .collect()
+    }
+
+    /// The instances of stage `name`.
+    pub fn instances_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Instance> + 'a {
+        self.instances.iter().filter(move |i| i.stage == name)
+    }
+}
+
+/// Stage indices in dependency order; a cycle is an error naming it.
+fn stage_order(spec: &PipelineSpec) -> Result<Vec<usize>, SpecError> {
+    let mut graph = DiGraph::<usize, ()>::new();
+    let nodes: Vec<NodeIndex> = (0..spec.stages.len()).map(|i| graph.add_node(i)).collect();
+    let index_of = |name: &str| spec.stages.iter().position(|s| s.name == name);
+    for (i, stage) in spec.stages.iter().enumerate() {
+        for input in &stage.inputs {
+            for up in &input.stages {
+                if let Some(u) = index_of(up) {
+                    graph.add_edge(nodes[u], nodes[i], ());
+                }
+            }
+        }
+    }
+    match petgraph::algo::toposort(&graph, None) {
+        Ok(order) => Ok(order.into_iter().map(|n| graph[n]).collect()),
+        Err(cycle) => {
+            let start = graph[cycle.node_id()];
+            let path = find_cycle(spec, start);
+            let stage = &spec.stages[start];
+            let loc = stage
+                .inputs
+                .iter()
+                .find(|i| i.stages.iter().any(|s| path.contains(s)))
+                .map_or(&stage.loc, |i| &i.loc);
+            Err(
+                SpecError::at(loc, format!("dependency cycle: {}", path.join(" -> ")))
+                    .hint("a stage cannot depend on its own results; remove one of these inputs"),
+            )
+        }
+    }
+}
+
+/// The names along a cycle through stage `start`: `a -> b -> a`.
+fn find_cycle(spec: &PipelineSpec, start: usize) -> Vec<String> {
+    fn dfs(
+        spec: &PipelineSpec,
+        target: &str,
+        at: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        let Some(stage) = spec.stage(at) else {
+            return false;
+        };
+        for input in &stage.inputs {
+            for up in &input.stages {
+                if up == target {
+                    path.push(up.clone());
+                    return true;
+                }
+                if seen.insert(up.clone()) {
+                    path.push(up.clone());
+                    if dfs(spec, target, up, path, seen) {
+                        return true;
+                    }
+                    path.pop();
+                }
+            }
+        }
+        false
+    }
+    let name = spec.stages[start].name.clone();
+    let mut path = vec![name.clone()];
+    dfs(spec, &name, &name, &mut path, &mut BTreeSet::new());
+    // `path` follows inputs upstream; show it in the direction data flows.
+    path.reverse();
+    path
+}
+
+/// The dimensions a stage's instances vary along.
+fn stage_dims(
+    spec: &PipelineSpec,
+    stage: &StageSpec,
+    dims_of: &BTreeMap<String, BTreeSet<String>>,
+) -> Result<BTreeSet<String>, SpecError> {
+    let dim_of = |axis: &str| spec.axis(axis).map(|a| a.dimension.clone());
+    let gathered: BTreeSet<String> = stage.gather.iter().filter_map(|a| dim_of(a)).collect();
+    let mut own_axes = BTreeSet::new();
+    stage.params.values().for_each(|t| t.axes(&mut own_axes));
+    let mut dims = BTreeSet::new();
+    for axis in &own_axes {
+        let dim = dim_of(axis).unwrap_or_else(|| axis.clone());
+        if gathered.contains(&dim) {
+            return Err(SpecError::at(
+                &stage.loc,
+                format!(
+                    "stage `{}` uses axis `{axis}` in its params but gathers its dimension `{dim}`",
+                    stage.name
+                ),
+            ));
+        }
+        dims.insert(dim);
+    }
+    for input in &stage.inputs {
+        for up in &input.stages {
+            for dim in dims_of.get(up).into_iter().flatten() {
+                if !gathered.contains(dim) {
+                    dims.insert(dim.clone());
+                }
+            }
+        }
+    }
+    Ok(dims)
+}
+
+/// The instances of one stage.
+fn expand(
+    spec: &PipelineSpec,
+    stage: &StageSpec,
+    dims: &BTreeSet<String>,
+    by_stage: &BTreeMap<String, Vec<usize>>,
+    existing: &[Instance],
+) -> Result<Vec<Instance>, SpecError> {
+    let dim_len = |dim: &str| {
+        spec.axes
+            .iter()
+            .find(|a| a.dimension == dim)
+            .map_or(1, |a| a.values.len())
+    };
+    // Every coordinate combination over `dims`, in axis-declaration order.
+    let ordered_dims: Vec<String> = {
+        let mut seen = Vec::new();
+        for a in &spec.axes {
+            if dims.contains(&a.dimension) && !seen.contains(&a.dimension) {
+                seen.push(a.dimension.clone());
+            }
+        }
+        seen
+    };
+    let mut combos: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new()];
+    for dim in &ordered_dims {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                (0..dim_len(dim)).map(move |i| {
+                    let mut c = c.clone();
+                    c.insert(dim.clone(), i);
+                    c
+                })
+            })
+            .collect();
+    }
+    let gathers = !stage.gather.is_empty();
+    let mut out = Vec::with_capacity(combos.len());
+    for coords in combos {
+        let mut binding = BTreeMap::new();
+        for axis in &spec.axes {
+            if let Some(&i) = coords.get(&axis.dimension) {
+                binding.insert(axis.name.clone(), axis.values[i].clone());
+            }
+        }
+        let params = Params(
+            stage
+                .params
+                .iter()
+                .map(|(k, t)| (k.clone(), t.bind(&binding)))
+                .collect(),
+        );
+        let mut inputs = BTreeMap::new();
+        for input in &stage.inputs {
+            let mut connected = Vec::new();
+            for up in &input.stages {
+                for &u in by_stage.get(up).into_iter().flatten() {
+                    let agrees = existing[u]
+                        .coords
+                        .iter()
+                        .all(|(dim, c)| coords.get(dim).is_none_or(|mine| mine == c));
+                    if agrees {
+                        connected.push(u);
+                    }
+                }
+            }
+            inputs.insert(input.slot.clone(), connected);
+        }
+        out.push(Instance {
+            index: 0,
+            stage: stage.name.clone(),
+            kind: stage.kind.clone(),
+            coords,
+            binding,
+            params,
+            inputs,
+            gathers,
+        });
+    }
+    Ok(out)
+}

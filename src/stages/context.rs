@@ -57,12 +57,18 @@ pub enum StageError {
 impl StageError {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        StageError::Io { path: path.into(), source }
+        StageError::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// A bad parameter value.
     pub fn bad_param(name: &str, message: impl Into<String>) -> Self {
-        StageError::BadParam { name: name.to_string(), message: message.into() }
+        StageError::BadParam {
+            name: name.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -88,15 +94,18 @@ pub struct InputArtifact {
 impl InputArtifact {
     /// The path of output `name`, or an error naming what exists.
     pub fn output(&self, name: &str) -> Result<&Path, StageError> {
-        self.outputs.get(name).map(PathBuf::as_path).ok_or_else(|| StageError::Input {
-            slot: self.stage.clone(),
-            message: format!(
-                "stage `{}` (kind {}) has no output `{name}`; it has: {}",
-                self.stage,
-                self.kind,
-                self.outputs.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-        })
+        self.outputs
+            .get(name)
+            .map(PathBuf::as_path)
+            .ok_or_else(|| StageError::Input {
+                slot: self.stage.clone(),
+                message: format!(
+                    "stage `{}` (kind {}) has no output `{name}`; it has: {}",
+                    self.stage,
+                    self.kind,
+                    self.outputs.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            })
     }
 }
 

@@ -13,6 +13,7 @@
 mod context;
 mod params;
 mod report;
+pub mod testing;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
@@ -70,6 +71,12 @@ pub trait Stage: Send + Sync {
         &[]
     }
 
+    /// Whether the outputs of this kind are published under `reports/PIPELINE/` after every
+    /// run (and `table.md`, if any, printed to the terminal). True for reports.
+    fn publishes(&self) -> bool {
+        false
+    }
+
     /// Whether an instance needs a device slot.
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Cpu
@@ -113,7 +120,10 @@ impl Registry {
 
     /// The kind called `name`.
     pub fn get(&self, name: &str) -> Option<&dyn Stage> {
-        self.kinds.iter().find(|k| k.kind() == name).map(|k| k.as_ref())
+        self.kinds
+            .iter()
+            .find(|k| k.kind() == name)
+            .map(|k| k.as_ref())
     }
 
     /// Every kind, in registration order.

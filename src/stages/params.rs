@@ -87,7 +87,12 @@ pub struct ParamDecl {
 impl ParamDecl {
     /// A required parameter.
     pub const fn required(name: &'static str, ty: ParamType, doc: &'static str) -> Self {
-        ParamDecl { name, ty, default: None, doc }
+        ParamDecl {
+            name,
+            ty,
+            default: None,
+            doc,
+        }
     }
 
     /// A parameter with a default, given as a JSON literal.
@@ -97,7 +102,12 @@ impl ParamDecl {
         default: &'static str,
         doc: &'static str,
     ) -> Self {
-        ParamDecl { name, ty, default: Some(default), doc }
+        ParamDecl {
+            name,
+            ty,
+            default: Some(default),
+            doc,
+        }
     }
 
     /// The parsed default value.
@@ -108,7 +118,10 @@ impl ParamDecl {
     pub fn default_value(&self) -> Option<Value> {
         self.default.map(|literal| {
             serde_json::from_str(literal).unwrap_or_else(|e| {
-                panic!("default of parameter `{}` is not JSON ({literal}): {e}", self.name)
+                panic!(
+                    "default of parameter `{}` is not JSON ({literal}): {e}",
+                    self.name
+                )
             })
         })
     }
@@ -154,7 +167,10 @@ impl Params {
         expected: &'static str,
         f: impl FnOnce(&'a Value) -> Option<T>,
     ) -> Result<T, ParamError> {
-        self.0.get(name).and_then(f).ok_or_else(|| ParamError { name: name.to_string(), expected })
+        self.0.get(name).and_then(f).ok_or_else(|| ParamError {
+            name: name.to_string(),
+            expected,
+        })
     }
 
     /// An integer parameter.
@@ -164,7 +180,9 @@ impl Params {
 
     /// A non-negative integer parameter, as `usize`.
     pub fn usize(&self, name: &str) -> Result<usize, ParamError> {
-        self.typed(name, "a non-negative integer", |v| v.as_u64().map(|u| u as usize))
+        self.typed(name, "a non-negative integer", |v| {
+            v.as_u64().map(|u| u as usize)
+        })
     }
 
     /// A number parameter (integers are widened).
@@ -184,7 +202,10 @@ impl Params {
 
     /// An optional string: absent, or an empty string, is `None`.
     pub fn opt_str(&self, name: &str) -> Option<&str> {
-        self.0.get(name).and_then(|v| v.as_str()).filter(|s| !s.is_empty())
+        self.0
+            .get(name)
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
     }
 
     /// A list of numbers.
@@ -204,7 +225,10 @@ impl Params {
     /// A list of strings.
     pub fn strs(&self, name: &str) -> Result<Vec<String>, ParamError> {
         self.typed(name, "a list of strings", |v| {
-            v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect()
+            v.as_array()?
+                .iter()
+                .map(|x| x.as_str().map(str::to_string))
+                .collect()
         })
     }
 }

@@ -1,0 +1,146 @@
+//! The stage key: everything that can change a stage instance's output, hashed.
+//!
+//! Modelled on cargo's fingerprints and Bazel's action keys: the key is blake3 over the
+//! canonical JSON of [`StageKey`]. Two instances with the same key are the same work.
+//!
+//! | in the key                                        | never in the key                     |
+//! |---------------------------------------------------|--------------------------------------|
+//! | [`KEY_FORMAT`], the key layout's version           | absolute paths, the project location |
+//! | the stage kind and its `IMPL_VERSION`              | the cache location                   |
+//! | resolved params, canonical (sorted, `1` == `1.0`)  | file modification times              |
+//! | content digests of every input artifact            | host names, user names, process ids  |
+//! | for gathered inputs, each input's stage and binding| thread counts, `--jobs`              |
+//! | external content the kind fingerprints (data sets, | progress or log settings, `--json`   |
+//! |   weight files: relative paths + content hashes)   | the device a stage ran on            |
+//! | (nothing else)                                     | `path` params as text (their content |
+//! |                                                    |   is in the fingerprint instead)     |
+//!
+//! Inputs enter by content, not by the upstream key, so a retrained upstream stage that
+//! produced byte-identical outputs leaves everything downstream fresh (early cut-off). The
+//! upstream's `log.txt` is not an input: logs hold timings.
+//!
+//! The golden test at the bottom pins one key. If it fails, keying changed: every user's cache
+//! is invalidated. Bump [`KEY_FORMAT`] deliberately and update the golden value, or undo.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Version of the [`StageKey`] layout and canonical form; bumping it invalidates every key.
+pub const KEY_FORMAT: u32 = 1;
+
+/// Everything that determines one stage instance's output. See the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageKey {
+    /// [`KEY_FORMAT`] when the key was made.
+    pub format: u32,
+    /// The stage kind (`train-teacher`, ...).
+    pub kind: String,
+    /// The kind's `IMPL_VERSION`, bumped by hand when its semantics change.
+    pub impl_version: u32,
+    /// Resolved parameters in canonical form, `path` params left out.
+    pub params: BTreeMap<String, Value>,
+    /// Input slot -> one entry per connected upstream instance, in the plan's order.
+    pub inputs: BTreeMap<String, Vec<InputKey>>,
+    /// External content the kind reads (data-set files, weights), or null.
+    pub fingerprint: Value,
+}
+
+/// One upstream instance as an input of a key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputKey {
+    /// Output name -> blake3 digest of its content (`log.txt` excluded).
+    pub outputs: BTreeMap<String, String>,
+    /// For gathered inputs only: the upstream stage's name and sweep binding, since a gathering
+    /// stage (a report) lays its inputs out by them. Null for plain inputs, so renaming an
+    /// upstream stage does not retrain its consumers.
+    pub identity: Value,
+}
+
+impl StageKey {
+    /// The canonical JSON text: sorted object keys, integral floats written as integers.
+    pub fn canonical_json(&self) -> String {
+        let value = serde_json::to_value(self).expect("a StageKey always serialises");
+        canonical(&value).to_string()
+    }
+
+    /// The key's hex digest: blake3 of the canonical JSON.
+    pub fn digest(&self) -> String {
+        blake3::hash(self.canonical_json().as_bytes())
+            .to_hex()
+            .to_string()
+    }
+}
+
+/// The canonical form of a value: objects sorted (serde_json's map is ordered), floats that
+/// hold an integer become that integer, so `epochs = 10` and `epochs = 10.0` key alike.
+pub fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                Value::from(f as i64)
+            } else {
+                value.clone()
+            }
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), canonical(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> StageKey {
+        StageKey {
+            format: KEY_FORMAT,
+            kind: "distill".into(),
+            impl_version: 3,
+            params: BTreeMap::from([
+                ("lambda_t".to_string(), Value::from(0.7)),
+                ("epochs".to_string(), Value::from(10.0)),
+            ]),
+            inputs: BTreeMap::from([(
+                "teacher".to_string(),
+                vec![InputKey {
+                    outputs: BTreeMap::from([("model.safetensors".to_string(), "ab".repeat(32))]),
+                    identity: Value::Null,
+                }],
+            )]),
+            fingerprint: Value::Null,
+        }
+    }
+
+    #[test]
+    fn golden_key_is_pinned() {
+        // Changing this value invalidates every cache: bump KEY_FORMAT when you mean it.
+        assert_eq!(
+            sample().canonical_json(),
+            r#"{"fingerprint":null,"format":1,"impl_version":3,"inputs":{"teacher":[{"identity":null,"outputs":{"model.safetensors":"abababababababababababababababababababababababababababababababab"}}]},"kind":"distill","params":{"epochs":10,"lambda_t":0.7}}"#
+        );
+        assert_eq!(
+            sample().digest(),
+            blake3::hash(sample().canonical_json().as_bytes())
+                .to_hex()
+                .to_string()
+        );
+        assert_eq!(&sample().digest()[..16], GOLDEN_PREFIX);
+    }
+
+    const GOLDEN_PREFIX: &str = "GOLDEN";
+
+    #[test]
+    fn integer_and_float_spellings_key_alike() {
+        let mut a = sample();
+        a.params.insert("epochs".into(), Value::from(10));
+        assert_eq!(a.digest(), sample().digest());
+        a.params.insert("lambda_t".into(), Value::from(0.8));
+        assert_ne!(a.digest(), sample().digest());
+    }
+}

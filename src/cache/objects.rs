@@ -1,0 +1,310 @@
+//! The content-addressed object store: every artifact stored once, named by its blake3 digest.
+//!
+//! Layout: `objects/ab/cdef...` (the first two hex digits shard the folder). Writing is
+//! crash-safe: content goes to a temporary file in the same folder, is fsynced, then renamed
+//! into place, so an object either exists whole or not at all. Reading verifies: a file whose
+//! content no longer matches its name is reported as corrupt and moved to `quarantine/`, never
+//! used. A directory output is stored as a manifest object (JSON: relative path -> digest) next
+//! to the objects of its files.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Why reading an object failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    /// The object is not in the store.
+    #[error("object {digest} is missing from {root}")]
+    Missing {
+        /// Its digest.
+        digest: String,
+        /// The store.
+        root: PathBuf,
+    },
+    /// The object's content does not match its digest; it was moved to quarantine.
+    #[error("object {digest} is corrupt (content hashes to {actual}); moved to {quarantined}")]
+    Corrupt {
+        /// The expected digest.
+        digest: String,
+        /// What the content hashes to.
+        actual: String,
+        /// Where the bad file now is.
+        quarantined: PathBuf,
+    },
+    /// A file-system error.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ObjectError + '_ {
+    move |source| ObjectError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A directory output: relative path -> digest of each file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// (relative path with `/` separators, digest), sorted by path.
+    pub entries: Vec<(String, String)>,
+}
+
+/// The object store under a cache folder.
+#[derive(Debug, Clone)]
+pub struct ObjectStore {
+    root: PathBuf,
+}
+
+/// blake3 of a file's content, streamed.
+pub fn hash_file(path: &Path) -> io::Result<(String, u64)> {
+    let mut file = File::open(path)?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    Ok((hasher.finalize().to_hex().to_string(), size))
+}
+
+impl ObjectStore {
+    /// The store in `cache_dir/objects` (created on first write).
+    pub fn new(cache_dir: &Path) -> Self {
+        ObjectStore {
+            root: cache_dir.join("objects"),
+        }
+    }
+
+    /// Where the object `digest` lives (whether or not it exists).
+    pub fn path(&self, digest: &str) -> PathBuf {
+        let (shard, rest) = digest.split_at(2.min(digest.len()));
+        self.root.join(shard).join(rest)
+    }
+
+    /// Whether the object exists (not verified).
+    pub fn contains(&self, digest: &str) -> bool {
+        self.path(digest).is_file()
+    }
+
+    /// Stores the file at `src`, moving it into the store (it must be on the same file
+    /// system, as a stage's temporary output folder is). Returns (digest, size).
+    pub fn put_file(&self, src: &Path) -> Result<(String, u64), ObjectError> {
+        let (digest, size) = hash_file(src).map_err(io_err(src))?;
+        let dest = self.path(&digest);
+        if dest.is_file() {
+            fs::remove_file(src).map_err(io_err(src))?;
+            return Ok((digest, size));
+        }
+        let dir = dest.parent().expect("object paths have a shard folder");
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        File::open(src)
+            .and_then(|f| f.sync_all())
+            .map_err(io_err(src))?;
+        fs::rename(src, &dest).map_err(io_err(&dest))?;
+        sync_dir(dir);
+        Ok((digest, size))
+    }
+
+    /// Stores `bytes`. Returns (digest, size).
+    pub fn put_bytes(&self, bytes: &[u8]) -> Result<(String, u64), ObjectError> {
+        let digest = blake3::hash(bytes).to_hex().to_string();
+        let dest = self.path(&digest);
+        if dest.is_file() {
+            return Ok((digest, bytes.len() as u64));
+        }
+        let dir = dest.parent().expect("object paths have a shard folder");
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err(dir))?;
+        tmp.write_all(bytes).map_err(io_err(&dest))?;
+        tmp.as_file().sync_all().map_err(io_err(&dest))?;
+        tmp.persist(&dest).map_err(|e| ObjectError::Io {
+            path: dest.clone(),
+            source: e.error,
+        })?;
+        sync_dir(dir);
+        Ok((digest, bytes.len() as u64))
+    }
+
+    /// Stores every file under `dir` and a manifest of them. Returns the manifest's
+    /// (digest, size) and the digests of its files.
+    pub fn put_dir(&self, dir: &Path) -> Result<(String, u64, Vec<String>), ObjectError> {
+        let mut files = Vec::new();
+        collect_files(dir, dir, &mut files).map_err(io_err(dir))?;
+        files.sort();
+        let mut entries = Vec::with_capacity(files.len());
+        let mut digests = Vec::with_capacity(files.len());
+        for rel in files {
+            let (digest, _) = self.put_file(&dir.join(&rel))?;
+            digests.push(digest.clone());
+            entries.push((rel, digest));
+        }
+        let manifest = serde_json::to_vec(&Manifest { entries }).expect("manifests serialise");
+        let (digest, size) = self.put_bytes(&manifest)?;
+        Ok((digest, size, digests))
+    }
+
+    /// The verified path of object `digest`: its content is rehashed; a mismatch quarantines
+    /// the file and is an error.
+    pub fn open_verified(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+        let path = self.path(digest);
+        if !path.is_file() {
+            return Err(ObjectError::Missing {
+                digest: digest.into(),
+                root: self.root.clone(),
+            });
+        }
+        let (actual, _) = hash_file(&path).map_err(io_err(&path))?;
+        if actual != digest {
+            let quarantined = self.quarantine(digest)?;
+            return Err(ObjectError::Corrupt {
+                digest: digest.into(),
+                actual,
+                quarantined,
+            });
+        }
+        Ok(path)
+    }
+
+    /// Reads and verifies a manifest object.
+    pub fn read_manifest(&self, digest: &str) -> Result<Manifest, ObjectError> {
+        let path = self.open_verified(digest)?;
+        let bytes = fs::read(&path).map_err(io_err(&path))?;
+        serde_json::from_slice(&bytes).map_err(|e| ObjectError::Io {
+            path,
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        })
+    }
+
+    /// Copies a directory output out of the store into `dest`, verifying every file.
+    pub fn materialise_dir(&self, digest: &str, dest: &Path) -> Result<(), ObjectError> {
+        for (rel, file_digest) in self.read_manifest(digest)?.entries {
+            let src = self.open_verified(&file_digest)?;
+            let target = dest.join(&rel);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(io_err(parent))?;
+            }
+            fs::copy(&src, &target).map_err(io_err(&target))?;
+        }
+        Ok(())
+    }
+
+    /// Moves object `digest` to `quarantine/` beside the store. Returns where it went.
+    pub fn quarantine(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+        let dir = self.root.with_file_name("quarantine");
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let dest = dir.join(digest);
+        let src = self.path(digest);
+        fs::rename(&src, &dest).map_err(io_err(&src))?;
+        Ok(dest)
+    }
+
+    /// Removes object `digest` (garbage collection).
+    pub fn remove(&self, digest: &str) -> io::Result<()> {
+        fs::remove_file(self.path(digest))
+    }
+
+    /// Every object digest in the store, with its size.
+    pub fn list(&self) -> io::Result<Vec<(String, u64)>> {
+        let mut out = Vec::new();
+        let Ok(shards) = fs::read_dir(&self.root) else {
+            return Ok(out);
+        };
+        for shard in shards {
+            let shard = shard?;
+            let name = shard.file_name().to_string_lossy().into_owned();
+            if name.len() != 2 || !shard.file_type()?.is_dir() {
+                continue;
+            }
+            for entry in fs::read_dir(shard.path())? {
+                let entry = entry?;
+                let rest = entry.file_name().to_string_lossy().into_owned();
+                if rest.len() == 62 && rest.chars().all(|c| c.is_ascii_hexdigit()) {
+                    out.push((format!("{name}{rest}"), entry.metadata()?.len()));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            collect_files(root, &path, out)?;
+        } else {
+            let rel = path.strip_prefix(root).expect("walked from root");
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+    Ok(())
+}
+
+/// fsync a folder so a rename into it survives a power cut (best effort).
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_then_read_back_verified() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::new(dir.path());
+        let (digest, size) = store.put_bytes(b"hello").unwrap();
+        assert_eq!(size, 5);
+        assert_eq!(digest, blake3::hash(b"hello").to_hex().to_string());
+        let path = store.open_verified(&digest).unwrap();
+        assert_eq!(fs::read(path).unwrap(), b"hello");
+        assert_eq!(store.list().unwrap(), vec![(digest, 5)]);
+    }
+
+    #[test]
+    fn a_flipped_byte_is_detected_and_quarantined() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::new(dir.path());
+        let (digest, _) = store.put_bytes(b"weights").unwrap();
+        fs::write(store.path(&digest), b"weightz").unwrap();
+        let err = store.open_verified(&digest).unwrap_err();
+        assert!(matches!(err, ObjectError::Corrupt { .. }), "{err}");
+        assert!(!store.contains(&digest));
+        assert!(matches!(
+            store.open_verified(&digest),
+            Err(ObjectError::Missing { .. })
+        ));
+    }
+
+    #[test]
+    fn directories_round_trip_through_a_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::new(&dir.path().join("cache"));
+        let src = dir.path().join("out");
+        fs::create_dir_all(src.join("sub")).unwrap();
+        fs::write(src.join("a.txt"), "a").unwrap();
+        fs::write(src.join("sub/b.txt"), "b").unwrap();
+        let (manifest, _, files) = store.put_dir(&src).unwrap();
+        assert_eq!(files.len(), 2);
+        let dest = dir.path().join("back");
+        store.materialise_dir(&manifest, &dest).unwrap();
+        assert_eq!(fs::read_to_string(dest.join("sub/b.txt")).unwrap(), "b");
+    }
+}

@@ -1,0 +1,64 @@
+//! `asymflow kinds [KIND]`: the stage kinds and their parameters.
+
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+
+use crate::spec::error::closest;
+
+/// Lists every kind, or describes one.
+pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
+    let registry = super::common::registry();
+    let Some(name) = kind else {
+        let width = registry.names().iter().map(|n| n.len()).max().unwrap_or(0);
+        for stage in registry.kinds() {
+            println!("{:width$}  {}", stage.kind(), stage.summary());
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let stage = registry.get(name).ok_or_else(|| {
+        let hint = closest(name, &registry.names())
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        anyhow!("unknown stage kind `{name}`{hint}; `asymflow kinds` lists them")
+    })?;
+    println!(
+        "{} (IMPL_VERSION {}): {}",
+        stage.kind(),
+        stage.impl_version(),
+        stage.summary()
+    );
+    if !stage.inputs().is_empty() {
+        println!("\ninputs:");
+        for input in stage.inputs() {
+            let req = if input.required {
+                "required"
+            } else {
+                "optional"
+            };
+            println!("  {:18} {req:9} {}", input.name, input.doc);
+        }
+    }
+    if !stage.params().is_empty() {
+        println!("\nparams:");
+        for p in stage.params() {
+            let default = p
+                .default
+                .map_or("(required)".to_string(), |d| format!("= {d}"));
+            println!(
+                "  {:18} {:24} {:14} {}",
+                p.name,
+                p.ty.describe(),
+                default,
+                p.doc
+            );
+        }
+    }
+    if !stage.default_gather().is_empty() {
+        println!(
+            "\ngathers by default: {}",
+            stage.default_gather().join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

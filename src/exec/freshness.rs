@@ -1,0 +1,144 @@
+//! Freshness: the key of an instance and whether the cache already holds its result.
+//!
+//! The rules, in order (the first that applies decides):
+//! 1. An instance whose inputs are not all known (an upstream instance must run first) is
+//!    dirty: its key cannot be computed until those inputs exist.
+//! 2. Otherwise its key is computed ([`instance_key`]); a successful run recorded under that key
+//!    whose output objects are all present is a hit ("cached").
+//! 3. Otherwise it is dirty, and the reasons are the differences between the key it last ran
+//!    with (per pipeline, stage and binding) and the new one; "never ran" when there is none;
+//!    "outputs missing from the object store" when the run is recorded but objects are gone.
+//!
+//! Object content is verified when an input is read by a stage that runs (and by `cache
+//! verify`), not on every freshness check, so a no-op run stays in milliseconds.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::cache::{key::canonical, Cache, Index, InputKey, RunRecord, StageKey, KEY_FORMAT};
+use crate::graph::{Instance, Plan};
+use crate::stages::{FingerprintEnv, ParamType, Registry, StageError, LOG_OUTPUT};
+
+/// The key of `inst`, given the records of its upstream instances and its fingerprint.
+pub fn instance_key(
+    plan: &Plan,
+    inst: &Instance,
+    registry: &Registry,
+    upstream: &dyn Fn(usize) -> Option<RunRecord>,
+    fingerprint: Value,
+) -> Option<StageKey> {
+    let stage = registry.get(&inst.kind)?;
+    let params = inst
+        .params
+        .0
+        .iter()
+        .filter(|(name, _)| {
+            crate::stages::param_decl(stage, name).is_none_or(|d| d.ty != ParamType::Path)
+        })
+        .map(|(k, v)| (k.clone(), canonical(v)))
+        .collect();
+    let mut inputs = BTreeMap::new();
+    for (slot, ups) in &inst.inputs {
+        let mut keys = Vec::with_capacity(ups.len());
+        for &u in ups {
+            let record = upstream(u)?;
+            let outputs = record
+                .outputs
+                .iter()
+                .filter(|(name, _)| name.as_str() != LOG_OUTPUT)
+                .map(|(name, o)| (name.clone(), o.digest.clone()))
+                .collect();
+            let identity = if inst.gathers {
+                let up = &plan.instances()[u];
+                serde_json::json!({ "stage": up.stage, "binding": up.binding })
+            } else {
+                Value::Null
+            };
+            keys.push(InputKey { outputs, identity });
+        }
+        inputs.insert(slot.clone(), keys);
+    }
+    Some(StageKey {
+        format: KEY_FORMAT,
+        kind: inst.kind.clone(),
+        impl_version: stage.impl_version(),
+        params,
+        inputs,
+        fingerprint,
+    })
+}
+
+/// The fingerprint of external content `inst` reads (null for most kinds).
+pub fn fingerprint(
+    plan: &Plan,
+    inst: &Instance,
+    registry: &Registry,
+    hasher: &dyn crate::stages::FileHasher,
+) -> Result<Value, StageError> {
+    let Some(stage) = registry.get(&inst.kind) else {
+        return Ok(Value::Null);
+    };
+    let env = FingerprintEnv {
+        project_dir: &plan.spec().project_dir,
+        hashes: hasher,
+    };
+    Ok(stage
+        .fingerprint(&inst.params, &env)?
+        .map(|v| canonical(&v))
+        .unwrap_or(Value::Null))
+}
+
+/// Whether every output object of `record` is present in the store.
+pub fn outputs_present(cache: &Cache, record: &RunRecord) -> bool {
+    record
+        .outputs
+        .values()
+        .all(|o| cache.objects().contains(&o.digest))
+}
+
+/// The binding of an instance as stored in the index (canonical JSON).
+pub fn binding_json(inst: &Instance) -> String {
+    serde_json::to_string(&inst.binding).expect("bindings serialise")
+}
+
+/// Why `inst` must run, given its new key.
+pub fn dirty_reasons(
+    index: &Index,
+    cache: &Cache,
+    pipeline: &str,
+    inst: &Instance,
+    key: &StageKey,
+) -> Vec<String> {
+    let digest = key.digest();
+    if let Ok(Some(record)) = index.lookup(&digest) {
+        if !outputs_present(cache, &record) {
+            return vec!["outputs missing from the object store".into()];
+        }
+    }
+    if let Ok(Some(error)) = index.failure(&digest) {
+        let first = error.lines().next().unwrap_or("").to_string();
+        return vec![format!("last run failed: {first}")];
+    }
+    let last = index
+        .last_key(pipeline, &inst.stage, &binding_json(inst))
+        .ok()
+        .flatten();
+    let Some(last) = last else {
+        return vec!["never ran".into()];
+    };
+    let Some(old) = index
+        .key_json(&last)
+        .ok()
+        .flatten()
+        .and_then(|json| serde_json::from_str::<StageKey>(&json).ok())
+    else {
+        return vec!["never ran".into()];
+    };
+    let reasons = crate::cache::why::explain(&old, key);
+    if reasons.is_empty() {
+        vec!["result no longer in the cache".into()]
+    } else {
+        reasons
+    }
+}

@@ -1,0 +1,78 @@
+//! Progress display: one bar for the pipeline's instances, one per running stage (epochs or
+//! batches), and result lines printed above the bars. Hidden for `--json` and when stderr is
+//! not a terminal; result lines then go to stderr as plain text.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// The run's progress display.
+pub struct Progress {
+    multi: Option<MultiProgress>,
+    overall: Option<ProgressBar>,
+    quiet: bool,
+}
+
+impl Progress {
+    /// A display for `total` instances; `enabled` false prints only result lines, to stderr.
+    pub fn new(enabled: bool, total: u64) -> Self {
+        let interactive = enabled && std::io::IsTerminal::is_terminal(&std::io::stderr());
+        if !interactive {
+            return Progress {
+                multi: None,
+                overall: None,
+                quiet: !enabled,
+            };
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let overall = multi.add(ProgressBar::new(total));
+        overall.set_style(
+            ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} instances {elapsed}")
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        overall.set_prefix("pipeline");
+        Progress {
+            multi: Some(multi),
+            overall: Some(overall),
+            quiet: false,
+        }
+    }
+
+    /// One instance finished (cached, ran, failed or skipped).
+    pub fn inc(&self) {
+        if let Some(bar) = &self.overall {
+            bar.inc(1);
+        }
+    }
+
+    /// A bar for a stage that starts running.
+    pub fn stage_bar(&self, label: &str) -> Option<ProgressBar> {
+        let multi = self.multi.as_ref()?;
+        let bar = multi.add(ProgressBar::new(0));
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg} {elapsed}")
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        bar.set_prefix("stage");
+        bar.set_message(label.to_string());
+        Some(bar)
+    }
+
+    /// A line above the bars (or on stderr).
+    pub fn println(&self, line: &str) {
+        match &self.multi {
+            Some(multi) => {
+                let _ = multi.println(line);
+            }
+            None if !self.quiet => eprintln!("{line}"),
+            None => {}
+        }
+    }
+
+    /// Removes the bars.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.overall {
+            bar.finish_and_clear();
+        }
+    }
+}

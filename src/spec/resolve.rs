@@ -1,0 +1,380 @@
+//! Resolution: a written pipeline (plus overrides) -> a [`PipelineSpec`] whose every stage has a
+//! known kind, known and well-typed parameters (defaults filled in), connected inputs and known
+//! sweep axes. Like ripgrep's flags, parsing ([`super::model`]) and resolving (here) are
+//! separate steps: the parse only knows TOML, the resolution knows the stage kinds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::error::SpecError;
+use super::model::{string_list, RawPipeline, RawStage};
+use super::overrides::Override;
+use super::source::{Loc, SourceFile};
+use super::sweep::read_axes;
+use super::template::{Tpl, Vars};
+use super::value::{parse_document, SKey, SKind, SValue};
+use super::{InputRef, PipelineSpec, StageSpec};
+use crate::stages::{param_decl, Registry};
+
+/// How many templates may extend each other in a chain.
+const MAX_EXTENDS_DEPTH: usize = 8;
+
+/// Reads, overrides and resolves the pipeline file at `path`.
+pub fn load(
+    path: &Path,
+    overrides: &[Override],
+    registry: &Registry,
+) -> Result<PipelineSpec, SpecError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        SpecError::nowhere(format!("cannot read pipeline file {}: {e}", path.display()))
+            .hint("give the path of a .toml file, e.g. pipelines/quickstart.toml")
+    })?;
+    let file = Arc::new(SourceFile {
+        path: path.to_path_buf(),
+        text,
+    });
+    let mut raw = RawPipeline::parse(file)?;
+    for o in overrides {
+        o.apply(&mut raw)?;
+    }
+    let pipeline_dir = path
+        .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .unwrap_or(Path::new("."));
+    let pipeline_dir = std::fs::canonicalize(pipeline_dir).unwrap_or(pipeline_dir.to_path_buf());
+    let project_dir = find_project_dir(&pipeline_dir);
+    resolve(raw, &pipeline_dir, &project_dir, registry)
+}
+
+/// The project folder of a pipeline in `dir`: the nearest ancestor (or `dir` itself) holding a
+/// `stages/` or `pipelines/` folder, else `dir`. Relative paths in a pipeline resolve there.
+pub fn find_project_dir(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|a| a.join("stages").is_dir() || a.join("pipelines").is_dir())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+fn resolve(
+    mut raw: RawPipeline,
+    pipeline_dir: &Path,
+    project_dir: &Path,
+    registry: &Registry,
+) -> Result<PipelineSpec, SpecError> {
+    let name = match &raw.name {
+        Some(v) => v.expect_str("[pipeline] name")?.to_string(),
+        None => raw
+            .file
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "pipeline".into()),
+    };
+    let mut vars = Vars::new();
+    for (key, value) in &raw.vars {
+        if value.to_json().to_string().contains("${") {
+            return Err(
+                SpecError::at(&value.loc, format!("variable `{}` interpolates", key.name))
+                    .hint("variables hold plain values; interpolate them in params"),
+            );
+        }
+        vars.insert(key.name.clone(), value.to_json());
+    }
+    let axes = read_axes(&raw.sweep)?;
+    let axis_names: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
+    let stage_names: Vec<String> = raw.stages.iter().map(|s| s.name.name.clone()).collect();
+
+    let mut stages = Vec::with_capacity(raw.stages.len());
+    for stage in std::mem::take(&mut raw.stages) {
+        let stage = apply_templates(stage, pipeline_dir, project_dir, 0)?;
+        stages.push(resolve_stage(
+            stage,
+            &vars,
+            &axes,
+            &axis_names,
+            &stage_names,
+            registry,
+        )?);
+    }
+    Ok(PipelineSpec {
+        name,
+        file: raw.file.path.clone(),
+        project_dir: project_dir.to_path_buf(),
+        axes,
+        stages,
+    })
+}
+
+fn apply_templates(
+    mut stage: RawStage,
+    pipeline_dir: &Path,
+    project_dir: &Path,
+    depth: usize,
+) -> Result<RawStage, SpecError> {
+    let Some(extends) = stage.extends.take() else {
+        return Ok(stage);
+    };
+    let rel = extends.expect_str("extends")?;
+    if depth >= MAX_EXTENDS_DEPTH {
+        return Err(
+            SpecError::at(&extends.loc, "templates extend each other too deeply").hint(format!(
+                "at most {MAX_EXTENDS_DEPTH} templates in a chain; is there a loop?"
+            )),
+        );
+    }
+    let candidates = [pipeline_dir.join(rel), project_dir.join(rel)];
+    let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
+        SpecError::at(&extends.loc, format!("template file `{rel}` not found")).hint(format!(
+            "looked in {} and {}",
+            pipeline_dir.display(),
+            project_dir.display()
+        ))
+    })?;
+    let text = std::fs::read_to_string(found)
+        .map_err(|e| SpecError::at(&extends.loc, format!("cannot read `{rel}`: {e}")))?;
+    let file = Arc::new(SourceFile {
+        path: PathBuf::from(rel),
+        text,
+    });
+    let entries = parse_document(&file)?;
+    let table = SValue {
+        kind: SKind::Table(entries),
+        loc: Loc::new(&file, 0..0),
+    };
+    let template = RawStage::parse(
+        SKey {
+            name: stage.name.name.clone(),
+            loc: Loc::new(&file, 0..0),
+        },
+        &table,
+    )?;
+    let template_dir = found.parent().unwrap_or(project_dir).to_path_buf();
+    let template = apply_templates(template, &template_dir, project_dir, depth + 1)?;
+    stage.merge_template(template);
+    Ok(stage)
+}
+
+fn resolve_stage(
+    stage: RawStage,
+    vars: &Vars,
+    axes: &[super::sweep::Axis],
+    axis_names: &[&str],
+    stage_names: &[String],
+    registry: &Registry,
+) -> Result<StageSpec, SpecError> {
+    let name = stage.name.name.clone();
+    let kind_value = stage.kind.as_ref().ok_or_else(|| {
+        SpecError::at(&stage.name.loc, format!("stage `{name}` has no `kind`")).hint(format!(
+            "add `kind = \"...\"`; kinds: {}",
+            registry.names().join(", ")
+        ))
+    })?;
+    let kind_name = kind_value.expect_str("kind")?;
+    let kind = registry.get(kind_name).ok_or_else(|| {
+        SpecError::at(&kind_value.loc, format!("unknown stage kind `{kind_name}`"))
+            .suggest(kind_name, registry.names())
+    })?;
+
+    let mut params = BTreeMap::new();
+    for (key, value) in &stage.params {
+        let decl = param_decl(kind, &key.name).ok_or_else(|| {
+            SpecError::at(
+                &key.loc,
+                format!("unknown parameter `{}` for kind `{kind_name}`", key.name),
+            )
+            .suggest(&key.name, kind.params().iter().map(|p| p.name))
+        })?;
+        let tpl = Tpl::parse(value, vars, axis_names)?;
+        check_type(&tpl, value, decl, kind_name, axes)?;
+        params.insert(key.name.clone(), tpl);
+    }
+    for decl in kind.params() {
+        if params.contains_key(decl.name) {
+            continue;
+        }
+        match decl.default_value() {
+            Some(v) => {
+                params.insert(decl.name.to_string(), Tpl::Lit(v));
+            }
+            None => {
+                return Err(SpecError::at(
+                    &stage.name.loc,
+                    format!("stage `{name}` is missing parameter `{}`", decl.name),
+                )
+                .hint(format!(
+                    "add `{} = ...` under params ({}: {})",
+                    decl.name,
+                    decl.ty.describe(),
+                    decl.doc
+                )))
+            }
+        }
+    }
+
+    let mut inputs = Vec::new();
+    for (slot, value) in &stage.inputs {
+        if !kind.inputs().iter().any(|d| d.name == slot.name) {
+            return Err(SpecError::at(
+                &slot.loc,
+                format!("unknown input `{}` for kind `{kind_name}`", slot.name),
+            )
+            .suggest(&slot.name, kind.inputs().iter().map(|d| d.name)));
+        }
+        let mut refs = Vec::new();
+        for (target, loc) in string_list(value, &format!("input `{}`", slot.name))? {
+            if !stage_names.contains(&target) {
+                return Err(SpecError::at(
+                    &loc,
+                    format!("input `{}` names unknown stage `{target}`", slot.name),
+                )
+                .suggest(&target, stage_names.iter().map(String::as_str)));
+            }
+            if target == name {
+                return Err(SpecError::at(
+                    &loc,
+                    format!("stage `{name}` depends on itself"),
+                ));
+            }
+            refs.push(target);
+        }
+        inputs.push(InputRef {
+            slot: slot.name.clone(),
+            stages: refs,
+            loc: value.loc.clone(),
+        });
+    }
+    for decl in kind.inputs() {
+        if decl.required && !inputs.iter().any(|i| i.slot == decl.name) {
+            return Err(SpecError::at(
+                &stage.name.loc,
+                format!("stage `{name}` is missing input `{}`", decl.name),
+            )
+            .hint(format!(
+                "add `inputs = {{ {} = \"STAGE\" }}` ({})",
+                decl.name, decl.doc
+            )));
+        }
+    }
+
+    let gather = match &stage.gather {
+        Some(value) => {
+            let mut list = Vec::new();
+            for (axis, loc) in string_list(value, "gather")? {
+                if axis != "*" && !axis_names.contains(&axis.as_str()) {
+                    return Err(SpecError::at(
+                        &loc,
+                        format!("gather names unknown sweep axis `{axis}`"),
+                    )
+                    .suggest(&axis, axis_names.iter().copied()));
+                }
+                list.push(axis);
+            }
+            list
+        }
+        None => kind
+            .default_gather()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    let gather = if gather.iter().any(|g| g == "*") {
+        axis_names.iter().map(|s| s.to_string()).collect()
+    } else {
+        gather
+    };
+    let mut own_axes = BTreeSet::new();
+    params.values().for_each(|t| t.axes(&mut own_axes));
+    if let Some(axis) = own_axes.iter().find(|a| gather.contains(a)) {
+        let loc = stage.gather.as_ref().map_or(&stage.name.loc, |g| &g.loc);
+        return Err(SpecError::at(
+            loc,
+            format!(
+                "stage `{name}` gathers axis `{axis}` but its params also use `${{sweep.{axis}}}`"
+            ),
+        )
+        .hint("a stage either fans out over an axis or gathers it, not both"));
+    }
+
+    Ok(StageSpec {
+        name,
+        kind: kind_name.to_string(),
+        params,
+        inputs,
+        gather,
+        loc: stage.name.loc.clone(),
+    })
+}
+
+fn check_type(
+    tpl: &Tpl,
+    value: &SValue,
+    decl: &crate::stages::ParamDecl,
+    kind: &str,
+    axes: &[super::sweep::Axis],
+) -> Result<(), SpecError> {
+    let mut used = BTreeSet::new();
+    tpl.axes(&mut used);
+    let mut bindings: Vec<BTreeMap<String, Value>> = vec![BTreeMap::new()];
+    for axis in axes.iter().filter(|a| used.contains(&a.name)) {
+        bindings = bindings
+            .into_iter()
+            .flat_map(|b| {
+                axis.values.iter().map(move |v| {
+                    let mut b = b.clone();
+                    b.insert(axis.name.clone(), v.clone());
+                    b
+                })
+            })
+            .take(10_000)
+            .collect();
+    }
+    for binding in &bindings {
+        let bound = tpl.bind(binding);
+        if !decl.ty.accepts(&bound) {
+            let via = if binding.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (with {})",
+                    binding
+                        .iter()
+                        .map(|(k, v)| format!("{k} = {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            return Err(SpecError::at(
+                &value.loc,
+                format!(
+                    "parameter `{}` of kind `{kind}` expects {}, found {}{via}",
+                    decl.name,
+                    decl.ty.describe(),
+                    describe_value(&bound)
+                ),
+            )
+            .hint(decl.doc.to_string()));
+        }
+    }
+    Ok(())
+}
+
+fn describe_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("the string \"{s}\""),
+        Value::Number(n) if n.is_f64() => format!("the float {n}"),
+        Value::Number(n) => format!("the integer {n}"),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Array(_) => format!("the array {v}"),
+        Value::Object(_) => format!("the table {v}"),
+        Value::Null => "nothing".into(),
+    }
+}

@@ -1,0 +1,72 @@
+//! Source files and locations, so every error can say file, line and column.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The text of one file the pipeline was read from (the pipeline, a template, or the command
+/// line, whose "file" is `<command line>` and whose text is the argument).
+#[derive(Debug)]
+pub struct SourceFile {
+    /// The path as the user gave it (or `<command line>`).
+    pub path: PathBuf,
+    /// The whole text.
+    pub text: String,
+}
+
+/// A place in a source file.
+#[derive(Debug, Clone)]
+pub struct Loc {
+    /// The file.
+    pub file: Arc<SourceFile>,
+    /// Byte range of the value or key.
+    pub span: Range<usize>,
+}
+
+impl Loc {
+    /// A location in `file`.
+    pub fn new(file: &Arc<SourceFile>, span: Range<usize>) -> Self {
+        Loc {
+            file: Arc::clone(file),
+            span,
+        }
+    }
+
+    /// 1-based line and column of the start of the span (columns count characters).
+    pub fn line_col(&self) -> (usize, usize) {
+        let start = self.span.start.min(self.file.text.len());
+        let before = &self.file.text[..start];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let col = self.file.text[line_start..start].chars().count() + 1;
+        (line, col)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// The source line holding the span's start, and a caret line under the span.
+    pub fn snippet(&self) -> (String, String) {
+        let (line, col) = self.line_col();
+        let text = self
+            .file
+            .text
+            .lines()
+            .nth(line - 1)
+            .unwrap_or("")
+            .to_string();
+        let width = self.file.text[self.span.clone()]
+            .lines()
+            .next()
+            .map_or(1, |first| {
+                first
+                    .chars()
+                    .count()
+                    .clamp(1, text.chars().count().saturating_sub(col - 1).max(1))
+            });
+        let caret = format!("{}{}", " ".repeat(col - 1), "^".repeat(width));
+        (text, caret)
+    }
+}

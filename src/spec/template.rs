@@ -1,0 +1,246 @@
+//! Parameter values with `${vars.x}` and `${sweep.x}` interpolation.
+//!
+//! `${vars.x}` is replaced while the pipeline is resolved; `${sweep.x}` stays a placeholder
+//! until an instance binds the axis. A string that is exactly one placeholder takes the bound
+//! value with its type (a `${sweep.res}` that is 32 is the integer 32); a placeholder inside
+//! longer text is formatted into the string.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::error::SpecError;
+use super::source::Loc;
+use super::value::{SKind, SValue};
+
+/// A parameter value that may still refer to sweep axes.
+#[derive(Debug, Clone)]
+pub enum Tpl {
+    /// A plain value.
+    Lit(Value),
+    /// Exactly `${sweep.AXIS}`: the bound value, type kept.
+    Axis(String, Loc),
+    /// Text with placeholders inside: always a string.
+    Concat(Vec<Piece>, Loc),
+    /// An array of templates.
+    Array(Vec<Tpl>),
+    /// A table of templates.
+    Table(BTreeMap<String, Tpl>),
+}
+
+/// A piece of a [`Tpl::Concat`].
+#[derive(Debug, Clone)]
+pub enum Piece {
+    /// Literal text.
+    Text(String),
+    /// A sweep axis.
+    Axis(String),
+}
+
+/// A lookup of the pipeline's `[vars]`.
+pub type Vars = BTreeMap<String, Value>;
+
+impl Tpl {
+    /// Builds a template from a written value, replacing `${vars.x}` from `vars`.
+    /// `known_axes` are the sweep axes; any other reference is an error at its place.
+    pub fn parse(value: &SValue, vars: &Vars, known_axes: &[&str]) -> Result<Tpl, SpecError> {
+        match &value.kind {
+            SKind::Str(text) if text.contains("${") => {
+                parse_string(text, &value.loc, vars, known_axes)
+            }
+            SKind::Array(items) => Ok(Tpl::Array(
+                items
+                    .iter()
+                    .map(|v| Tpl::parse(v, vars, known_axes))
+                    .collect::<Result<_, _>>()?,
+            )),
+            SKind::Table(entries) => Ok(Tpl::Table(
+                entries
+                    .iter()
+                    .map(|(k, v)| Ok((k.name.clone(), Tpl::parse(v, vars, known_axes)?)))
+                    .collect::<Result<_, SpecError>>()?,
+            )),
+            _ => Ok(Tpl::Lit(value.to_json())),
+        }
+    }
+
+    /// The sweep axes this template refers to.
+    pub fn axes(&self, into: &mut BTreeSet<String>) {
+        match self {
+            Tpl::Lit(_) => {}
+            Tpl::Axis(axis, _) => {
+                into.insert(axis.clone());
+            }
+            Tpl::Concat(pieces, _) => {
+                for piece in pieces {
+                    if let Piece::Axis(axis) = piece {
+                        into.insert(axis.clone());
+                    }
+                }
+            }
+            Tpl::Array(items) => items.iter().for_each(|t| t.axes(into)),
+            Tpl::Table(entries) => entries.values().for_each(|t| t.axes(into)),
+        }
+    }
+
+    /// The value with every axis bound. Axes missing from `binding` are a bug in expansion
+    /// (every referenced axis is bound there), reported as a string placeholder left intact.
+    pub fn bind(&self, binding: &BTreeMap<String, Value>) -> Value {
+        match self {
+            Tpl::Lit(v) => v.clone(),
+            Tpl::Axis(axis, _) => binding.get(axis).cloned().unwrap_or(Value::Null),
+            Tpl::Concat(pieces, _) => Value::String(
+                pieces
+                    .iter()
+                    .map(|p| match p {
+                        Piece::Text(t) => t.clone(),
+                        Piece::Axis(a) => match binding.get(a) {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(v) => v.to_string(),
+                            None => format!("${{sweep.{a}}}"),
+                        },
+                    })
+                    .collect(),
+            ),
+            Tpl::Array(items) => Value::Array(items.iter().map(|t| t.bind(binding)).collect()),
+            Tpl::Table(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, t)| (k.clone(), t.bind(binding)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+fn parse_string(text: &str, loc: &Loc, vars: &Vars, known_axes: &[&str]) -> Result<Tpl, SpecError> {
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut rest = text;
+    let mut whole_var: Option<Value> = None;
+    let mut count = 0;
+    while let Some(start) = rest.find("${") {
+        if start > 0 {
+            pieces.push(Piece::Text(rest[..start].to_string()));
+        }
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or_else(|| {
+            SpecError::at(loc, format!("unclosed interpolation in \"{text}\""))
+                .hint("write `${vars.NAME}` or `${sweep.AXIS}`")
+        })?;
+        let reference = after[..end].trim();
+        count += 1;
+        match reference.split_once('.') {
+            Some(("vars", name)) => {
+                let value = vars.get(name).ok_or_else(|| {
+                    SpecError::at(loc, format!("unknown variable `{name}` in \"{text}\""))
+                        .suggest(name, vars.keys().map(String::as_str))
+                })?;
+                whole_var = Some(value.clone());
+                pieces.push(Piece::Text(match value {
+                    Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                }));
+            }
+            Some(("sweep", axis)) => {
+                if !known_axes.contains(&axis) {
+                    return Err(SpecError::at(
+                        loc,
+                        format!("unknown sweep axis `{axis}` in \"{text}\""),
+                    )
+                    .suggest(axis, known_axes.iter().copied())
+                    .hint_if_none("declare it under [sweep], e.g. `seed = [0, 1, 2]`"));
+                }
+                pieces.push(Piece::Axis(axis.to_string()));
+            }
+            _ => {
+                return Err(SpecError::at(
+                    loc,
+                    format!("bad interpolation `${{{reference}}}` in \"{text}\""),
+                )
+                .hint("only `${vars.NAME}` and `${sweep.AXIS}` can be interpolated"))
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest.to_string()));
+    }
+    let single = count == 1 && text.trim().starts_with("${") && text.trim().ends_with('}');
+    match (single, pieces.as_slice()) {
+        (true, [Piece::Axis(axis)]) => Ok(Tpl::Axis(axis.clone(), loc.clone())),
+        (true, [Piece::Text(_)]) => Ok(Tpl::Lit(whole_var.unwrap_or(Value::Null))),
+        _ if pieces.iter().all(|p| matches!(p, Piece::Text(_))) => Ok(Tpl::Lit(Value::String(
+            pieces
+                .into_iter()
+                .map(|p| match p {
+                    Piece::Text(t) => t,
+                    Piece::Axis(_) => unreachable!(),
+                })
+                .collect(),
+        ))),
+        _ => Ok(Tpl::Concat(pieces, loc.clone())),
+    }
+}
+
+trait HintIfNone {
+    fn hint_if_none(self, hint: &str) -> Self;
+}
+
+impl HintIfNone for SpecError {
+    fn hint_if_none(self, hint: &str) -> Self {
+        if self.hint.is_some() {
+            self
+        } else {
+            self.hint(hint)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::spec::source::SourceFile;
+
+    fn sval(text: &str) -> SValue {
+        let file = Arc::new(SourceFile {
+            path: "t.toml".into(),
+            text: text.into(),
+        });
+        SValue {
+            kind: SKind::Str(text.into()),
+            loc: Loc::new(&file, 0..text.len()),
+        }
+    }
+
+    #[test]
+    fn whole_placeholder_keeps_the_type() {
+        let vars = Vars::from([("res".to_string(), Value::from(64))]);
+        let t = Tpl::parse(&sval("${vars.res}"), &vars, &[]).unwrap();
+        assert_eq!(t.bind(&BTreeMap::new()), Value::from(64));
+        let t = Tpl::parse(&sval("${sweep.seed}"), &vars, &["seed"]).unwrap();
+        let binding = BTreeMap::from([("seed".to_string(), Value::from(2))]);
+        assert_eq!(t.bind(&binding), Value::from(2));
+    }
+
+    #[test]
+    fn embedded_placeholder_formats_into_text() {
+        let vars = Vars::from([("name".to_string(), Value::from("cub"))]);
+        let t = Tpl::parse(&sval("data/${vars.name}/s${sweep.seed}"), &vars, &["seed"]).unwrap();
+        let binding = BTreeMap::from([("seed".to_string(), Value::from(1))]);
+        assert_eq!(t.bind(&binding), Value::from("data/cub/s1"));
+    }
+
+    #[test]
+    fn unknown_references_are_errors_with_a_suggestion() {
+        let vars = Vars::from([("db_res".to_string(), Value::from(64))]);
+        let e = Tpl::parse(&sval("${vars.db_rez}"), &vars, &[]).unwrap_err();
+        assert!(e.message.contains("unknown variable `db_rez`"), "{e}");
+        assert_eq!(e.hint.as_deref(), Some("did you mean `db_res`?"));
+        let e = Tpl::parse(&sval("${env.HOME}"), &vars, &[]).unwrap_err();
+        assert!(e.message.contains("bad interpolation"), "{e}");
+        let e = Tpl::parse(&sval("${sweep.seed"), &vars, &["seed"]).unwrap_err();
+        assert!(e.message.contains("unclosed"), "{e}");
+    }
+}
