@@ -1,2 +1,2 @@
-
 mod report;
+mod report_freshness;

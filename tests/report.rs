@@ -35,16 +35,39 @@ fn eval(stage: &str, query_res: i64, seed: i64, metrics: &[(&str, f64)]) -> Inpu
 fn table2_results() -> Vec<InputArtifact> {
     let mut v = Vec::new();
     for (seed, map) in [0.40, 0.42, 0.47].into_iter().enumerate() {
-        v.push(eval("eval-tsym", 32, seed as i64, &[("map", map), ("r1", 0.6), ("query_gflops", 0.5)]));
+        v.push(eval(
+            "eval-tsym",
+            32,
+            seed as i64,
+            &[("map", map), ("r1", 0.6), ("query_gflops", 0.5)],
+        ));
     }
     for seed in 0..3 {
         v.push(eval("eval-tsym", 64, seed, &[]));
     }
-    for (seed, (map, r1)) in [(0.30, 0.5), (0.32, 0.6), (0.34, 0.7)].into_iter().enumerate() {
-        v.push(eval("eval-ts", 32, seed as i64, &[("map", map), ("r1", r1), ("query_gflops", 0.5)]));
+    for (seed, (map, r1)) in [(0.30, 0.5), (0.32, 0.6), (0.34, 0.7)]
+        .into_iter()
+        .enumerate()
+    {
+        v.push(eval(
+            "eval-ts",
+            32,
+            seed as i64,
+            &[("map", map), ("r1", r1), ("query_gflops", 0.5)],
+        ));
     }
-    v.push(eval("eval-ts", 64, 0, &[("map", 0.411), ("r1", 0.7), ("query_gflops", 2.0)]));
-    v.push(eval("eval-ts", 64, 1, &[("map", 0.413), ("r1", 0.8), ("query_gflops", 2.0)]));
+    v.push(eval(
+        "eval-ts",
+        64,
+        0,
+        &[("map", 0.411), ("r1", 0.7), ("query_gflops", 2.0)],
+    ));
+    v.push(eval(
+        "eval-ts",
+        64,
+        1,
+        &[("map", 0.413), ("r1", 0.8), ("query_gflops", 2.0)],
+    ));
     v.push(eval("eval-ts", 64, 2, &[]));
     v
 }
@@ -100,7 +123,8 @@ fn read(path: PathBuf) -> String {
 #[test]
 fn report_table2_markdown_snapshot_with_missing_cells_and_partial_seeds() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, metrics) = run_report(dir.path(), table2_params(), results(table2_results())).unwrap();
+    let (out, metrics) =
+        run_report(dir.path(), table2_params(), results(table2_results())).unwrap();
     // teacher symmetric mAP 0.40, 0.42, 0.47: mean 43.0, sample std sqrt(0.0026 / 2) = 3.6.
     // teacher-student at 64 px: mAP 0.411, 0.413 -> 41.2 ± 0.1; R@1 0.7, 0.8 -> 75.0 ± 7.1.
     let expected = "\
@@ -141,7 +165,10 @@ teacher-student asymmetric,32.0 ± 2.0,60.0 ± 10.0,41.2 ± 0.1 (2/3),75.0 ± 7.
     let lines: Vec<&str> = long.lines().collect();
     assert_eq!(lines[0], "stage,query_res,metric,mean,std,n,expected");
     assert_eq!(lines.len(), 1 + 8);
-    assert_eq!(lines[3], "eval-tsym,64,map,,,0,3", "a missing cell has no numbers, never a zero");
+    assert_eq!(
+        lines[3], "eval-tsym,64,map,,,0,3",
+        "a missing cell has no numbers, never a zero"
+    );
     let partial: Vec<&str> = lines[7].split(',').collect();
     assert_eq!(&partial[..3], ["eval-ts", "64", "map"]);
     assert!((partial[3].parse::<f64>().unwrap() - 0.412).abs() < 1e-12);
@@ -191,8 +218,16 @@ fn png_size(path: &Path) -> (u32, u32) {
 
 fn assert_svg(path: &Path, size: (u32, u32), must_contain: &[&str]) {
     let svg = read(path.to_path_buf());
-    assert!(svg.trim_start().starts_with("<svg"), "{}: not SVG", path.display());
-    assert!(svg.trim_end().ends_with("</svg>"), "{}: unterminated", path.display());
+    assert!(
+        svg.trim_start().starts_with("<svg"),
+        "{}: not SVG",
+        path.display()
+    );
+    assert!(
+        svg.trim_end().ends_with("</svg>"),
+        "{}: unterminated",
+        path.display()
+    );
     assert!(
         svg.contains(&format!("width=\"{}\" height=\"{}\"", size.0, size.1)),
         "{}: not {}x{}",
@@ -208,24 +243,36 @@ fn assert_svg(path: &Path, size: (u32, u32), must_contain: &[&str]) {
 #[test]
 fn report_writes_map_against_gflops_as_svg_and_png_of_the_requested_size() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, metrics) = run_report(dir.path(), table2_params(), results(table2_results())).unwrap();
+    let (out, metrics) =
+        run_report(dir.path(), table2_params(), results(table2_results())).unwrap();
     let stem = out.join("plot-map-vs-query_gflops");
     assert_svg(
         &stem.with_extension("svg"),
         (320, 240),
-        &["teacher symmetric", "teacher-student asymmetric", "query GFLOPs", "mAP"],
+        &[
+            "teacher symmetric",
+            "teacher-student asymmetric",
+            "query GFLOPs",
+            "mAP",
+        ],
     );
     assert_eq!(png_size(&stem.with_extension("png")), (320, 240));
     // The PNG has ink beyond the white background and the plot lines: text was rasterised.
     let img = image::open(stem.with_extension("png")).unwrap().to_rgb8();
     let dark = img.pixels().filter(|p| p.0.iter().all(|c| *c < 80)).count();
-    assert!(dark > 200, "only {dark} dark pixels: labels missing from the PNG");
+    assert!(
+        dark > 200,
+        "only {dark} dark pixels: labels missing from the PNG"
+    );
     assert_eq!(metrics["plots"], 1.0);
 
     let html = read(out.join("report.html"));
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<svg") && html.contains("<td class=\"missing\">-</td>"));
-    assert!(!html.contains("src=\"http"), "the page must be self-contained");
+    assert!(
+        !html.contains("src=\"http"),
+        "the page must be self-contained"
+    );
 }
 
 #[test]
@@ -236,7 +283,12 @@ fn report_draws_the_compatibility_matrix_as_a_heat_map() {
         binding: BTreeMap::from([("seed".to_string(), json!(0))]),
         ..eval(stage, 0, 0, &[("map", map)])
     };
-    let inputs = vec![pair("e11", 0.30), pair("e21", 0.33), pair("e22", 0.45), pair("e32", 0.47)];
+    let inputs = vec![
+        pair("e11", 0.30),
+        pair("e21", 0.33),
+        pair("e22", 0.45),
+        pair("e32", 0.47),
+    ];
     let params = json!({
         "rows": "query", "cols": "gallery", "metrics": ["map"], "heatmap": true,
         "plot_xy": [], "plot_size": [300, 200],
@@ -252,16 +304,27 @@ fn report_draws_the_compatibility_matrix_as_a_heat_map() {
     assert!(md.contains("| query | phi1 / mAP | phi2 / mAP |"), "{md}");
     assert!(md.contains("| phi1 | 30.0 | - |"), "{md}");
     assert!(md.contains("| phi3 | - | 47.0 |"), "{md}");
-    assert_svg(&out.join("heatmap.svg"), (300, 200), &["phi3", "33.0", "mAP"]);
+    assert_svg(
+        &out.join("heatmap.svg"),
+        (300, 200),
+        &["phi3", "33.0", "mAP"],
+    );
     assert_eq!(png_size(&out.join("heatmap.png")), (300, 200));
-    assert!(!out.join("plot-map-vs-query_gflops.svg").exists(), "plot_xy = [] draws no such plot");
+    assert!(
+        !out.join("plot-map-vs-query_gflops.svg").exists(),
+        "plot_xy = [] draws no such plot"
+    );
 }
 
 #[test]
 fn report_draws_loss_curves_of_training_stages() {
     let dir = tempfile::tempdir().unwrap();
     let loss_file = dir.path().join("loss.json");
-    std::fs::write(&loss_file, r#"[{"epoch": 1, "loss": 2.0}, {"epoch": 2, "loss": 1.2}]"#).unwrap();
+    std::fs::write(
+        &loss_file,
+        r#"[{"epoch": 1, "loss": 2.0}, {"epoch": 2, "loss": 1.2}]"#,
+    )
+    .unwrap();
     let teacher = InputArtifact {
         stage: "teacher".into(),
         kind: "train-teacher".into(),
@@ -274,7 +337,11 @@ fn report_draws_loss_curves_of_training_stages() {
     let mut inputs = results(table2_results());
     inputs.insert("losses".into(), vec![teacher]);
     let (out, metrics) = run_report(dir.path(), table2_params(), inputs).unwrap();
-    assert_svg(&out.join("loss-teacher.svg"), (320, 240), &["teacher loss", "seed=0", "epoch"]);
+    assert_svg(
+        &out.join("loss-teacher.svg"),
+        (320, 240),
+        &["teacher loss", "seed=0", "epoch"],
+    );
     assert_eq!(png_size(&out.join("loss-teacher.png")), (320, 240));
     assert_eq!(metrics["plots"], 2.0);
 }
@@ -282,17 +349,33 @@ fn report_draws_loss_curves_of_training_stages() {
 #[test]
 fn report_layout_mistakes_name_the_parameter_and_the_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let err = run_report(dir.path(), json!({"format": "percentage"}), results(table2_results()))
-        .unwrap_err()
-        .to_string();
-    assert!(err.starts_with("parameter `format`") && err.contains("percent:1"), "{err}");
+    let err = run_report(
+        dir.path(),
+        json!({"format": "percentage"}),
+        results(table2_results()),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("parameter `format`") && err.contains("percent:1"),
+        "{err}"
+    );
 
     // Without `query_res` in rows or columns, two results share a cell for one seed.
-    let err = run_report(dir.path(), json!({"metrics": ["map"]}), results(table2_results()))
+    let err = run_report(
+        dir.path(),
+        json!({"metrics": ["map"]}),
+        results(table2_results()),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("`query_res`") && err.contains("rows") && err.contains("cols"),
+        "{err}"
+    );
+
+    let err = run_report(dir.path(), json!({}), Inputs::new())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("`query_res`") && err.contains("rows") && err.contains("cols"), "{err}");
-
-    let err = run_report(dir.path(), json!({}), Inputs::new()).unwrap_err().to_string();
     assert!(err.starts_with("input `results`"), "{err}");
 }

@@ -284,17 +284,18 @@ impl Layout {
             rows.push(Dimension::Stage);
         }
 
-        let expected =
-            match get("expected").as_i64() {
-                Some(n) if n > 0 => Some(n as usize),
-                Some(0) | None => None,
-                Some(n) => return Err(ReportError::layout(
+        let expected = match get("expected").as_i64() {
+            Some(n) if n > 0 => Some(n as usize),
+            Some(0) | None => None,
+            Some(n) => {
+                return Err(ReportError::layout(
                     "expected",
                     format!(
                         "{n} is negative; give the results expected per cell, or 0 to count them"
                     ),
-                )),
-            };
+                ))
+            }
+        };
 
         let mut labels = BTreeMap::new();
         for (k, v) in table(&get("labels"), "labels")? {

@@ -75,6 +75,10 @@ impl Stage for Report {
         &["*"]
     }
 
+    fn publishes(&self) -> bool {
+        true
+    }
+
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let layout = Layout::from_params(ctx.params()).map_err(stage_error)?;
         let results = ctx.input_all("results").to_vec();
