@@ -1,2 +1,3 @@
 mod report;
 mod report_freshness;
+mod report_templates;

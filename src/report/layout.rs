@@ -11,7 +11,9 @@
 //!   gallery, for a compatibility matrix built from separate evaluation stages), then in the
 //!   instance's sweep binding (`query_res`, `dataset`), then in its parameters.
 //!
-//! The axis named by `over` (`seed` by default) is aggregated inside each cell. Rows and
+//! A field dimension that no instance has is dropped, so a template naming `dataset` and
+//! `query_res` also fits a pipeline that sweeps only one of them. The axis named by `over`
+//! (`seed` by default) is aggregated inside each cell. Rows and
 //! columns are the combinations of values that occur; values of a dimension appear in the
 //! order given under `order`, then numbers ascending, then in order of first appearance.
 
@@ -371,6 +373,19 @@ impl Layout {
             heatmap,
             plot_size,
         })
+    }
+
+    /// This layout without the field dimensions that none of `inputs` has, so one template
+    /// (columns `dataset` x `query_res`) fits a pipeline that sweeps only some of them.
+    pub fn fitted_to(&self, inputs: &[&InputArtifact]) -> Layout {
+        let present = |d: &Dimension| match d {
+            Dimension::Field(name) => inputs.iter().any(|a| self.field(name, a).is_some()),
+            _ => true,
+        };
+        let mut fitted = self.clone();
+        fitted.rows.retain(present);
+        fitted.cols.retain(present);
+        fitted
     }
 
     /// The value of dimension `dim` for `artifact` (`None` for [`Dimension::Metric`], and for a

@@ -95,10 +95,15 @@ pub fn has_run(artifact: &InputArtifact) -> bool {
     !(artifact.metrics.is_empty() && artifact.outputs.is_empty())
 }
 
-/// A sweep value as text: strings without quotes, numbers and booleans as JSON writes them.
+/// A sweep value as text: strings without quotes, numbers and booleans as JSON writes them,
+/// lists as their items joined by `+` (a `losses = ["abs", "rel_ts"]` axis value reads
+/// `abs+rel_ts`, which is also the key `labels` uses for it).
 pub fn value_text(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => {
+            items.iter().map(value_text).collect::<Vec<_>>().join("+")
+        }
         other => other.to_string(),
     }
 }

@@ -208,6 +208,9 @@ pub fn safe_stem(text: &str) -> String {
 /// metrics. `None` when no instance has both (nothing to draw).
 pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
     let (x, y) = layout.plot_xy.as_ref()?;
+    let kept: Vec<&InputArtifact> = inputs.iter().filter(|a| layout.keeps(a)).collect();
+    let fitted = layout.fitted_to(&kept);
+    let layout = &fitted;
     let row_dims: Vec<&Dimension> = layout
         .rows
         .iter()
@@ -226,7 +229,7 @@ pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
     // row key -> column key -> (sum x, sum y, n); both in first-appearance order.
     let mut rows: Vec<(Vec<String>, Vec<(Vec<String>, f64, f64, usize)>)> = Vec::new();
     let mut index: HashMap<Vec<String>, usize> = HashMap::new();
-    for a in inputs.iter().filter(|a| layout.keeps(a)) {
+    for a in kept {
         let (Some(&vx), Some(&vy)) = (a.metrics.get(x), a.metrics.get(y)) else {
             continue;
         };

@@ -240,6 +240,8 @@ impl Table {
     /// towards the expected results of their cells but give no value.
     pub fn build(layout: &Layout, inputs: &[InputArtifact]) -> Result<Table, ReportError> {
         let kept: Vec<&InputArtifact> = inputs.iter().filter(|a| layout.keeps(a)).collect();
+        let fitted = layout.fitted_to(&kept);
+        let layout = &fitted;
         let rows = build_axis(layout, &layout.rows, &kept);
         let cols = build_axis(layout, &layout.cols, &kept);
 
@@ -468,6 +470,26 @@ mod tests {
             "phi1 queries on a phi2 gallery were never evaluated"
         );
         assert_eq!(t.cells[1][0].values, vec![0.35]);
+    }
+
+    #[test]
+    fn dimensions_no_instance_has_are_dropped_and_list_values_read_joined() {
+        let inputs = vec![
+            artifact("e", json!({"losses": ["abs"]}), &[("map", 0.1)]),
+            artifact("e", json!({"losses": ["abs", "rel_ts"]}), &[("map", 0.2)]),
+        ];
+        let l = layout(json!({
+            "rows": "losses", "cols": ["dataset", "query_res"], "metrics": ["map"],
+            "labels": {"abs+rel_ts": "L_abs + L_rel-ts"}
+        }));
+        let t = Table::build(&l, &inputs).unwrap();
+        assert_eq!(
+            t.cols.dims,
+            vec![Dimension::Metric],
+            "dataset and query_res are not swept"
+        );
+        assert_eq!(t.rows.keys, vec![vec!["abs"], vec!["abs+rel_ts"]]);
+        assert_eq!(t.rows.labels[1], vec!["L_abs + L_rel-ts"]);
     }
 
     #[test]
