@@ -5,5 +5,8 @@ mod support;
 mod concurrency;
 mod crash_safety;
 mod freshness;
+mod report;
+mod report_freshness;
+mod report_templates;
 mod spec_errors;
 mod sweeps;

@@ -13,6 +13,7 @@
 mod context;
 pub mod evaluate;
 mod params;
+mod report;
 mod split;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -155,6 +156,7 @@ fn builtin_kinds() -> Vec<Box<dyn Stage>> {
         Box::new(split::Split),
         Box::new(evaluate::Evaluate),
         Box::new(update_gain::UpdateGainStage),
+        Box::new(report::Report),
     ]
 }
 
