@@ -24,12 +24,15 @@ pub const LOSS_OUTPUT: &str = "loss.json";
 
 const X_KEYS: [&str; 2] = ["epoch", "step"];
 
+/// One loss term's curve: its name and (epoch, value) points.
+pub type Curve = (String, Vec<(f64, f64)>);
+
 fn numbers(items: &[Value]) -> Option<Vec<f64>> {
     items.iter().map(Value::as_f64).collect()
 }
 
 /// The curves in a `loss.json` document: (term name, points). See the module docs.
-pub fn parse_curves(doc: &Value) -> Result<Vec<(String, Vec<(f64, f64)>)>, String> {
+pub fn parse_curves(doc: &Value) -> Result<Vec<Curve>, String> {
     match doc {
         Value::Array(items) if items.iter().all(Value::is_number) => {
             let ys = numbers(items).unwrap_or_default();
@@ -42,7 +45,7 @@ pub fn parse_curves(doc: &Value) -> Result<Vec<(String, Vec<(f64, f64)>)>, Strin
             )])
         }
         Value::Array(items) if items.iter().all(Value::is_object) => {
-            let mut curves: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+            let mut curves: Vec<Curve> = Vec::new();
             for (i, item) in items.iter().enumerate() {
                 let obj = item.as_object().expect("checked above");
                 let x = X_KEYS

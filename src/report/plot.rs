@@ -227,7 +227,8 @@ pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
             .collect()
     };
     // row key -> column key -> (sum x, sum y, n); both in first-appearance order.
-    let mut rows: Vec<(Vec<String>, Vec<(Vec<String>, f64, f64, usize)>)> = Vec::new();
+    type Sums = (Vec<String>, f64, f64, usize);
+    let mut rows: Vec<(Vec<String>, Vec<Sums>)> = Vec::new();
     let mut index: HashMap<Vec<String>, usize> = HashMap::new();
     for a in kept {
         let (Some(&vx), Some(&vy)) = (a.metrics.get(x), a.metrics.get(y)) else {
