@@ -1,3 +1,12 @@
+//! The integration tests: one binary, one file per theme.
+
+mod support;
+
+mod concurrency;
+mod crash_safety;
+mod freshness;
 mod report;
 mod report_freshness;
 mod report_templates;
+mod spec_errors;
+mod sweeps;
