@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::plot::{safe_stem, Figure, Series};
+use super::plot::{safe_stem, Corner, Figure, Series};
 use super::{value_text, ReportError};
 use crate::stages::InputArtifact;
 
@@ -169,6 +169,7 @@ pub fn loss_figures(
                     y_label: "loss".into(),
                     series: Vec::new(),
                     size,
+                    legend: Corner::UpperRight,
                 });
                 figures.last_mut().expect("just pushed")
             }
