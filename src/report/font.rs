@@ -44,9 +44,7 @@ mod tests {
     fn the_embedded_font_registers_and_measures_text() {
         ensure_registered().unwrap();
         let style = plotters::style::TextStyle::from((FAMILY, 20));
-        let (w, h) = plotters::style::FontDesc::from(style.font.clone())
-            .box_size("mAP")
-            .unwrap();
+        let (w, h) = style.font.box_size("mAP").unwrap();
         assert!(w > 20 && h > 5, "text box {w}x{h}");
     }
 }

@@ -52,13 +52,31 @@ impl NumberFormat {
         }
     }
 
-    /// The format a metric gets when the layout names none: counts and costs as they are,
-    /// everything else (fractions such as mAP and R@k) in `fallback`.
+    /// The format a metric gets when the layout names none: costs with two decimals, counts
+    /// as whole numbers, the BCT criterion (1 or 0 per seed, so its mean is the share of seeds
+    /// where it holds) with two decimals, everything else (fractions such as mAP, R@k, TAR)
+    /// in `fallback`.
     pub fn default_for(metric: &str, fallback: NumberFormat) -> NumberFormat {
-        match metric {
-            "gflops" | "query_gflops" => NumberFormat::Fixed(2),
-            "no_positive" | "count" | "resolution" | "epochs" => NumberFormat::Fixed(0),
-            _ => fallback,
+        const COUNTS: &[&str] = &[
+            "no_positive",
+            "queries",
+            "count",
+            "resolution",
+            "epochs",
+            "genuine_pairs",
+            "impostor_pairs",
+            "mated_probes",
+            "non_mated_probes",
+        ];
+        if metric == "gflops" || metric == "query_gflops" || metric.starts_with("criterion_") {
+            NumberFormat::Fixed(2)
+        } else if COUNTS.contains(&metric)
+            || metric.ends_with("_images")
+            || metric.ends_with("_classes")
+        {
+            NumberFormat::Fixed(0)
+        } else {
+            fallback
         }
     }
 

@@ -5,7 +5,9 @@
 //! adds a loss term:
 //! - `[2.3, 1.9, ...]`: one value per epoch;
 //! - `[{"epoch": 1, "loss": 2.3, "abs": 1.1}, ...]`: one object per epoch (or per `step`),
-//!   every other numeric field a curve;
+//!   every other numeric field a curve, and every numeric field of a nested table
+//!   (`"terms": {"abs": 1.1, "rel_ts": 0.4}`) too; fields that are not losses (`lr`,
+//!   `seconds`, `accuracy`, ...) are left out;
 //! - `{"loss": [2.3, 1.9], "abs": [...], "epoch": [1, 2]}`: one list per curve (an `epoch`
 //!   or `step` list, when present, gives x);
 //! - an object holding one list of per-epoch objects under any key (`{"epochs": [...]}`).
@@ -15,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::plot::{safe_stem, Figure, Series};
+use super::plot::{safe_stem, Corner, Figure, Series};
 use super::{value_text, ReportError};
 use crate::stages::InputArtifact;
 
@@ -24,12 +26,26 @@ pub const LOSS_OUTPUT: &str = "loss.json";
 
 const X_KEYS: [&str; 2] = ["epoch", "step"];
 
+/// Per-epoch fields that are logged beside the losses but are not losses (other units, other
+/// scales): left out of the loss plot.
+const NOT_LOSSES: [&str; 6] = ["lr", "seconds", "time", "accuracy", "acc", "images"];
+
+/// One loss term's curve: its name and (epoch, value) points.
+pub type Curve = (String, Vec<(f64, f64)>);
+
 fn numbers(items: &[Value]) -> Option<Vec<f64>> {
     items.iter().map(Value::as_f64).collect()
 }
 
 /// The curves in a `loss.json` document: (term name, points). See the module docs.
-pub fn parse_curves(doc: &Value) -> Result<Vec<(String, Vec<(f64, f64)>)>, String> {
+pub fn parse_curves(doc: &Value) -> Result<Vec<Curve>, String> {
+    let mut curves = parse_any(doc)?;
+    // The total first, then the terms (JSON objects come back with sorted keys).
+    curves.sort_by_key(|c| c.0 != "loss");
+    Ok(curves)
+}
+
+fn parse_any(doc: &Value) -> Result<Vec<Curve>, String> {
     match doc {
         Value::Array(items) if items.iter().all(Value::is_number) => {
             let ys = numbers(items).unwrap_or_default();
@@ -42,16 +58,24 @@ pub fn parse_curves(doc: &Value) -> Result<Vec<(String, Vec<(f64, f64)>)>, Strin
             )])
         }
         Value::Array(items) if items.iter().all(Value::is_object) => {
-            let mut curves: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+            let mut curves: Vec<Curve> = Vec::new();
             for (i, item) in items.iter().enumerate() {
                 let obj = item.as_object().expect("checked above");
                 let x = X_KEYS
                     .iter()
                     .find_map(|k| obj.get(*k).and_then(Value::as_f64))
                     .unwrap_or((i + 1) as f64);
+                // Numeric fields, and the numeric fields of nested tables (`terms`).
+                let mut fields: Vec<(&String, f64)> = Vec::new();
                 for (key, value) in obj {
-                    let Some(y) = value.as_f64() else { continue };
-                    if X_KEYS.contains(&key.as_str()) {
+                    match value {
+                        Value::Object(inner) => fields
+                            .extend(inner.iter().filter_map(|(k, v)| v.as_f64().map(|y| (k, y)))),
+                        other => fields.extend(other.as_f64().map(|y| (key, y))),
+                    }
+                }
+                for (key, y) in fields {
+                    if X_KEYS.contains(&key.as_str()) || NOT_LOSSES.contains(&key.as_str()) {
                         continue;
                     }
                     match curves.iter_mut().find(|c| c.0 == *key) {
@@ -71,7 +95,7 @@ pub fn parse_curves(doc: &Value) -> Result<Vec<(String, Vec<(f64, f64)>)>, Strin
                 })
                 .collect();
             if let [only] = nested.as_slice() {
-                return parse_curves(only);
+                return parse_any(only);
             }
             let xs = X_KEYS.iter().find_map(|k| {
                 map.get(*k)
@@ -80,7 +104,7 @@ pub fn parse_curves(doc: &Value) -> Result<Vec<(String, Vec<(f64, f64)>)>, Strin
             });
             let mut curves = Vec::new();
             for (key, value) in map {
-                if X_KEYS.contains(&key.as_str()) {
+                if X_KEYS.contains(&key.as_str()) || NOT_LOSSES.contains(&key.as_str()) {
                     continue;
                 }
                 let Some(ys) = value.as_array().and_then(|a| numbers(a)) else {
@@ -145,6 +169,7 @@ pub fn loss_figures(
                     y_label: "loss".into(),
                     series: Vec::new(),
                     size,
+                    legend: Corner::UpperRight,
                 });
                 figures.last_mut().expect("just pushed")
             }
@@ -202,6 +227,27 @@ mod tests {
             curves,
             vec![("loss".to_string(), vec![(1.0, 1.0), (2.0, 0.5)])]
         );
+    }
+
+    #[test]
+    fn reads_the_training_stages_shapes_without_rates_times_or_accuracies() {
+        // Distillation/teacher: {"epochs": [...]} with loss terms nested under `terms`.
+        let doc = json!({"epochs": [
+            {"epoch": 1, "loss": 2.0, "terms": {"abs": 1.5, "rel_ts": 0.5}, "lr": 1e-4, "seconds": 3.0},
+            {"epoch": 2, "loss": 1.0, "terms": {"abs": 0.8, "rel_ts": 0.2}, "lr": 2e-4, "seconds": 3.1}
+        ]});
+        let names: Vec<String> = parse_curves(&doc)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(names, ["loss", "abs", "rel_ts"]);
+        // BCT classifier training: a list of {epoch, loss, influence, accuracy}.
+        let doc = json!([{"epoch": 1, "loss": 2.0, "influence": 0.3, "accuracy": 0.1}]);
+        let curves = parse_curves(&doc).unwrap();
+        let names: Vec<&str> = curves.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(names, ["loss", "influence"]);
+        assert_eq!(curves[1].1, vec![(1.0, 0.3)]);
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub use cell::Cell;
 pub use format::NumberFormat;
 pub use layout::{Dimension, Layout};
 pub use missing::{missing_hint, missing_instances, MissingInstance};
-pub use plot::{Figure, Series};
+pub use plot::{Corner, Figure, Series};
 pub use table::Table;
 
 use crate::stages::InputArtifact;

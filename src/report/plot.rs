@@ -106,6 +106,18 @@ pub struct Figure {
     pub series: Vec<Series>,
     /// Width and height in pixels.
     pub size: (u32, u32),
+    /// Where the legend goes: the corner the lines are least likely to cross (lower right
+    /// for rising curves such as mAP against cost, upper right for falling losses).
+    pub legend: Corner,
+}
+
+/// A corner of the plotting area.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corner {
+    /// Top right.
+    UpperRight,
+    /// Bottom right.
+    LowerRight,
 }
 
 /// A range covering `values`, padded by 5% (or by 0.5 around a single value).
@@ -146,8 +158,21 @@ impl Drawing for Figure {
             .y_label_area_size(60)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(e)?;
+        // Whole-number x values (epochs) read without decimals.
+        let whole_x = points().all(|p| p.0.fract() == 0.0);
+        let x_format = |v: &f64| {
+            if whole_x && (v - v.round()).abs() < 1e-9 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.2}")
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+                    .to_string()
+            }
+        };
         chart
             .configure_mesh()
+            .x_label_formatter(&x_format)
             .x_desc(&self.x_label)
             .y_desc(&self.y_label)
             .label_style((FAMILY, 12))
@@ -182,7 +207,10 @@ impl Drawing for Figure {
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(160, 160, 160))
                 .label_font((FAMILY, 12))
-                .position(SeriesLabelPosition::LowerRight)
+                .position(match self.legend {
+                    Corner::UpperRight => SeriesLabelPosition::UpperRight,
+                    Corner::LowerRight => SeriesLabelPosition::LowerRight,
+                })
                 .draw()
                 .map_err(e)?;
         }
@@ -227,7 +255,8 @@ pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
             .collect()
     };
     // row key -> column key -> (sum x, sum y, n); both in first-appearance order.
-    let mut rows: Vec<(Vec<String>, Vec<(Vec<String>, f64, f64, usize)>)> = Vec::new();
+    type Sums = (Vec<String>, f64, f64, usize);
+    let mut rows: Vec<(Vec<String>, Vec<Sums>)> = Vec::new();
     let mut index: HashMap<Vec<String>, usize> = HashMap::new();
     for a in kept {
         let (Some(&vx), Some(&vy)) = (a.metrics.get(x), a.metrics.get(y)) else {
@@ -284,6 +313,7 @@ pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
         y_label: layout.metric_label(y),
         series,
         size: layout.plot_size,
+        legend: Corner::LowerRight,
     })
 }
 
