@@ -2,6 +2,7 @@
 
 mod support;
 
+mod bct;
 mod concurrency;
 mod crash_safety;
 mod freshness;
