@@ -199,8 +199,7 @@ fn bct_end_to_end_at_toy_scale() {
         tiny(json!({"embed_dim": 4})),
         &[("split", &split), ("old", &old)],
     )
-    .err()
-    .expect("a smaller new embedding is refused")
+    .expect_err("a smaller new embedding is refused")
     .to_string();
     assert!(err.contains("embed_dim"), "{err}");
 

@@ -355,7 +355,7 @@ impl Stage for TrainBct {
         }
         let lambda = params.float("lambda")?;
         let temperature = params.float("temperature")?;
-        if !(temperature > 0.0) {
+        if temperature.is_nan() || temperature <= 0.0 {
             return Err(StageError::bad_param(
                 "temperature",
                 format!("{temperature}: must be positive"),

@@ -144,7 +144,7 @@ impl Setup {
         let head = choice("head")?;
         let optimizer = choice("optimizer")?;
         let lr = params.float("lr")?;
-        if !(lr > 0.0) {
+        if lr.is_nan() || lr <= 0.0 {
             return Err(StageError::bad_param(
                 "lr",
                 format!("{lr}: must be positive"),
