@@ -2,6 +2,7 @@
 
 mod support;
 
+mod bct;
 mod cli_data;
 mod concurrency;
 mod crash_safety;

@@ -331,7 +331,7 @@ fn positive_ks(ks: &[i64]) -> Result<Vec<usize>, StageError> {
 
 fn rate(params: &super::Params, name: &str) -> Result<f64, StageError> {
     let v = params.float(name)?;
-    if !(v > 0.0 && v <= 1.0) {
+    if v.is_nan() || v <= 0.0 || v > 1.0 {
         return Err(StageError::bad_param(
             name,
             format!("{v}: a rate in (0, 1], e.g. 1e-4"),

@@ -18,6 +18,8 @@ mod split;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod testing;
+pub mod train_bct;
+pub mod train_classifier;
 pub mod update_gain;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
@@ -156,6 +158,8 @@ fn builtin_kinds() -> Vec<Box<dyn Stage>> {
         Box::new(split::Split),
         Box::new(evaluate::Evaluate),
         Box::new(update_gain::UpdateGainStage),
+        Box::new(train_classifier::TrainClassifier),
+        Box::new(train_bct::TrainBct),
         Box::new(report::Report),
     ]
 }

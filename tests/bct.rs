@@ -1,0 +1,255 @@
+//! BCT end to end at toy scale: split -> old classifier -> BCT variants -> embeddings ->
+//! cross-model evaluation -> update gain, through the stage kinds' public interface.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use asymflow::data::{EvalLoader, SplitManifest};
+use asymflow::metrics::EmbeddingSet;
+use asymflow::nn::Model;
+use asymflow::stages::{registry, InputArtifact, Inputs, Params, StageContext, StageError};
+use serde_json::{json, Value};
+
+fn params(kind: &str, overrides: Value) -> Params {
+    let reg = registry();
+    let stage = reg
+        .get(kind)
+        .unwrap_or_else(|| panic!("kind {kind} is not registered"));
+    let mut map: BTreeMap<String, Value> = stage
+        .params()
+        .iter()
+        .filter_map(|d| d.default_value().map(|v| (d.name.to_string(), v)))
+        .collect();
+    if let Value::Object(o) = overrides {
+        map.extend(o);
+    }
+    Params(map)
+}
+
+fn try_run(
+    root: &Path,
+    name: &str,
+    kind: &str,
+    p: Value,
+    inputs: &[(&str, &InputArtifact)],
+) -> Result<InputArtifact, StageError> {
+    let reg = registry();
+    let stage = reg.get(kind).unwrap();
+    let params = params(kind, p);
+    let inputs: Inputs = inputs
+        .iter()
+        .map(|(s, a)| (s.to_string(), vec![(*a).clone()]))
+        .collect();
+    let out = root.join(name);
+    std::fs::create_dir_all(&out).unwrap();
+    let project = PathBuf::from(".");
+    let cancel = AtomicBool::new(false);
+    let mut ctx = StageContext::new(
+        name,
+        &params,
+        &inputs,
+        out.clone(),
+        &project,
+        tch::Device::Cpu,
+        &cancel,
+        None,
+    );
+    stage.run(&mut ctx)?;
+    let metrics = ctx.finish();
+    let outputs = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    Ok(InputArtifact {
+        stage: name.into(),
+        kind: kind.into(),
+        binding: BTreeMap::new(),
+        params,
+        key: name.into(),
+        outputs,
+        metrics,
+    })
+}
+
+fn run(
+    root: &Path,
+    name: &str,
+    kind: &str,
+    p: Value,
+    inputs: &[(&str, &InputArtifact)],
+) -> InputArtifact {
+    try_run(root, name, kind, p, inputs).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Test-partition embeddings of a checkpoint, as the `embed` stage writes them.
+fn embed(root: &Path, name: &str, model: &InputArtifact, split: &InputArtifact) -> InputArtifact {
+    let m = Model::load(
+        &model.outputs["model.safetensors"],
+        &model.outputs["model.json"],
+        tch::Device::Cpu,
+    )
+    .unwrap();
+    let manifest = SplitManifest::from_input(split).unwrap();
+    let items = manifest.partition("test").unwrap();
+    let loader = EvalLoader::new(manifest.open(Path::new(".")).unwrap(), items, 16, 64);
+    let (mut data, mut labels) = (Vec::new(), Vec::new());
+    for batch in loader.iter() {
+        let (x, l) = batch.unwrap();
+        let e = tch::no_grad(|| m.net.forward_t(&x, false));
+        data.extend(Vec::<f32>::try_from(&e.contiguous().view(-1)).unwrap());
+        labels.extend(l);
+    }
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("embeddings.safetensors");
+    EmbeddingSet::new(data, m.meta.net.embed_dim as usize, labels, None)
+        .write(&path)
+        .unwrap();
+    InputArtifact {
+        stage: name.into(),
+        kind: "embed".into(),
+        binding: BTreeMap::new(),
+        params: Params::default(),
+        key: name.into(),
+        outputs: BTreeMap::from([("embeddings.safetensors".to_string(), path)]),
+        metrics: BTreeMap::new(),
+    }
+}
+
+fn tiny(extra: Value) -> Value {
+    let mut p = json!({"arch": "resnet18", "width": 8, "stem": "small", "embed_dim": 8, "head": "norm-softmax",
+        "scale": 16.0, "margin": 0.0, "resolution": 16, "epochs": 2, "batch_size": 16, "lr": 2e-3});
+    p.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    p
+}
+
+#[test]
+fn bct_end_to_end_at_toy_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let split = run(
+        root,
+        "split",
+        "split",
+        json!({"dataset": "synthetic", "classes": 16, "per_class": 4, "image_size": 16, "detail_scale": 2.0,
+               "protocol": "half-classes", "subsets": [50]}),
+        &[],
+    );
+    let old = run(
+        root,
+        "old",
+        "train-classifier",
+        tiny(json!({"partition": "train-50"})),
+        &[("split", &split)],
+    );
+    let classes: Value =
+        serde_json::from_str(&std::fs::read_to_string(&old.outputs["classes.json"]).unwrap())
+            .unwrap();
+    assert_eq!(
+        classes["labels"].as_array().unwrap().len(),
+        4,
+        "half of the 8 training classes"
+    );
+    assert!(old.outputs.contains_key("loss.json"));
+    let old_weights = std::fs::read(&old.outputs["model.safetensors"]).unwrap();
+
+    // BCT with synthesised rows and a larger new embedding (16 > 8: truncation).
+    let bct = run(
+        root,
+        "bct",
+        "train-bct",
+        tiny(
+            json!({"partition": "train", "t_bct": "new", "new_classes": "synthesised", "embed_dim": 16}),
+        ),
+        &[("split", &split), ("old", &old)],
+    );
+    assert_eq!(bct.metrics["old_classes"], 4.0);
+    assert_eq!(bct.metrics["new_classes"], 4.0);
+    assert!(bct.metrics["influence_loss"].is_finite());
+    assert_eq!(
+        std::fs::read(&old.outputs["model.safetensors"]).unwrap(),
+        old_weights
+    );
+    for variant in [
+        json!({"t_bct": "new", "new_classes": "kd"}),
+        json!({"method": "l2"}),
+        json!({"method": "lwf"}),
+    ] {
+        let mut p = tiny(variant.clone());
+        p["epochs"] = json!(1);
+        let m = run(
+            root,
+            "variant",
+            "train-bct",
+            p,
+            &[("split", &split), ("old", &old)],
+        );
+        assert!(m.metrics["train_loss"].is_finite(), "{variant}");
+        std::fs::remove_dir_all(root.join("variant")).unwrap();
+    }
+    // A new embedding smaller than the old one cannot feed the old classifier.
+    let err = try_run(
+        root,
+        "small",
+        "train-bct",
+        tiny(json!({"embed_dim": 4})),
+        &[("split", &split), ("old", &old)],
+    )
+    .expect_err("a smaller new embedding is refused")
+    .to_string();
+    assert!(err.contains("embed_dim"), "{err}");
+
+    let new = run(
+        root,
+        "new",
+        "train-classifier",
+        tiny(json!({"partition": "train"})),
+        &[("split", &split)],
+    );
+    let (e_old, e_new, e_bct) = (
+        embed(root, "e-old", &old, &split),
+        embed(root, "e-new", &new, &split),
+        embed(root, "e-bct", &bct, &split),
+    );
+    let ev = |name: &str, q: &InputArtifact, d: &InputArtifact| {
+        run(
+            root,
+            name,
+            "evaluate",
+            json!({"truncate": true}),
+            &[("query", q), ("database", d)],
+        )
+    };
+    let old_old = ev("old-old", &e_old, &e_old);
+    let new_new = ev("new-new", &e_new, &e_new);
+    let bct_old = ev("bct-old", &e_bct, &e_old);
+    for e in [&old_old, &new_new, &bct_old] {
+        assert_eq!(e.metrics["queries"], 32.0, "every test image a query");
+        assert!((0.0..=1.0).contains(&e.metrics["map"]));
+    }
+    let gain = run(
+        root,
+        "gain",
+        "update-gain",
+        json!({"metrics": ["map", "r1"]}),
+        &[
+            ("new_old", &bct_old),
+            ("old_old", &old_old),
+            ("new_new", &new_new),
+        ],
+    );
+    let holds = bct_old.metrics["map"] > old_old.metrics["map"];
+    assert_eq!(gain.metrics["criterion_map"], if holds { 1.0 } else { 0.0 });
+    assert!(
+        (gain.metrics["diff_map"] - (bct_old.metrics["map"] - old_old.metrics["map"])).abs()
+            < 1e-12
+    );
+    assert_eq!(
+        gain.metrics.contains_key("gain_map"),
+        holds && new_new.metrics["map"] > old_old.metrics["map"]
+    );
+}
