@@ -5,4 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/libtorch.sh
+# libtorch threads wait passively, as the binary sets for itself (see src/main.rs).
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 exec cargo test --release "$@"
