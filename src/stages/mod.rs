@@ -11,8 +11,13 @@
 //! returns `Ok`; nothing is recorded otherwise.
 
 mod context;
+mod distill;
+mod embed;
+mod import;
 mod params;
 pub mod testing;
+mod train_teacher;
+mod training;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
@@ -146,7 +151,12 @@ pub fn registry() -> Registry {
 }
 
 fn builtin_kinds() -> Vec<Box<dyn Stage>> {
-    vec![]
+    vec![
+        Box::new(train_teacher::TrainTeacher),
+        Box::new(distill::Distill),
+        Box::new(embed::Embed),
+        Box::new(import::Import),
+    ]
 }
 
 #[cfg(test)]
