@@ -1,1 +1,14 @@
+//! The integration tests: one binary, one file per theme.
+
+mod support;
+
+mod cli_data;
+mod concurrency;
+mod crash_safety;
+mod freshness;
 mod raml;
+mod report;
+mod report_freshness;
+mod report_templates;
+mod spec_errors;
+mod sweeps;

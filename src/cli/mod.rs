@@ -2,6 +2,7 @@
 
 mod cache_cmd;
 mod common;
+mod data_cmd;
 mod kinds;
 mod plan;
 mod report_cmd;
@@ -72,6 +73,27 @@ pub enum Command {
     /// Maintain the cache.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Look at data sets.
+    #[command(subcommand)]
+    Data(DataCommand),
+}
+
+/// `asymflow data ...`.
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// Write the images of a split stage as an ImageFolder tree of PNGs (`OUT/PARTITION/CLASS/`).
+    Export {
+        /// The pipeline and overrides.
+        #[command(flatten)]
+        pipeline: PipelineArgs,
+        /// The split stage.
+        stage: String,
+        /// The folder to write.
+        out: PathBuf,
+        /// Only this partition (e.g. `train`).
+        #[arg(long)]
+        partition: Option<String>,
+    },
 }
 
 /// `asymflow cache ...`.
@@ -181,6 +203,12 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         } => show::show(target, overrides, json, cache),
         Command::Report(args) => report_cmd::report(args),
         Command::Kinds { kind } => kinds::kinds(kind.as_deref()),
+        Command::Data(DataCommand::Export {
+            pipeline,
+            stage,
+            out,
+            partition,
+        }) => data_cmd::export(pipeline, &stage, &out, partition.as_deref()),
         Command::Cache(CacheCommand::Verify(args)) => cache_cmd::verify(args),
         Command::Cache(CacheCommand::Gc {
             dry_run,

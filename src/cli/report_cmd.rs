@@ -2,7 +2,7 @@
 //!
 //! Nothing is trained. Each report instance gets every upstream instance the cache holds;
 //! those that have not run are passed with empty metrics and outputs, so their cells show as
-//! missing. The command then lists the missing instances and the command that computes them.
+//! missing (each table lists them), and the command says how to compute them.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -98,15 +98,10 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{} has no report stage", plan.spec().file.display());
     }
     if !missing.is_empty() {
+        // The tables list the missing instances themselves; say how to compute them.
         eprintln!(
-            "{} instances have not run yet, their cells are marked missing:",
-            missing.len()
-        );
-        for m in &missing {
-            eprintln!("  {m}");
-        }
-        eprintln!(
-            "compute them with: asymflow run {}",
+            "{} instances have not run yet; compute them with: asymflow run {}",
+            missing.len(),
             plan.spec().file.display()
         );
     }

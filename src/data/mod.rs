@@ -1,10 +1,45 @@
-//! Data sets: the synthetic generator, real data sets in their published layouts, decoding,
-//! resizing, augmentation and batching.
+//! Data: everything between images on disk and batches of tensors.
+//!
+//! - [`synthetic`]: the built-in fine-grained generator (the quickstart's data, no download).
+//! - [`listing`]: real data sets in their published layouts (CUB-200-2011, Cars196, Stanford
+//!   Online Products, Market-1501, ImageFolder).
+//! - [`dataset`]: the [`Dataset`] trait (item -> image) and [`DatasetSource`], how a manifest
+//!   names its data set.
+//! - [`protocol`] and [`manifest`]: split protocols and the [`SplitManifest`] a `split` stage
+//!   writes and every training, embedding and evaluation stage reads.
+//! - [`fingerprint`]: what a split's cache key holds about real data (content, never paths).
+//! - [`image_ops`]: decoding, Pillow-exact antialiased resampling, evaluation preprocessing,
+//!   training re-sampling, ImageNet normalisation.
+//! - [`augment`]: random resized crops, flips, colour jitter, mixup weights; coupled draws.
+//! - [`loaders`] (on [`prefetch`]): [`EvalLoader`], [`TrainLoader`], [`DistillLoader`].
+//! - [`export`]: a data set or partition written as an ImageFolder tree of PNGs.
+//!
+//! Errors are [`DataError`]s that name the file (and line) concerned.
 
-/// A data set could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    /// Anything else, with a message that names the file (and line).
-    #[error("{0}")]
-    Other(String),
-}
+pub mod augment;
+pub mod dataset;
+mod error;
+pub mod export;
+pub mod fingerprint;
+pub mod image_ops;
+pub mod listing;
+pub mod loaders;
+pub mod manifest;
+pub mod prefetch;
+pub mod protocol;
+pub mod synthetic;
+
+pub use augment::{AugParams, AugmentConfig, CropBox, Jitter};
+pub use dataset::{Dataset, DatasetKind, DatasetSource, FileDataset, SyntheticDataset};
+pub use error::DataError;
+pub use export::export_image_folder;
+pub use fingerprint::{DirectHasher, FilesFingerprint};
+pub use loaders::{
+    Batch, DistillBatch, DistillConfig, DistillLoader, EvalLoader, Sampling, TrainConfig,
+    TrainLoader, ViewDraw,
+};
+pub use manifest::{
+    dense_labels, PartitionCount, SplitItem, SplitManifest, VerificationPair, MANIFEST_OUTPUT,
+};
+pub use protocol::{Protocol, SplitOptions};
+pub use synthetic::{SyntheticParams, GENERATOR_VERSION};

@@ -13,11 +13,17 @@
 mod context;
 mod distill;
 mod embed;
+pub mod evaluate;
 mod import;
 mod params;
+mod report;
+mod split;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod testing;
 mod train_teacher;
 mod training;
+pub mod update_gain;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
@@ -152,10 +158,14 @@ pub fn registry() -> Registry {
 
 fn builtin_kinds() -> Vec<Box<dyn Stage>> {
     vec![
+        Box::new(split::Split),
         Box::new(train_teacher::TrainTeacher),
         Box::new(distill::Distill),
         Box::new(embed::Embed),
         Box::new(import::Import),
+        Box::new(evaluate::Evaluate),
+        Box::new(update_gain::UpdateGainStage),
+        Box::new(report::Report),
     ]
 }
 

@@ -1,0 +1,595 @@
+//! The three batch loaders stages use: [`EvalLoader`] (evaluation preprocessing, in order),
+//! [`TrainLoader`] (re-sampling + augmentation at one resolution, shuffled or class-balanced)
+//! and [`DistillLoader`] (P coupled or separate augmentations per image at a teacher and a
+//! student resolution, with mixup).
+//!
+//! All three decode and augment on rayon ahead of the consumer ([`super::prefetch`]) and give
+//! CPU tensors, f32, NCHW, ImageNet-normalised. An epoch is a pure function of (seed, epoch):
+//! the order comes from a ChaCha8 stream seeded by both, and every image's augmentation from a
+//! stream seeded by (seed, epoch, position), so the same call always yields the same batches
+//! whatever the number of threads.
+//!
+//! Training batches drop an incomplete last batch (a batch of one breaks BatchNorm and has no
+//! negatives), unless the whole epoch is smaller than one batch.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use tch::Tensor;
+
+use super::augment::{self, stream_seed, AugParams, AugmentConfig};
+use super::dataset::Dataset;
+use super::image_ops::{eval_preprocess, normalised_chw, resize_largest_side};
+use super::manifest::SplitItem;
+use super::prefetch::Prefetch;
+use super::DataError;
+
+/// Finished batches kept ready ahead of the consumer.
+const PREFETCH_DEPTH: usize = 2;
+
+fn tensor(data: &[f32], n: usize, size: u32) -> Tensor {
+    Tensor::from_slice(data).view([n as i64, 3, i64::from(size), i64::from(size)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation
+
+/// Evaluation batches of a list of items, in order: each image's shorter side resized to
+/// `s * 8 / 7`, then the centre `s x s` crop.
+pub struct EvalLoader {
+    dataset: Arc<dyn Dataset>,
+    items: Arc<Vec<SplitItem>>,
+    resolution: u32,
+    batch_size: usize,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl EvalLoader {
+    /// A loader over `items` at resolution `resolution`, `batch_size` images per batch.
+    pub fn new(
+        dataset: Arc<dyn Dataset>,
+        items: &[SplitItem],
+        resolution: u32,
+        batch_size: usize,
+    ) -> Self {
+        EvalLoader {
+            dataset,
+            items: Arc::new(items.to_vec()),
+            resolution: resolution.max(1),
+            batch_size: batch_size.max(1),
+            pool: None,
+        }
+    }
+
+    /// Decodes on `pool` instead of the global rayon pool.
+    pub fn with_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Number of batches.
+    pub fn num_batches(&self) -> usize {
+        self.items.len().div_ceil(self.batch_size)
+    }
+
+    /// The batches: `(images [B, 3, s, s], labels)`.
+    pub fn iter(&self) -> impl Iterator<Item = Result<(Tensor, Vec<i64>), DataError>> {
+        let jobs: Vec<std::ops::Range<usize>> = (0..self.num_batches())
+            .map(|b| b * self.batch_size..((b + 1) * self.batch_size).min(self.items.len()))
+            .collect();
+        let (dataset, items, s) = (self.dataset.clone(), self.items.clone(), self.resolution);
+        Prefetch::spawn(jobs, PREFETCH_DEPTH, self.pool.clone(), move |range| {
+            let images = items[range.clone()]
+                .par_iter()
+                .map(|item| {
+                    let mut out = Vec::new();
+                    normalised_chw(&eval_preprocess(&dataset.load(item)?, s), &mut out);
+                    Ok(out)
+                })
+                .collect::<Result<Vec<_>, DataError>>()?;
+            let labels = items[range].iter().map(|i| i.label).collect();
+            Ok((images.concat(), labels))
+        })
+        .map(move |r| {
+            r.map(|(data, labels): (Vec<f32>, Vec<i64>)| (tensor(&data, labels.len(), s), labels))
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training
+
+/// How a training epoch picks images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampling {
+    /// Every image once per epoch, in a random order.
+    Shuffle,
+    /// Batches of `batch_size / per_class` classes with `per_class` images each (classes with
+    /// fewer images repeat some); each class contributes `max(1, n / per_class)` groups per
+    /// epoch and a batch never holds two groups of one class.
+    ClassBalanced {
+        /// Images per class in a batch.
+        per_class: usize,
+    },
+}
+
+/// Settings of a [`TrainLoader`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrainConfig {
+    /// Output resolution; images are first re-sampled so their largest side is this.
+    pub resolution: u32,
+    /// Images per batch.
+    pub batch_size: usize,
+    /// How images are picked.
+    pub sampling: Sampling,
+    /// At most this many images per epoch (whole batches), if set.
+    pub images_per_epoch: Option<usize>,
+    /// Augmentations (mixup is ignored here).
+    pub augment: AugmentConfig,
+    /// Seed of the order and the augmentations.
+    pub seed: u64,
+}
+
+/// A training batch.
+pub struct Batch {
+    /// Images, `[B, 3, r, r]`.
+    pub images: Tensor,
+    /// Labels as given in the items, `[B]` i64.
+    pub labels: Tensor,
+    /// Which items (indices into the loader's items) are in the batch, in row order.
+    pub indices: Vec<usize>,
+    /// The augmentation drawn for each row.
+    pub params: Vec<AugParams>,
+}
+
+/// Training batches at one resolution. See the module docs.
+pub struct TrainLoader {
+    dataset: Arc<dyn Dataset>,
+    items: Arc<Vec<SplitItem>>,
+    config: TrainConfig,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+fn check_batch(batch_size: usize, items: usize) -> Result<(), DataError> {
+    if batch_size == 0 {
+        return Err(DataError::config("batch size must be at least 1"));
+    }
+    if items == 0 {
+        return Err(DataError::config("the partition to train on is empty"));
+    }
+    Ok(())
+}
+
+impl TrainLoader {
+    /// A loader over `items`; the configuration is checked here.
+    pub fn new(
+        dataset: Arc<dyn Dataset>,
+        items: &[SplitItem],
+        config: TrainConfig,
+    ) -> Result<Self, DataError> {
+        check_batch(config.batch_size, items.len())?;
+        if let Sampling::ClassBalanced { per_class } = config.sampling {
+            if per_class == 0
+                || config.batch_size % per_class != 0
+                || config.batch_size / per_class < 2
+            {
+                return Err(DataError::config(format!(
+                    "class-balanced batches: batch size {} must be a multiple of the {per_class} \
+                     images per class, with at least 2 classes per batch",
+                    config.batch_size
+                )));
+            }
+            let classes = items.iter().map(|i| i.label).collect::<BTreeSet<_>>().len();
+            if classes < config.batch_size / per_class {
+                return Err(DataError::config(format!(
+                    "class-balanced batches of {} classes, but the partition has only {classes} classes",
+                    config.batch_size / per_class
+                )));
+            }
+        }
+        Ok(TrainLoader {
+            dataset,
+            items: Arc::new(items.to_vec()),
+            config,
+            pool: None,
+        })
+    }
+
+    /// Decodes on `pool` instead of the global rayon pool.
+    pub fn with_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// The batches of `epoch`, as item indices.
+    pub fn plan(&self, epoch: u64) -> Vec<Vec<usize>> {
+        let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(self.config.seed, epoch, u64::MAX));
+        let bs = self.config.batch_size;
+        let batches = match self.config.sampling {
+            Sampling::Shuffle => {
+                let mut order: Vec<usize> = (0..self.items.len()).collect();
+                order.shuffle(&mut rng);
+                order.chunks(bs).map(<[usize]>::to_vec).collect()
+            }
+            Sampling::ClassBalanced { per_class } => {
+                class_balanced(&self.items, bs, per_class, &mut rng)
+            }
+        };
+        finish_plan(batches, bs, self.config.images_per_epoch)
+    }
+
+    /// Number of batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        self.plan(0).len()
+    }
+
+    /// The batches of `epoch`.
+    pub fn epoch(&self, epoch: u64) -> impl Iterator<Item = Result<Batch, DataError>> {
+        let plan = self.plan(epoch);
+        let bs = self.config.batch_size;
+        let (dataset, items, cfg) = (self.dataset.clone(), self.items.clone(), self.config);
+        let jobs: Vec<(usize, Vec<usize>)> = plan.into_iter().enumerate().collect();
+        Prefetch::spawn(
+            jobs,
+            PREFETCH_DEPTH,
+            self.pool.clone(),
+            move |(b, indices)| {
+                let rows = indices
+                    .par_iter()
+                    .enumerate()
+                    .map(|(j, &i)| {
+                        let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(
+                            cfg.seed,
+                            epoch,
+                            (b * bs + j) as u64,
+                        ));
+                        let img = resize_largest_side(&dataset.load(&items[i])?, cfg.resolution);
+                        let params =
+                            augment::sample(&cfg.augment, img.width(), img.height(), &mut rng);
+                        let mut out = Vec::new();
+                        augment::apply(&img, &params, cfg.resolution, &mut out);
+                        Ok((out, params))
+                    })
+                    .collect::<Result<Vec<_>, DataError>>()?;
+                let labels: Vec<i64> = indices.iter().map(|&i| items[i].label).collect();
+                let (data, params): (Vec<Vec<f32>>, Vec<AugParams>) = rows.into_iter().unzip();
+                Ok((data.concat(), labels, indices, params))
+            },
+        )
+        .map(move |r| {
+            r.map(|(data, labels, indices, params)| Batch {
+                images: tensor(&data, labels.len(), cfg.resolution),
+                labels: Tensor::from_slice(&labels),
+                indices,
+                params,
+            })
+        })
+    }
+}
+
+/// Groups of `per_class` images of one class, shuffled, packed into batches without repeating
+/// a class inside a batch (a group that would repeat one waits for the next batch).
+fn class_balanced(
+    items: &[SplitItem],
+    bs: usize,
+    per_class: usize,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Vec<usize>> {
+    let mut by_class: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        by_class.entry(item.label).or_default().push(i);
+    }
+    let mut groups: Vec<(i64, Vec<usize>)> = Vec::new();
+    for (label, mut members) in by_class {
+        members.shuffle(rng);
+        let n = (members.len() / per_class).max(1);
+        for g in 0..n {
+            let group = (0..per_class)
+                .map(|k| members[(g * per_class + k) % members.len()])
+                .collect();
+            groups.push((label, group));
+        }
+    }
+    groups.shuffle(rng);
+    let per_batch = bs / per_class;
+    let mut pending: VecDeque<(i64, Vec<usize>)> = groups.into();
+    let mut batches = Vec::new();
+    while !pending.is_empty() {
+        let mut batch = Vec::with_capacity(bs);
+        let mut classes = BTreeSet::new();
+        let mut deferred = VecDeque::new();
+        while classes.len() < per_batch {
+            let Some((label, group)) = pending.pop_front() else {
+                break;
+            };
+            if classes.insert(label) {
+                batch.extend(group);
+            } else {
+                deferred.push_back((label, group));
+            }
+        }
+        deferred.extend(pending);
+        pending = deferred;
+        if classes.len() < per_batch {
+            // Only groups of classes already in this batch are left: a full batch is impossible.
+            batches.push(batch);
+            break;
+        }
+        batches.push(batch);
+    }
+    batches
+}
+
+/// Drops an incomplete last batch (unless it is the only one) and applies the image cap.
+fn finish_plan(mut batches: Vec<Vec<usize>>, bs: usize, cap: Option<usize>) -> Vec<Vec<usize>> {
+    if batches.len() > 1 && batches.last().is_some_and(|b| b.len() < bs) {
+        batches.pop();
+    }
+    if let Some(cap) = cap {
+        batches.truncate((cap / bs).max(1));
+    }
+    batches
+}
+
+// ---------------------------------------------------------------------------------------------
+// Distillation
+
+/// Settings of a [`DistillLoader`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DistillConfig {
+    /// The teacher's (large) resolution R; images are first re-sampled to largest side R.
+    pub teacher_resolution: u32,
+    /// The student's (small) resolution r.
+    pub student_resolution: u32,
+    /// Images per batch (B); a batch holds B * P views at each resolution.
+    pub batch_size: usize,
+    /// Augmentations per image (P).
+    pub augmentations: usize,
+    /// One draw for both views (coupled) or independent draws (separate).
+    pub coupled: bool,
+    /// Augmentations, mixup included.
+    pub augment: AugmentConfig,
+    /// At most this many images per epoch (whole batches), if set.
+    pub images_per_epoch: Option<usize>,
+    /// Seed of the order and the augmentations.
+    pub seed: u64,
+}
+
+/// What was drawn for one row of a distillation batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViewDraw {
+    /// The teacher view's augmentation.
+    pub teacher: AugParams,
+    /// The student view's augmentation (equal to `teacher` when coupled).
+    pub student: AugParams,
+    /// The teacher row's mixup weight: row = w * row + (1 - w) * partner row.
+    pub teacher_mix: f32,
+    /// The student row's mixup weight (equal to `teacher_mix` when coupled).
+    pub student_mix: f32,
+    /// The row it is mixed with: the same augmentation of the next image in the batch.
+    pub partner: usize,
+}
+
+/// A distillation batch; row `b * P + i` is augmentation `i` of image `b`.
+pub struct DistillBatch {
+    /// Teacher views, `[B * P, 3, R, R]`.
+    pub teacher: Tensor,
+    /// Student views, `[B * P, 3, r, r]`.
+    pub student: Tensor,
+    /// Which items (indices into the loader's items) are in the batch, one per image.
+    pub indices: Vec<usize>,
+    /// What was drawn for each row.
+    pub draws: Vec<ViewDraw>,
+}
+
+/// Distillation batches. See the module docs.
+pub struct DistillLoader {
+    dataset: Arc<dyn Dataset>,
+    items: Arc<Vec<SplitItem>>,
+    config: DistillConfig,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl DistillLoader {
+    /// A loader over `items`; the configuration is checked here.
+    pub fn new(
+        dataset: Arc<dyn Dataset>,
+        items: &[SplitItem],
+        config: DistillConfig,
+    ) -> Result<Self, DataError> {
+        check_batch(config.batch_size, items.len())?;
+        if config.augmentations == 0 {
+            return Err(DataError::config(
+                "augmentations per image (P) must be at least 1",
+            ));
+        }
+        if config.teacher_resolution == 0 || config.student_resolution == 0 {
+            return Err(DataError::config("resolutions must be at least 1 pixel"));
+        }
+        Ok(DistillLoader {
+            dataset,
+            items: Arc::new(items.to_vec()),
+            config,
+            pool: None,
+        })
+    }
+
+    /// Decodes on `pool` instead of the global rayon pool.
+    pub fn with_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// The batches of `epoch`, as item indices.
+    pub fn plan(&self, epoch: u64) -> Vec<Vec<usize>> {
+        let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(self.config.seed, epoch, u64::MAX));
+        let mut order: Vec<usize> = (0..self.items.len()).collect();
+        order.shuffle(&mut rng);
+        let bs = self.config.batch_size;
+        finish_plan(
+            order.chunks(bs).map(<[usize]>::to_vec).collect(),
+            bs,
+            self.config.images_per_epoch,
+        )
+    }
+
+    /// Number of batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        self.plan(0).len()
+    }
+
+    /// The batches of `epoch`.
+    pub fn epoch(&self, epoch: u64) -> impl Iterator<Item = Result<DistillBatch, DataError>> {
+        let plan = self.plan(epoch);
+        let (dataset, items, cfg) = (self.dataset.clone(), self.items.clone(), self.config);
+        let jobs: Vec<(usize, Vec<usize>)> = plan.into_iter().enumerate().collect();
+        Prefetch::spawn(
+            jobs,
+            PREFETCH_DEPTH,
+            self.pool.clone(),
+            move |(b, indices)| distill_batch(&*dataset, &items, &cfg, epoch, b, indices),
+        )
+        .map(move |r| {
+            r.map(|(t, s, indices, draws)| {
+                let rows = draws.len();
+                DistillBatch {
+                    teacher: tensor(&t, rows, cfg.teacher_resolution),
+                    student: tensor(&s, rows, cfg.student_resolution),
+                    indices,
+                    draws,
+                }
+            })
+        })
+    }
+}
+
+type DistillRows = (Vec<f32>, Vec<f32>, Vec<usize>, Vec<ViewDraw>);
+
+fn distill_batch(
+    dataset: &dyn Dataset,
+    items: &[SplitItem],
+    cfg: &DistillConfig,
+    epoch: u64,
+    batch: usize,
+    indices: Vec<usize>,
+) -> Result<DistillRows, DataError> {
+    let (big, small, p) = (
+        cfg.teacher_resolution,
+        cfg.student_resolution,
+        cfg.augmentations,
+    );
+    let per_image = indices
+        .par_iter()
+        .enumerate()
+        .map(|(j, &i)| {
+            let position = (batch * cfg.batch_size + j) as u64;
+            let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, epoch, position));
+            let img = resize_largest_side(&dataset.load(&items[i])?, big);
+            let (w, h) = img.dimensions();
+            let (mut t, mut s, mut draws) = (Vec::new(), Vec::new(), Vec::with_capacity(p));
+            for _ in 0..p {
+                let tp = augment::sample(&cfg.augment, w, h, &mut rng);
+                let tm = augment::sample_mixup(cfg.augment.mixup_alpha, &mut rng);
+                let (sp, sm) = if cfg.coupled {
+                    (tp, tm)
+                } else {
+                    (
+                        augment::sample(&cfg.augment, w, h, &mut rng),
+                        augment::sample_mixup(cfg.augment.mixup_alpha, &mut rng),
+                    )
+                };
+                augment::apply(&img, &tp, big, &mut t);
+                augment::apply(&img, &sp, small, &mut s);
+                draws.push((tp, sp, tm, sm));
+            }
+            Ok((t, s, draws))
+        })
+        .collect::<Result<Vec<_>, DataError>>()?;
+
+    let n_images = indices.len();
+    let mut draws = Vec::with_capacity(n_images * p);
+    for (b, (_, _, d)) in per_image.iter().enumerate() {
+        for (i, &(tp, sp, tm, sm)) in d.iter().enumerate() {
+            let partner = ((b + 1) % n_images) * p + i;
+            draws.push(ViewDraw {
+                teacher: tp,
+                student: sp,
+                teacher_mix: tm,
+                student_mix: sm,
+                partner,
+            });
+        }
+    }
+    let (t_rows, s_rows): (Vec<Vec<f32>>, Vec<Vec<f32>>) =
+        per_image.into_iter().map(|(t, s, _)| (t, s)).unzip();
+    let mut teacher = t_rows.concat();
+    let mut student = s_rows.concat();
+    if cfg.augment.mixup_alpha > 0.0 && n_images > 1 {
+        mix(&mut teacher, (3 * big * big) as usize, &draws, |d| {
+            d.teacher_mix
+        });
+        mix(&mut student, (3 * small * small) as usize, &draws, |d| {
+            d.student_mix
+        });
+    }
+    Ok((teacher, student, indices, draws))
+}
+
+/// Mixes every row with its partner row: row = w * row + (1 - w) * partner (from the unmixed
+/// rows).
+fn mix(data: &mut [f32], row_len: usize, draws: &[ViewDraw], weight: impl Fn(&ViewDraw) -> f32) {
+    let original = data.to_vec();
+    for (r, d) in draws.iter().enumerate() {
+        let w = weight(d);
+        let partner = &original[d.partner * row_len..(d.partner + 1) * row_len];
+        for (v, &q) in data[r * row_len..(r + 1) * row_len].iter_mut().zip(partner) {
+            *v = w * *v + (1.0 - w) * q;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(classes: i64, per_class: usize) -> Vec<SplitItem> {
+        (0..classes)
+            .flat_map(|c| {
+                (0..per_class).map(move |i| SplitItem {
+                    id: format!("{c}/{i}"),
+                    label: c,
+                    camera: None,
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn class_balanced_batches_hold_whole_groups_of_distinct_classes() {
+        let items = items(6, 5);
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let batches = finish_plan(class_balanced(&items, 6, 2, &mut rng), 6, None);
+        assert!(!batches.is_empty());
+        for batch in &batches {
+            assert_eq!(batch.len(), 6);
+            let mut count: BTreeMap<i64, usize> = BTreeMap::new();
+            for &i in batch {
+                *count.entry(items[i].label).or_default() += 1;
+            }
+            assert_eq!(count.len(), 3, "{count:?}");
+            assert!(count.values().all(|&c| c == 2));
+        }
+    }
+
+    #[test]
+    fn image_caps_keep_whole_batches() {
+        let batches = vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6]];
+        assert_eq!(finish_plan(batches.clone(), 2, None).len(), 3);
+        assert_eq!(finish_plan(batches.clone(), 2, Some(4)).len(), 2);
+        assert_eq!(finish_plan(vec![vec![0]], 2, None).len(), 1);
+    }
+}

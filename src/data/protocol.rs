@@ -1,0 +1,431 @@
+//! Split protocols: from a data set's items to named partitions (see [`super::manifest`] for
+//! the names). Every random choice is drawn from a ChaCha8 stream seeded by the split seed and
+//! a fixed salt per decision, so a (data set, options, seed) always gives the same manifest
+//! and changing one option never reshuffles the others' draws.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::listing::Part;
+use super::manifest::{SplitItem, VerificationPair};
+use super::DataError;
+
+/// How the train and test partitions are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// The first half of the classes (in class-id order) train, the rest test
+    /// (CUB 1-100 / 101-200, Cars 1-98 / 99-196; the synthetic set).
+    HalfClasses,
+    /// The data set's own split (SOP `Ebay_train` / `Ebay_test`; Market-1501 train, query,
+    /// gallery).
+    Provided,
+}
+
+impl Protocol {
+    /// The names accepted by the `protocol` parameter.
+    pub const NAMES: [&'static str; 2] = ["half-classes", "provided"];
+
+    /// The protocol called `name`.
+    pub fn parse(name: &str) -> Result<Self, DataError> {
+        match name {
+            "half-classes" => Ok(Protocol::HalfClasses),
+            "provided" => Ok(Protocol::Provided),
+            other => Err(DataError::config(format!(
+                "unknown protocol `{other}`; expected one of: {}",
+                Protocol::NAMES.join(", ")
+            ))),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::HalfClasses => "half-classes",
+            Protocol::Provided => "provided",
+        }
+    }
+}
+
+/// Everything a split needs besides the items.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SplitOptions {
+    /// Train/test protocol.
+    pub protocol: Protocol,
+    /// Nested identity subsets of train, in percent of the training classes (`train-<p>`).
+    pub subsets: Vec<i64>,
+    /// Whether to add `val-train` / `val-test` (halves of the training classes).
+    pub validation: bool,
+    /// Gallery images per test class for `query` / `gallery` (0: none drawn).
+    pub gallery_per_class: usize,
+    /// Fraction of the query classes left out of `probe-gallery` (open-set identification);
+    /// 0 for none.
+    pub non_mated: f64,
+    /// Genuine pairs per test class (and as many impostor pairs) for verification; 0: none.
+    pub pairs_per_class: usize,
+    /// Seed of every random choice.
+    pub seed: u64,
+}
+
+impl Default for SplitOptions {
+    fn default() -> Self {
+        SplitOptions {
+            protocol: Protocol::HalfClasses,
+            subsets: Vec::new(),
+            validation: false,
+            gallery_per_class: 0,
+            non_mated: 0.0,
+            pairs_per_class: 0,
+            seed: 0,
+        }
+    }
+}
+
+/// The partitions and verification pairs (indices into `test`) of a split.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Partitions {
+    /// Name -> items.
+    pub partitions: BTreeMap<String, Vec<SplitItem>>,
+    /// Verification pairs over `test`.
+    pub pairs: Vec<VerificationPair>,
+}
+
+fn rng(seed: u64, salt: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+fn classes_of(items: &[SplitItem]) -> Vec<i64> {
+    items
+        .iter()
+        .map(|i| i.label)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+fn with_labels(items: &[SplitItem], labels: &BTreeSet<i64>) -> Vec<SplitItem> {
+    items
+        .iter()
+        .filter(|i| labels.contains(&i.label))
+        .cloned()
+        .collect()
+}
+
+/// Splits `items` (each with its provided part) into partitions.
+pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partitions, DataError> {
+    let mut out = Partitions::default();
+    let parts = &mut out.partitions;
+    match opts.protocol {
+        Protocol::HalfClasses => {
+            let usable: Vec<SplitItem> = items
+                .iter()
+                .filter(|(_, p)| *p != Part::Junk)
+                .map(|(i, _)| i.clone())
+                .collect();
+            let classes = classes_of(&usable);
+            if classes.len() < 2 {
+                return Err(DataError::config(format!(
+                    "half-classes needs at least 2 classes, the data set has {}",
+                    classes.len()
+                )));
+            }
+            let train: BTreeSet<i64> = classes[..classes.len() / 2].iter().copied().collect();
+            let (tr, te): (Vec<_>, Vec<_>) =
+                usable.into_iter().partition(|i| train.contains(&i.label));
+            parts.insert("train".into(), tr);
+            parts.insert("test".into(), te);
+        }
+        Protocol::Provided => {
+            let mut by_part: BTreeMap<Part, Vec<SplitItem>> = BTreeMap::new();
+            for (item, part) in items {
+                by_part.entry(*part).or_default().push(item.clone());
+            }
+            if by_part.contains_key(&Part::Unsplit) || !by_part.contains_key(&Part::Train) {
+                return Err(DataError::config(
+                    "this data set has no provided split (only sop and market1501 do); \
+                     use protocol = \"half-classes\"",
+                ));
+            }
+            for (part, name) in [
+                (Part::Train, "train"),
+                (Part::Test, "test"),
+                (Part::Query, "query"),
+                (Part::Gallery, "gallery"),
+                (Part::Junk, "junk"),
+            ] {
+                if let Some(v) = by_part.remove(&part) {
+                    parts.insert(name.into(), v);
+                }
+            }
+        }
+    }
+
+    let train = parts["train"].clone();
+    let train_classes = classes_of(&train);
+
+    // Nested subsets: one shuffled order of the training classes, each subset a prefix of it.
+    if !opts.subsets.is_empty() {
+        let mut order = train_classes.clone();
+        order.shuffle(&mut rng(opts.seed, 1));
+        for &p in &opts.subsets {
+            if !(1..=100).contains(&p) {
+                return Err(DataError::config(format!(
+                    "subsets: {p} is not a percentage in 1..=100"
+                )));
+            }
+            let n = ((order.len() as f64 * p as f64 / 100.0).round() as usize).max(1);
+            let chosen: BTreeSet<i64> = order[..n].iter().copied().collect();
+            parts.insert(format!("train-{p}"), with_labels(&train, &chosen));
+        }
+    }
+
+    if opts.validation {
+        if train_classes.len() < 2 {
+            return Err(DataError::config(
+                "validation needs at least 2 training classes",
+            ));
+        }
+        let half = train_classes.len() / 2;
+        let first: BTreeSet<i64> = train_classes[..half].iter().copied().collect();
+        let (a, b): (Vec<_>, Vec<_>) = train
+            .iter()
+            .cloned()
+            .partition(|i| first.contains(&i.label));
+        parts.insert("val-train".into(), a);
+        parts.insert("val-test".into(), b);
+    }
+
+    if opts.gallery_per_class > 0 {
+        if parts.contains_key("query") {
+            return Err(DataError::config(
+                "gallery_per_class: this data set provides its own query and gallery; set it to 0",
+            ));
+        }
+        let test = parts.get("test").cloned().unwrap_or_default();
+        let mut by_class: BTreeMap<i64, Vec<SplitItem>> = BTreeMap::new();
+        for item in test {
+            by_class.entry(item.label).or_default().push(item);
+        }
+        let (mut query, mut gallery) = (Vec::new(), Vec::new());
+        for (label, mut members) in by_class {
+            members.shuffle(&mut rng(opts.seed ^ (label as u64).wrapping_mul(31), 2));
+            // Every class keeps at least one query.
+            let k = opts.gallery_per_class.min(members.len().saturating_sub(1));
+            let rest = members.split_off(k);
+            gallery.extend(members);
+            query.extend(rest);
+        }
+        parts.insert("query".into(), query);
+        parts.insert("gallery".into(), gallery);
+    }
+
+    if opts.non_mated > 0.0 {
+        if !(opts.non_mated < 1.0) {
+            return Err(DataError::config("non_mated must be a fraction below 1"));
+        }
+        let (Some(query), Some(gallery)) = (parts.get("query"), parts.get("gallery")) else {
+            return Err(DataError::config(
+                "non_mated needs a query and a gallery: set gallery_per_class (or use a data set \
+                 that provides them)",
+            ));
+        };
+        let mut order = classes_of(query);
+        order.shuffle(&mut rng(opts.seed, 3));
+        let n = (order.len() as f64 * opts.non_mated).round() as usize;
+        let left_out: BTreeSet<i64> = order[..n].iter().copied().collect();
+        let enrolled: Vec<SplitItem> = gallery
+            .iter()
+            .filter(|i| !left_out.contains(&i.label))
+            .cloned()
+            .collect();
+        let (non_mated, mated): (Vec<_>, Vec<_>) = query
+            .iter()
+            .cloned()
+            .partition(|i| left_out.contains(&i.label));
+        parts.insert("probe-gallery".into(), enrolled);
+        parts.insert("probe-mated".into(), mated);
+        parts.insert("probe-non-mated".into(), non_mated);
+    }
+
+    if opts.pairs_per_class > 0 {
+        let test = parts.get("test").ok_or_else(|| {
+            DataError::config(
+                "pairs_per_class needs a `test` partition (not provided by this data set)",
+            )
+        })?;
+        out.pairs = verification_pairs(test, opts.pairs_per_class, opts.seed)?;
+    }
+    Ok(out)
+}
+
+/// For each class with at least two images, `per_class` genuine pairs (two distinct images of
+/// the class) and as many impostor pairs (an image of the class and one of another class).
+fn verification_pairs(
+    test: &[SplitItem],
+    per_class: usize,
+    seed: u64,
+) -> Result<Vec<VerificationPair>, DataError> {
+    let mut by_class: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, item) in test.iter().enumerate() {
+        by_class.entry(item.label).or_default().push(i);
+    }
+    if by_class.len() < 2 {
+        return Err(DataError::config(
+            "verification pairs need at least 2 test classes",
+        ));
+    }
+    let mut r = rng(seed, 4);
+    let mut pairs = Vec::new();
+    for (label, members) in &by_class {
+        if members.len() < 2 {
+            continue;
+        }
+        for _ in 0..per_class {
+            let a = r.random_range(0..members.len());
+            let mut b = r.random_range(0..members.len() - 1);
+            if b >= a {
+                b += 1;
+            }
+            pairs.push(VerificationPair {
+                a: members[a],
+                b: members[b],
+                genuine: true,
+            });
+            let a = members[r.random_range(0..members.len())];
+            let b = loop {
+                let j = r.random_range(0..test.len());
+                if test[j].label != *label {
+                    break j;
+                }
+            };
+            pairs.push(VerificationPair {
+                a,
+                b,
+                genuine: false,
+            });
+        }
+    }
+    Ok(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(classes: i64, per_class: usize) -> Vec<(SplitItem, Part)> {
+        (0..classes)
+            .flat_map(|c| {
+                (0..per_class).map(move |i| {
+                    (
+                        SplitItem {
+                            id: format!("{c}/{i}"),
+                            label: c,
+                            camera: None,
+                        },
+                        Part::Unsplit,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    fn labels(items: &[SplitItem]) -> BTreeSet<i64> {
+        items.iter().map(|i| i.label).collect()
+    }
+
+    #[test]
+    fn half_classes_splits_by_class_id_order() {
+        let p = split(&items(10, 3), &SplitOptions::default()).unwrap();
+        assert_eq!(labels(&p.partitions["train"]), (0..5).collect());
+        assert_eq!(labels(&p.partitions["test"]), (5..10).collect());
+        assert_eq!(p.partitions["train"].len(), 15);
+    }
+
+    #[test]
+    fn subsets_are_nested_sized_and_seeded() {
+        let opts = SplitOptions {
+            subsets: vec![25, 50, 100],
+            ..Default::default()
+        };
+        let p = split(&items(40, 2), &opts).unwrap();
+        let (s25, s50) = (
+            labels(&p.partitions["train-25"]),
+            labels(&p.partitions["train-50"]),
+        );
+        assert_eq!((s25.len(), s50.len()), (5, 10));
+        assert!(s25.is_subset(&s50));
+        assert_eq!(p.partitions["train-100"], p.partitions["train"]);
+        let again = split(&items(40, 2), &opts).unwrap();
+        assert_eq!(again, p);
+        let other = split(&items(40, 2), &SplitOptions { seed: 1, ..opts }).unwrap();
+        assert_ne!(labels(&other.partitions["train-25"]), s25);
+    }
+
+    #[test]
+    fn validation_halves_the_training_classes() {
+        let opts = SplitOptions {
+            validation: true,
+            ..Default::default()
+        };
+        let p = split(&items(8, 2), &opts).unwrap();
+        assert_eq!(labels(&p.partitions["val-train"]), [0, 1].into());
+        assert_eq!(labels(&p.partitions["val-test"]), [2, 3].into());
+    }
+
+    #[test]
+    fn query_gallery_and_probes_partition_the_test_set() {
+        let opts = SplitOptions {
+            gallery_per_class: 2,
+            non_mated: 0.5,
+            ..Default::default()
+        };
+        let p = split(&items(8, 5), &opts).unwrap();
+        let parts = &p.partitions;
+        assert_eq!((parts["gallery"].len(), parts["query"].len()), (8, 12));
+        let mated = labels(&parts["probe-mated"]);
+        let non = labels(&parts["probe-non-mated"]);
+        assert_eq!((mated.len(), non.len()), (2, 2));
+        assert!(mated.is_disjoint(&non));
+        assert_eq!(labels(&parts["probe-gallery"]), mated);
+        assert!(non.is_disjoint(&labels(&parts["probe-gallery"])));
+    }
+
+    #[test]
+    fn pairs_are_genuine_or_impostor_as_labelled() {
+        let opts = SplitOptions {
+            pairs_per_class: 3,
+            ..Default::default()
+        };
+        let p = split(&items(6, 4), &opts).unwrap();
+        let test = &p.partitions["test"];
+        assert_eq!(p.pairs.len(), 3 * 3 * 2);
+        for pair in &p.pairs {
+            assert_ne!(pair.a, pair.b);
+            assert_eq!(test[pair.a].label == test[pair.b].label, pair.genuine);
+        }
+    }
+
+    #[test]
+    fn provided_needs_a_provided_split() {
+        let opts = SplitOptions {
+            protocol: Protocol::Provided,
+            ..Default::default()
+        };
+        let err = split(&items(4, 2), &opts).unwrap_err().to_string();
+        assert!(err.contains("half-classes"), "{err}");
+    }
+
+    #[test]
+    fn bad_percentages_are_rejected() {
+        let opts = SplitOptions {
+            subsets: vec![0],
+            ..Default::default()
+        };
+        assert!(split(&items(4, 2), &opts)
+            .unwrap_err()
+            .to_string()
+            .contains("subsets"));
+    }
+}

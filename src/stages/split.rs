@@ -1,0 +1,246 @@
+//! The `split` kind: a data set (synthetic or real) divided into named partitions by a
+//! protocol, written as one manifest artifact (`split.json`, see [`crate::data::manifest`]).
+//!
+//! Its cache key holds, besides the parameters: for synthetic data the generator's parameters
+//! and version; for real data the content of every image and annotation file (relative paths
+//! and blake3 hashes, memoised by the cache index), never the root's absolute path. So editing
+//! one image reruns this split and everything downstream of it, and moving the data set (then
+//! pointing `root` at the new place) reruns nothing.
+
+use serde_json::Value;
+
+use super::{
+    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError,
+};
+use crate::data::listing::Part;
+use crate::data::protocol::{self, Protocol, SplitOptions};
+use crate::data::{
+    DatasetKind, DatasetSource, DirectHasher, FilesFingerprint, SplitItem, SplitManifest,
+    SyntheticDataset, SyntheticParams, MANIFEST_OUTPUT,
+};
+
+/// The `split` stage kind.
+pub struct Split;
+
+const PARAMS: &[ParamDecl] = &[
+    ParamDecl::optional(
+        "dataset",
+        ParamType::Choice(&["synthetic", "cub200", "cars196", "sop", "market1501", "imagefolder"]),
+        "\"synthetic\"",
+        "which data set: the built-in generator or a real one in its published layout",
+    ),
+    ParamDecl::optional(
+        "root",
+        ParamType::Path,
+        "\"\"",
+        "folder of a real data set (relative to the project, or absolute); not for synthetic",
+    ),
+    ParamDecl::optional("classes", ParamType::Int, "96", "synthetic: number of classes"),
+    ParamDecl::optional("per_class", ParamType::Int, "40", "synthetic: images per class"),
+    ParamDecl::optional("image_size", ParamType::Int, "64", "synthetic: image side in pixels"),
+    ParamDecl::optional(
+        "detail_scale",
+        ParamType::Float,
+        "1.0",
+        "synthetic: fine-detail scale (stripe periods 2.3-5.5 px times this; 2 for 32-px identity sets)",
+    ),
+    ParamDecl::optional("seed", ParamType::Int, "0", "synthetic: seed of the images"),
+    ParamDecl::optional(
+        "protocol",
+        ParamType::Choice(&Protocol::NAMES),
+        "\"half-classes\"",
+        "half-classes (first half of the classes train) or provided (sop, market1501)",
+    ),
+    ParamDecl::optional(
+        "subsets",
+        ParamType::List(&ParamType::Int),
+        "[]",
+        "nested random subsets of the training classes, in percent: [25, 50] -> train-25, train-50",
+    ),
+    ParamDecl::optional(
+        "validation",
+        ParamType::Bool,
+        "false",
+        "add val-train / val-test: the first and second half of the training classes",
+    ),
+    ParamDecl::optional(
+        "gallery_per_class",
+        ParamType::Int,
+        "0",
+        "draw query / gallery from test: this many gallery images per class, the rest queries",
+    ),
+    ParamDecl::optional(
+        "non_mated",
+        ParamType::Float,
+        "0.0",
+        "open-set identification: fraction of query classes left out of probe-gallery",
+    ),
+    ParamDecl::optional(
+        "pairs_per_class",
+        ParamType::Int,
+        "0",
+        "verification: genuine (and as many impostor) pairs per test class",
+    ),
+    ParamDecl::optional("split_seed", ParamType::Int, "0", "seed of the subsets, galleries and pairs"),
+];
+
+fn usize_param(params: &Params, name: &str) -> Result<usize, StageError> {
+    let v = params.int(name)?;
+    usize::try_from(v).map_err(|_| StageError::bad_param(name, format!("{v} is negative")))
+}
+
+fn synthetic_params(params: &Params) -> Result<SyntheticParams, StageError> {
+    let p = SyntheticParams {
+        classes: usize_param(params, "classes")?,
+        per_class: usize_param(params, "per_class")?,
+        image_size: u32::try_from(usize_param(params, "image_size")?)
+            .map_err(|_| StageError::bad_param("image_size", "too large"))?,
+        detail_scale: params.float("detail_scale")?,
+        seed: params.int("seed")? as u64,
+    };
+    p.validate()?;
+    Ok(p)
+}
+
+/// The data set a split reads, resolved: its layout, and for real data the root as written
+/// and as resolved against the project.
+enum Source {
+    Synthetic(SyntheticParams),
+    Files {
+        kind: DatasetKind,
+        written: String,
+        root: std::path::PathBuf,
+    },
+}
+
+fn source(params: &Params, project_dir: &std::path::Path) -> Result<Source, StageError> {
+    let kind = DatasetKind::parse(params.str("dataset")?)?;
+    if kind == DatasetKind::Synthetic {
+        return Ok(Source::Synthetic(synthetic_params(params)?));
+    }
+    let written = params.opt_str("root").ok_or_else(|| {
+        StageError::bad_param(
+            "root",
+            format!(
+                "dataset = \"{}\" needs `root`, the folder holding the data set",
+                kind.name()
+            ),
+        )
+    })?;
+    Ok(Source::Files {
+        kind,
+        written: written.to_string(),
+        root: project_dir.join(written),
+    })
+}
+
+fn options(params: &Params) -> Result<SplitOptions, StageError> {
+    Ok(SplitOptions {
+        protocol: Protocol::parse(params.str("protocol")?)?,
+        subsets: params.ints("subsets")?,
+        validation: params.bool("validation")?,
+        gallery_per_class: usize_param(params, "gallery_per_class")?,
+        non_mated: params.float("non_mated")?,
+        pairs_per_class: usize_param(params, "pairs_per_class")?,
+        seed: params.int("split_seed")? as u64,
+    })
+}
+
+impl Stage for Split {
+    fn kind(&self) -> &'static str {
+        "split"
+    }
+
+    fn impl_version(&self) -> u32 {
+        1
+    }
+
+    fn summary(&self) -> &'static str {
+        "divide a data set (synthetic or real) into train/test/query/gallery partitions"
+    }
+
+    fn params(&self) -> &'static [ParamDecl] {
+        PARAMS
+    }
+
+    fn inputs(&self) -> &'static [InputDecl] {
+        &[]
+    }
+
+    fn fingerprint(
+        &self,
+        params: &Params,
+        env: &FingerprintEnv<'_>,
+    ) -> Result<Option<Value>, StageError> {
+        match source(params, env.project_dir)? {
+            Source::Synthetic(p) => Ok(Some(p.fingerprint())),
+            Source::Files { kind, root, .. } => {
+                let listing = kind.list(&root)?;
+                let fp = FilesFingerprint::compute(kind, &root, &listing, env.hashes)?;
+                Ok(Some(fp.to_value()))
+            }
+        }
+    }
+
+    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
+        let params = ctx.params().clone();
+        let opts = options(&params)?;
+        let (dataset, items, content) = match source(&params, ctx.project_dir())? {
+            Source::Synthetic(p) => {
+                let items = SyntheticDataset::new(p)
+                    .items()
+                    .into_iter()
+                    .map(|i| (i, Part::Unsplit))
+                    .collect();
+                (DatasetSource::Synthetic(p), items, None)
+            }
+            Source::Files {
+                kind,
+                written,
+                root,
+            } => {
+                let listing = kind.list(&root)?;
+                ctx.check_cancelled()?;
+                let fp = FilesFingerprint::compute(kind, &root, &listing, &DirectHasher)?;
+                let items: Vec<(SplitItem, Part)> = listing
+                    .entries
+                    .into_iter()
+                    .map(|e| {
+                        (
+                            SplitItem {
+                                id: e.id,
+                                label: e.label,
+                                camera: e.camera,
+                            },
+                            e.part,
+                        )
+                    })
+                    .collect();
+                (
+                    DatasetSource::Files {
+                        layout: kind,
+                        root: written,
+                    },
+                    items,
+                    Some(fp.content),
+                )
+            }
+        };
+        let parts = protocol::split(&items, &opts)?;
+        let mut manifest = SplitManifest::new(dataset, opts.protocol.name(), parts.partitions);
+        manifest.content = content;
+        if !parts.pairs.is_empty() {
+            manifest.pairs_partition = Some("test".into());
+            manifest.pairs = parts.pairs;
+        }
+        manifest.write(&ctx.out_path(MANIFEST_OUTPUT))?;
+        for (name, count) in manifest.counts.clone() {
+            ctx.metric(&format!("{name}_images"), count.items as f64);
+            ctx.metric(&format!("{name}_classes"), count.classes as f64);
+        }
+        for line in manifest.summary().lines() {
+            ctx.log(line);
+        }
+        Ok(())
+    }
+}
