@@ -7,6 +7,7 @@ mod cli_data;
 mod concurrency;
 mod crash_safety;
 mod freshness;
+mod raml;
 mod report;
 mod report_freshness;
 mod report_templates;

@@ -100,6 +100,11 @@ impl TeacherStep {
             self.pending = 0;
         }
     }
+
+    /// The learning rate of the next step (`None` without a schedule).
+    pub fn lr(&self) -> Option<f64> {
+        self.optim.lr()
+    }
 }
 
 /// Distils a student from a frozen teacher, without labels.
@@ -171,6 +176,11 @@ impl DistillStep {
             self.optim.step();
             self.pending = 0;
         }
+    }
+
+    /// The learning rate of the next step (`None` without a schedule).
+    pub fn lr(&self) -> Option<f64> {
+        self.optim.lr()
     }
 }
 

@@ -11,7 +11,10 @@
 //! returns `Ok`; nothing is recorded otherwise.
 
 mod context;
+mod distill;
+mod embed;
 pub mod evaluate;
+mod import;
 mod params;
 mod report;
 mod split;
@@ -20,6 +23,8 @@ pub(crate) mod test_support;
 pub mod testing;
 pub mod train_bct;
 pub mod train_classifier;
+mod train_teacher;
+mod training;
 pub mod update_gain;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
@@ -156,6 +161,10 @@ pub fn registry() -> Registry {
 fn builtin_kinds() -> Vec<Box<dyn Stage>> {
     vec![
         Box::new(split::Split),
+        Box::new(train_teacher::TrainTeacher),
+        Box::new(distill::Distill),
+        Box::new(embed::Embed),
+        Box::new(import::Import),
         Box::new(evaluate::Evaluate),
         Box::new(update_gain::UpdateGainStage),
         Box::new(train_classifier::TrainClassifier),

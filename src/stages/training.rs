@@ -1,0 +1,291 @@
+//! What the network stages (`train-teacher`, `distill`, `embed`) share: reading network,
+//! optimiser and augmentation parameters, opening the split, fingerprinting weight files, and
+//! the per-epoch loss curve written as `loss.json`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
+use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
+use crate::nn::{Arch, NetConfig, OptimConfig, OptimKind, Pool, Stem};
+
+/// The loss-curve output of the training stages.
+pub const LOSS_OUTPUT: &str = "loss.json";
+
+/// Architecture choices, in pipeline spelling.
+pub const ARCHS: &[&str] = &["resnet18", "resnet34", "resnet50"];
+/// Stem choices.
+pub const STEMS: &[&str] = &["imagenet", "small"];
+/// Pooling choices.
+pub const POOLS: &[&str] = &["gem", "avg"];
+
+/// Reads `optimizer`, `lr`, `weight_decay`, `schedule`, `div_factor`.
+pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
+    let kind = OptimKind::parse(params.str("optimizer")?)
+        .ok_or_else(|| StageError::bad_param("optimizer", "expected \"adamw\" or \"adam\""))?;
+    let lr = params.float("lr")?;
+    if !(lr > 0.0 && lr.is_finite()) {
+        return Err(StageError::bad_param(
+            "lr",
+            format!("must be a positive number, got {lr}"),
+        ));
+    }
+    let div_factor = params.float("div_factor")?;
+    if div_factor <= 0.0 {
+        return Err(StageError::bad_param("div_factor", "must be positive"));
+    }
+    Ok(OptimConfig {
+        kind,
+        lr,
+        weight_decay: params.float("weight_decay")?,
+        one_cycle: params.str("schedule")? == "one-cycle",
+        div_factor,
+    })
+}
+
+/// A [`NetConfig`] from `arch`, `width`, `stem`, `pool`, `embed_dim`.
+pub fn net_config(params: &Params) -> Result<NetConfig, StageError> {
+    let arch = Arch::parse(params.str("arch")?).ok_or_else(|| {
+        StageError::bad_param("arch", format!("expected one of {}", ARCHS.join(", ")))
+    })?;
+    let stem = Stem::parse(params.str("stem")?).ok_or_else(|| {
+        StageError::bad_param("stem", format!("expected one of {}", STEMS.join(", ")))
+    })?;
+    let pool = Pool::parse(params.str("pool")?).ok_or_else(|| {
+        StageError::bad_param("pool", format!("expected one of {}", POOLS.join(", ")))
+    })?;
+    let cfg = NetConfig {
+        arch,
+        width: params.int("width")?,
+        stem,
+        pool,
+        embed_dim: params.int("embed_dim")?,
+        gem_p: 3.0,
+        pool_l2n: pool == Pool::Gem,
+    };
+    cfg.validate()
+        .map_err(|e| StageError::bad_param("arch", e))?;
+    Ok(cfg)
+}
+
+/// A positive integer parameter as `usize`.
+pub fn positive(params: &Params, name: &str) -> Result<usize, StageError> {
+    let v = params.int(name)?;
+    if v < 1 {
+        return Err(StageError::bad_param(
+            name,
+            format!("must be at least 1, got {v}"),
+        ));
+    }
+    Ok(v as usize)
+}
+
+/// `images_per_epoch`: 0 means every image.
+pub fn images_per_epoch(params: &Params) -> Result<Option<usize>, StageError> {
+    let v = params.int("images_per_epoch")?;
+    if v < 0 {
+        return Err(StageError::bad_param(
+            "images_per_epoch",
+            "must be 0 (all images) or positive",
+        ));
+    }
+    Ok((v > 0).then_some(v as usize))
+}
+
+/// Augmentations from `geometric`, `flip`, `jitter` (and `mixup` when declared).
+pub fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
+    let jitter = params.float("jitter")?;
+    if !(0.0..=1.0).contains(&jitter) {
+        return Err(StageError::bad_param(
+            "jitter",
+            format!("colour distortion strength in [0, 1], got {jitter}"),
+        ));
+    }
+    let mixup_alpha = match params.get("mixup") {
+        Some(_) => params.float("mixup")?,
+        None => 0.0,
+    };
+    if mixup_alpha < 0.0 {
+        return Err(StageError::bad_param(
+            "mixup",
+            "Beta(alpha, alpha): alpha must be >= 0 (0 = off)",
+        ));
+    }
+    Ok(AugmentConfig {
+        geometric: params.bool("geometric")?,
+        flip: params.bool("flip")?,
+        jitter,
+        mixup_alpha,
+        ..AugmentConfig::default()
+    })
+}
+
+/// The split manifest on input slot `slot`, the data set it reads and partition `partition`.
+pub fn open_partition(
+    ctx: &StageContext<'_>,
+    slot: &str,
+    partition: &str,
+) -> Result<(Arc<dyn Dataset>, Vec<SplitItem>), StageError> {
+    let manifest = SplitManifest::from_input(ctx.input(slot)?)?;
+    let items = manifest.partition(partition)?.to_vec();
+    let dataset = manifest.open(ctx.project_dir())?;
+    Ok((dataset, items))
+}
+
+/// Key material of an optional weight file parameter (`pretrained`): its content hash, never
+/// its path. A missing file is a user's mistake reported before anything runs.
+pub fn weight_fingerprint(
+    params: &Params,
+    name: &str,
+    env: &FingerprintEnv<'_>,
+) -> Result<Option<(String, Value)>, StageError> {
+    let Some(path) = params.opt_str(name) else {
+        return Ok(None);
+    };
+    let full = env.project_dir.join(path);
+    if !full.is_file() {
+        return Err(StageError::bad_param(
+            name,
+            format!(
+                "{} does not exist; export torchvision's weights with \
+                 `safetensors.torch.save_file(model.state_dict(), PATH)` (see the README)",
+                full.display()
+            ),
+        ));
+    }
+    let hash = env
+        .hashes
+        .hash_file(&full)
+        .map_err(|e| StageError::io(&full, e))?;
+    Ok(Some((name.to_string(), Value::String(hash))))
+}
+
+/// An integer param of an upstream instance (e.g. the teacher's `resolution`).
+pub fn upstream_int(input: &InputArtifact, name: &str) -> Option<i64> {
+    input.params.get(name).and_then(Value::as_i64)
+}
+
+/// One epoch of a loss curve.
+#[derive(Debug, Clone, Serialize)]
+pub struct EpochLoss {
+    /// 1-based epoch.
+    pub epoch: usize,
+    /// Mean batch loss (the weighted total).
+    pub loss: f64,
+    /// Mean of each term, when the loss has several.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub terms: BTreeMap<String, f64>,
+    /// Learning rate at the end of the epoch.
+    pub lr: Option<f64>,
+    /// Seconds the epoch took.
+    pub seconds: f64,
+}
+
+/// Per-epoch loss curve, written as `loss.json` (`{"epochs": [...]}`).
+#[derive(Debug, Default, Serialize)]
+pub struct LossCurve {
+    /// The epochs so far.
+    pub epochs: Vec<EpochLoss>,
+}
+
+impl LossCurve {
+    /// Writes the curve to the `loss.json` output.
+    pub fn write(&self, ctx: &StageContext<'_>) -> Result<(), StageError> {
+        ctx.write_json(LOSS_OUTPUT, self)
+    }
+}
+
+/// A running mean of named values over the batches of an epoch.
+#[derive(Debug, Default)]
+pub struct Means {
+    sums: BTreeMap<String, f64>,
+    count: usize,
+}
+
+impl Means {
+    /// Adds one batch's values.
+    pub fn add(&mut self, values: &[(&str, f64)]) {
+        for (k, v) in values {
+            *self.sums.entry((*k).to_string()).or_default() += v;
+        }
+        self.count += 1;
+    }
+
+    /// The means.
+    pub fn means(&self) -> BTreeMap<String, f64> {
+        let n = self.count.max(1) as f64;
+        self.sums.iter().map(|(k, v)| (k.clone(), v / n)).collect()
+    }
+}
+
+/// Resolves a path parameter against the project folder.
+pub fn resolve(ctx: &StageContext<'_>, path: &str) -> std::path::PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        ctx.resolve_path(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(pairs: &[(&str, Value)]) -> Params {
+        Params(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn optimiser_and_network_parameters_are_checked() {
+        let good = params(&[
+            ("optimizer", json!("adamw")),
+            ("lr", json!(1e-3)),
+            ("weight_decay", json!(0.0)),
+            ("schedule", json!("one-cycle")),
+            ("div_factor", json!(25.0)),
+        ]);
+        let cfg = optim_config(&good).unwrap();
+        assert!(cfg.one_cycle && cfg.kind == OptimKind::Adamw);
+        let mut bad = good.clone();
+        bad.0.insert("lr".into(), json!(0.0));
+        assert!(optim_config(&bad).unwrap_err().to_string().contains("lr"));
+
+        let net = params(&[
+            ("arch", json!("resnet34")),
+            ("width", json!(8)),
+            ("stem", json!("small")),
+            ("pool", json!("avg")),
+            ("embed_dim", json!(32)),
+        ]);
+        let cfg = net_config(&net).unwrap();
+        assert_eq!(cfg.arch, Arch::Resnet34);
+        assert!(
+            !cfg.pool_l2n,
+            "average pooling is the BCT head: no inner L2N"
+        );
+        let mut bad = net.clone();
+        bad.0.insert("width".into(), json!(0));
+        assert!(net_config(&bad).unwrap_err().to_string().contains("width"));
+    }
+
+    #[test]
+    fn epoch_means_average_each_term() {
+        let mut m = Means::default();
+        m.add(&[("loss", 1.0), ("abs", 0.5)]);
+        m.add(&[("loss", 3.0), ("abs", 1.5)]);
+        let means = m.means();
+        assert_eq!(means["loss"], 2.0);
+        assert_eq!(means["abs"], 1.0);
+    }
+}

@@ -1,0 +1,271 @@
+//! Resolution asymmetry end to end: teacher -> student -> embed -> evaluate on a tiny
+//! synthetic set through the `asymflow` binary, a second run that executes nothing, `import`
+//! standing in for `embed`, and the paper pipelines parsing and expanding as documented.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn asymflow(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_asymflow"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("ASYMFLOW_CACHE")
+        .output()
+        .expect("asymflow runs")
+}
+
+/// `asymflow run FILE --json` in `dir`: instance label -> status.
+fn run(dir: &Path, file: &str) -> BTreeMap<String, String> {
+    let out = asymflow(dir, &["run", file, "--json"]);
+    assert!(
+        out.status.success(),
+        "run failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    doc["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let binding: Vec<String> = i["binding"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let label = if binding.is_empty() {
+                i["stage"].as_str().unwrap().to_string()
+            } else {
+                format!("{}[{}]", i["stage"].as_str().unwrap(), binding.join(","))
+            };
+            (label, i["status"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+/// The metrics of `stage` (a single instance) from `asymflow show FILE STAGE --json`.
+fn metrics(dir: &Path, file: &str, stage: &str) -> BTreeMap<String, f64> {
+    let out = asymflow(dir, &["show", file, stage, "--json"]);
+    assert!(
+        out.status.success(),
+        "show failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let doc = doc
+        .as_array()
+        .and_then(|a| a.first().cloned())
+        .unwrap_or(doc);
+    doc["metrics"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no metrics in {doc}"))
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_f64().unwrap()))
+        .collect()
+}
+
+const TINY: &str = r#"
+[pipeline]
+name = "raml-tiny"
+
+[stages.split]
+kind = "split"
+params = { dataset = "synthetic", classes = 8, per_class = 8, image_size = 32 }
+
+[stages.teacher]
+kind = "train-teacher"
+inputs = { split = "split" }
+params = { arch = "resnet18", width = 8, stem = "small", embed_dim = 16, resolution = 32,
+           loss = "norm-softmax", scale = 16.0, optimizer = "adam", lr = 2e-3, epochs = 2,
+           batch_size = 16, per_class = 0 }
+
+[stages.student]
+kind = "distill"
+inputs = { split = "split", teacher = "teacher" }
+params = { resolution = 16, epochs = 2, batch_size = 8, augmentations = 2,
+           images_per_epoch = 0, optimizer = "adam", lr = 1e-3 }
+
+[stages.emb-db]
+kind = "embed"
+inputs = { split = "split", model = "teacher" }
+params = { resolution = 32 }
+
+[stages.emb-q]
+kind = "embed"
+inputs = { split = "split", model = "student" }
+params = { resolution = 16 }
+
+[stages.eval]
+kind = "evaluate"
+inputs = { query = "emb-q", database = "emb-db" }
+"#;
+
+#[test]
+fn raml_teacher_student_embed_evaluate_then_nothing_reruns() {
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    std::fs::create_dir_all(dir.join("pipelines")).unwrap();
+    std::fs::write(dir.join("pipelines/tiny.toml"), TINY).unwrap();
+
+    let first = run(dir, "pipelines/tiny.toml");
+    assert_eq!(first.len(), 6, "{first:?}");
+    assert!(first.values().all(|s| s == "ran"), "{first:?}");
+
+    let teacher = metrics(dir, "pipelines/tiny.toml", "teacher");
+    assert!(teacher["final_loss"].is_finite());
+    let query = metrics(dir, "pipelines/tiny.toml", "emb-q");
+    assert_eq!(
+        query["count"], 32.0,
+        "half of 8 classes x 8 images are test images"
+    );
+    assert_eq!(query["resolution"], 16.0);
+    // The same network at a quarter of the pixels costs about a quarter.
+    let db = metrics(dir, "pipelines/tiny.toml", "emb-db");
+    let ratio = db["gflops"] / query["gflops"];
+    assert!(
+        (3.0..4.5).contains(&ratio),
+        "FLOPs ratio 32 px / 16 px = {ratio}"
+    );
+    let eval = metrics(dir, "pipelines/tiny.toml", "eval");
+    assert!((0.0..=1.0).contains(&eval["map"]), "{eval:?}");
+    assert!(
+        (eval["query_gflops"] - query["gflops"]).abs() < 1e-12,
+        "{eval:?}"
+    );
+
+    let second = run(dir, "pipelines/tiny.toml");
+    assert!(
+        second.values().all(|s| s == "cached"),
+        "second run executed work: {second:?}"
+    );
+}
+
+#[test]
+fn raml_import_stands_in_for_embed() {
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    std::fs::create_dir_all(dir.join("pipelines")).unwrap();
+    // Two classes on two axes, unnormalised: import normalises and evaluation is perfect.
+    let emb = tch::Tensor::from_slice(&[3.0f32, 0.1, 2.0, 0.0, 0.0, 5.0, 0.2, 1.0]).view([4, 2]);
+    let labels = tch::Tensor::from_slice(&[7i32, 7, 9, 9]);
+    tch::Tensor::write_safetensors(
+        &[("embeddings", &emb), ("labels", &labels)],
+        dir.join("ext.safetensors"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("pipelines/imp.toml"),
+        r#"
+[stages.ext]
+kind = "import"
+params = { file = "ext.safetensors", gflops = 1.5 }
+
+[stages.eval]
+kind = "evaluate"
+inputs = { query = "ext", database = "ext" }
+"#,
+    )
+    .unwrap();
+    let first = run(dir, "pipelines/imp.toml");
+    assert!(first.values().all(|s| s == "ran"), "{first:?}");
+    let eval = metrics(dir, "pipelines/imp.toml", "eval");
+    assert_eq!(eval["map"], 1.0, "{eval:?}");
+    assert_eq!(eval["query_gflops"], 1.5, "{eval:?}");
+
+    // A changed file is new content: import and evaluate rerun.
+    let emb = tch::Tensor::from_slice(&[1.0f32, 0.0, 0.0, 1.0, 1.0, 0.1, 0.0, 1.0]).view([4, 2]);
+    tch::Tensor::write_safetensors(
+        &[("embeddings", &emb), ("labels", &labels)],
+        dir.join("ext.safetensors"),
+    )
+    .unwrap();
+    let second = run(dir, "pipelines/imp.toml");
+    assert!(second.values().all(|s| s == "ran"), "{second:?}");
+
+    // A file without labels is an error naming what the file holds.
+    tch::Tensor::write_safetensors(&[("vectors", &emb)], dir.join("ext.safetensors")).unwrap();
+    let out = asymflow(dir, &["run", "pipelines/imp.toml"]);
+    assert!(!out.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("no `embeddings` tensor (it has: vectors)"),
+        "{text}"
+    );
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Instance count per stage of a pipeline of the repository, expanded without running.
+fn expand(file: &str) -> BTreeMap<String, usize> {
+    let registry = asymflow::stages::registry();
+    let spec = asymflow::spec::load(&repo().join(file), &[], &registry)
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
+    let plan = asymflow::graph::Plan::build(spec).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut counts = BTreeMap::new();
+    for i in plan.instances() {
+        *counts.entry(i.stage.clone()).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[test]
+fn raml_quickstart_expands_to_the_four_setups() {
+    let c = expand("pipelines/quickstart.toml");
+    assert_eq!(c["teacher"], 1);
+    assert_eq!(c["student"], 6, "2 query resolutions x 3 seeds");
+    assert_eq!(c["emb-teacher-db"], 1, "the database is embedded once");
+    assert_eq!(c["emb-teacher-q"], 2);
+    assert_eq!(c["eval-tasym"], 2);
+    assert_eq!(c["eval-ts"], 6);
+    assert_eq!(c["eval-ssym"], 6);
+    assert_eq!(c["table"], 1);
+}
+
+#[test]
+fn raml_paper_pipelines_expand_as_the_paper_sets_them() {
+    for (file, queries) in [
+        ("pipelines/raml-cub200.toml", 3),
+        ("pipelines/raml-cars196.toml", 3),
+        ("pipelines/raml-sop.toml", 3),
+    ] {
+        let c = expand(file);
+        assert_eq!(c["teacher"], 1, "{file}");
+        assert_eq!(
+            c["student"],
+            queries * 3,
+            "{file}: query resolutions x 3 seeds"
+        );
+        assert_eq!(c["emb-teacher-db"], 1, "{file}");
+        assert_eq!(c["eval-ts"], queries * 3, "{file}");
+        assert_eq!(c["eval-tasym"], queries, "{file}");
+        assert_eq!(c["eval-tsym"], queries, "{file}");
+        assert_eq!(c["eval-ssym"], queries * 3, "{file}");
+    }
+    let c = expand("pipelines/raml-ablation.toml");
+    assert_eq!(c["teacher"], 1);
+    assert_eq!(c["teacher-small"], 1);
+    assert_eq!(c["student-loss"], 6 * 3, "six loss sets x 3 seeds");
+    assert_eq!(c["student-p"], 5 * 3, "P in 1, 2, 4, 8, 16 x 3 seeds");
+    for variant in [
+        "separate",
+        "no-geometric",
+        "no-colour",
+        "no-mixup",
+        "init-small",
+        "init-imagenet",
+        "r18",
+    ] {
+        assert_eq!(c[&format!("student-{variant}")], 3, "{variant}");
+        assert_eq!(c[&format!("eval-{variant}")], 3, "{variant}");
+    }
+}
