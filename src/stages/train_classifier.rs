@@ -222,10 +222,11 @@ impl Setup {
     }
 }
 
+/// A training partition: its items, the data set they come from, and its classes.
+pub(crate) type TrainingData = (Vec<SplitItem>, Arc<dyn Dataset>, ClassList);
+
 /// The training partition of the `split` input, its data set and its classes (sorted labels).
-pub(crate) fn training_items(
-    ctx: &StageContext<'_>,
-) -> Result<(Vec<SplitItem>, Arc<dyn Dataset>, ClassList), StageError> {
+pub(crate) fn training_items(ctx: &StageContext<'_>) -> Result<TrainingData, StageError> {
     let manifest = SplitManifest::from_input(ctx.input("split")?)?;
     let partition = ctx.params().str("partition")?;
     let items = manifest.partition(partition)?.to_vec();
@@ -331,7 +332,7 @@ pub(crate) fn train(
             let mut loss = ce.shallow_clone();
             if let Some(term) = extra(&images, &emb, &raw) {
                 extra_sum += term.double_value(&[]);
-                loss = loss + term;
+                loss += term;
             }
             optim.zero_grad();
             if let Some(o) = extra_optim.as_mut() {
