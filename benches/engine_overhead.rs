@@ -116,7 +116,12 @@ fn dvc_noop(n: usize) -> Option<Duration> {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
         let mut cmd = dvc()?;
-        let out = cmd.args(args).current_dir(dir.path()).output().ok()?;
+        let out = cmd
+            .args(args)
+            .current_dir(dir.path())
+            .env("DVC_NO_ANALYTICS", "1")
+            .output()
+            .ok()?;
         out.status.success().then_some(()).or_else(|| {
             eprintln!("dvc {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
             None
