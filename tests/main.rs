@@ -1,1 +1,3 @@
-
+mod data_fixtures;
+mod data_loaders;
+mod data_split;

@@ -28,13 +28,15 @@ pub fn sop(root: &Path) -> Result<Listing, DataError> {
             Some((_, header))
                 if header.split_whitespace().collect::<Vec<_>>()
                     == ["image_id", "class_id", "super_class_id", "path"] => {}
-            Some((n, other)) => return Err(DataError::malformed(
-                &path,
-                n,
-                format!(
+            Some((n, other)) => {
+                return Err(DataError::malformed(
+                    &path,
+                    n,
+                    format!(
                     "expected the header `image_id class_id super_class_id path`, found `{other}`"
                 ),
-            )),
+                ))
+            }
             None => {
                 return Err(DataError::BadFile {
                     path,
