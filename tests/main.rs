@@ -1,3 +1,15 @@
+//! The integration tests: one binary, one file per theme.
+
+mod support;
+
+mod concurrency;
+mod crash_safety;
 mod data_fixtures;
 mod data_loaders;
 mod data_split;
+mod freshness;
+mod report;
+mod report_freshness;
+mod report_templates;
+mod spec_errors;
+mod sweeps;

@@ -133,6 +133,21 @@ pub struct RunRecord {
     pub metrics: BTreeMap<String, f64>,
 }
 
+/// One line of `asymflow status`'s recent runs.
+#[derive(Debug, Clone)]
+pub struct RecentRun {
+    /// The key.
+    pub key: String,
+    /// The stage.
+    pub stage: String,
+    /// The pipeline.
+    pub pipeline: String,
+    /// `ok` or `failed`.
+    pub status: String,
+    /// Seconds it ran.
+    pub duration: f64,
+}
+
 /// The outcome of asking for a lease.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lease {
@@ -165,6 +180,12 @@ pub fn host_name() -> String {
         .map(|s| s.trim().to_string())
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "localhost".into())
+}
+
+/// Whether a lease belongs to a process that died (on this host) or stopped heart-beating.
+pub fn lease_is_stale(holder_host: &str, holder_pid: i64, heartbeat: f64) -> bool {
+    (holder_host == host_name() && !process_alive(holder_pid))
+        || now() - heartbeat > LEASE_STALE_AFTER.as_secs_f64()
 }
 
 fn process_alive(pid: i64) -> bool {
@@ -419,8 +440,7 @@ impl Index {
             )
             .optional()?;
         if let Some((holder, holder_host, holder_pid, heartbeat)) = holder {
-            let stale = (holder_host == host && !process_alive(holder_pid))
-                || now() - heartbeat > LEASE_STALE_AFTER.as_secs_f64();
+            let stale = lease_is_stale(&holder_host, holder_pid, heartbeat);
             if holder != owner && !stale {
                 return Ok(Lease::HeldBy {
                     host: holder_host,
@@ -556,25 +576,47 @@ impl Index {
         Ok((ok, failed, leases, objects, bytes))
     }
 
-    /// The most recent runs: (key, stage, pipeline, status, finished, duration), newest first.
-    pub fn recent_runs(
-        &self,
-        limit: usize,
-    ) -> Result<Vec<(String, String, String, String, f64, f64)>, IndexError> {
+    /// The most recent runs, newest first.
+    pub fn recent_runs(&self, limit: usize) -> Result<Vec<RecentRun>, IndexError> {
         let mut stmt = self.conn.prepare(
             "SELECT key, stage, pipeline, status, finished, duration FROM runs ORDER BY finished DESC LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit as i64], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
+            Ok(RecentRun {
+                key: r.get(0)?,
+                stage: r.get(1)?,
+                pipeline: r.get(2)?,
+                status: r.get(3)?,
+                duration: r.get(5)?,
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Removes leases whose process is gone; returns how many.
+    pub fn drop_stale_leases(&self) -> Result<usize, IndexError> {
+        let stale: Vec<String> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT key, host, pid, heartbeat FROM leases")?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, f64>(3)?,
+                ))
+            })?;
+            rows.filter_map(Result::ok)
+                .filter(|(_, host, pid, hb)| lease_is_stale(host, *pid, *hb))
+                .map(|(key, ..)| key)
+                .collect()
+        };
+        for key in &stale {
+            self.conn
+                .execute("DELETE FROM leases WHERE key = ?1", [key])?;
+        }
+        Ok(stale.len())
     }
 
     /// Leases currently recorded: (key, host, pid, seconds since heartbeat).

@@ -110,6 +110,9 @@ pub fn gc(
             index.forget_object(&digest)?;
         }
     }
+    if !dry_run {
+        index.drop_stale_leases()?;
+    }
     let live: BTreeSet<String> = index
         .leases()?
         .into_iter()

@@ -28,11 +28,11 @@ pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
     let recent = index.recent_runs(10)?;
     if !recent.is_empty() {
         println!("  recent runs:");
-        for (key, stage, pipeline, status, _, duration) in recent {
+        for run in recent {
+            let key = &run.key[..16];
             println!(
-                "    {status:6} {pipeline}/{stage} {:.1}s  {}",
-                duration,
-                &key[..16]
+                "    {:6} {}/{} {:.1}s  {key}",
+                run.status, run.pipeline, run.stage, run.duration
             );
         }
     }

@@ -1,6 +1,6 @@
 //! Progress display: one bar for the pipeline's instances, one per running stage (epochs or
-//! batches), and result lines printed above the bars. Hidden for `--json` and when stderr is
-//! not a terminal; result lines then go to stderr as plain text.
+//! batches), and result lines printed above the bars. Bars are hidden for `--json` and when
+//! stderr is not a terminal; result lines then go to stderr as plain text.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -8,18 +8,17 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub struct Progress {
     multi: Option<MultiProgress>,
     overall: Option<ProgressBar>,
-    quiet: bool,
 }
 
 impl Progress {
-    /// A display for `total` instances; `enabled` false prints only result lines, to stderr.
+    /// A display for `total` instances; without `enabled` (or a terminal) only the result
+    /// lines are printed, to stderr, so `--json` keeps stdout for the document.
     pub fn new(enabled: bool, total: u64) -> Self {
         let interactive = enabled && std::io::IsTerminal::is_terminal(&std::io::stderr());
         if !interactive {
             return Progress {
                 multi: None,
                 overall: None,
-                quiet: !enabled,
             };
         }
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
@@ -33,7 +32,6 @@ impl Progress {
         Progress {
             multi: Some(multi),
             overall: Some(overall),
-            quiet: false,
         }
     }
 
@@ -64,8 +62,7 @@ impl Progress {
             Some(multi) => {
                 let _ = multi.println(line);
             }
-            None if !self.quiet => eprintln!("{line}"),
-            None => {}
+            None => eprintln!("{line}"),
         }
     }
 

@@ -343,11 +343,7 @@ pub fn run(
         let pending = states
             .iter()
             .any(|s| matches!(s, State::Waiting | State::Ready { .. }));
-        if running == 0 && (!pending || (stop_launching && !blocked_on_lease)) && !blocked_on_lease
-        {
-            if !pending {
-                break;
-            }
+        if running == 0 && !blocked_on_lease && (!pending || stop_launching) {
             // Stopped with work left: everything not finished is skipped.
             let reason = if cancel.load(Ordering::Relaxed) {
                 "interrupted (Ctrl-C)".to_string()

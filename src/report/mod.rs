@@ -1,1 +1,109 @@
-//! Report tables (Markdown, CSV, LaTeX, HTML) and plots (SVG, PNG).
+//! Report tables (Markdown, CSV, LaTeX, HTML) and plots (SVG, PNG), rebuilt from cached results.
+//!
+//! A paper's table is a view of results that already exist: the `report` stage gathers every
+//! instance of its input stages (across all sweep axes) and lays their metrics out as a grid.
+//! Nothing here trains or evaluates anything, so re-rendering after a change of layout costs
+//! milliseconds, and rendering from the cache alone (`asymflow report FILE`) works with
+//! whatever has run: an instance that has not run yet arrives as an artifact with no metrics
+//! and no outputs, its cells show a dash or a partial count, and [`missing_instances`] lists it.
+//!
+//! How the parts fit (one concept per file):
+//! - [`Layout`] (`layout.rs`): which dimensions (the upstream stage, a sweep axis, a tag, the
+//!   metric) make the rows and the columns, which axis is aggregated over (seeds by default),
+//!   labels, filters, orders and number formats, parsed from the stage's parameters.
+//! - [`Cell`] (`cell.rs`): the values of one metric in one cell, with mean, sample standard
+//!   deviation (n - 1) and n of expected.
+//! - [`NumberFormat`] (`format.rs`): how a cell reads ("41.2 ± 0.3 (2/3)", a dash when empty).
+//! - [`Table`] (`table.rs`): builds the grid from gathered [`InputArtifact`]s.
+//! - Renderers: [`markdown`], [`csv`] (the table as it reads, plus a long numeric form),
+//!   [`latex`] (booktabs), [`html`] (a self-contained page with the tables and inline SVG).
+//! - Plots (`plot.rs`, `heatmap.rs`, `loss.rs`, `font.rs`): a metric against another (mAP
+//!   against query GFLOPs, one series per row), a heat map of a table (the old x new
+//!   compatibility matrix) and training-loss curves, each as SVG and PNG.
+//! - [`missing_instances`] (`missing.rs`): the instances that have not run, and the note that
+//!   says how to compute them.
+
+pub mod cell;
+pub mod csv;
+pub mod font;
+pub mod format;
+pub mod heatmap;
+pub mod html;
+pub mod latex;
+pub mod layout;
+pub mod loss;
+pub mod markdown;
+pub mod missing;
+pub mod plot;
+pub mod table;
+
+pub use cell::Cell;
+pub use format::NumberFormat;
+pub use layout::{Dimension, Layout};
+pub use missing::{missing_hint, missing_instances, MissingInstance};
+pub use plot::{Figure, Series};
+pub use table::Table;
+
+use crate::stages::InputArtifact;
+
+/// A report cannot be built: a layout parameter that does not fit the results, or a plot that
+/// could not be drawn. Every message says what is wrong and how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A layout parameter has the wrong shape or an unusable value.
+    #[error("parameter `{name}`: {message}")]
+    Layout {
+        /// The parameter.
+        name: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// Two results land in the same cell for the same value of the aggregated axis.
+    #[error("{0}")]
+    Ambiguous(String),
+    /// A plot could not be drawn or encoded.
+    #[error("plot `{name}`: {message}")]
+    Plot {
+        /// The plot's file stem.
+        name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A `loss.json` output is not in a shape this module reads.
+    #[error("{path}: {message}")]
+    Loss {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ReportError {
+    /// A layout error on parameter `name`.
+    pub fn layout(name: &str, message: impl Into<String>) -> Self {
+        ReportError::Layout {
+            name: name.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Whether `artifact` stands for an instance that has not run: `asymflow report` passes those
+/// with no metrics and no outputs.
+pub fn has_run(artifact: &InputArtifact) -> bool {
+    !(artifact.metrics.is_empty() && artifact.outputs.is_empty())
+}
+
+/// A sweep value as text: strings without quotes, numbers and booleans as JSON writes them,
+/// lists as their items joined by `+` (a `losses = ["abs", "rel_ts"]` axis value reads
+/// `abs+rel_ts`, which is also the key `labels` uses for it).
+pub fn value_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => {
+            items.iter().map(value_text).collect::<Vec<_>>().join("+")
+        }
+        other => other.to_string(),
+    }
+}

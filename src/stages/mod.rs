@@ -11,9 +11,14 @@
 //! returns `Ok`; nothing is recorded otherwise.
 
 mod context;
+pub mod evaluate;
 mod params;
+mod report;
 mod split;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod testing;
+pub mod update_gain;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
@@ -147,7 +152,12 @@ pub fn registry() -> Registry {
 }
 
 fn builtin_kinds() -> Vec<Box<dyn Stage>> {
-    vec![Box::new(split::Split)]
+    vec![
+        Box::new(split::Split),
+        Box::new(evaluate::Evaluate),
+        Box::new(update_gain::UpdateGainStage),
+        Box::new(report::Report),
+    ]
 }
 
 #[cfg(test)]

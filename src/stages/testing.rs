@@ -14,10 +14,51 @@ use super::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageConte
 
 /// The test kinds.
 pub fn kinds() -> Vec<Box<dyn Stage>> {
-    vec![Box::new(Echo {
-        kind: "test-echo",
-        version: echo_version(),
-    })]
+    vec![
+        Box::new(Echo {
+            kind: "test-echo",
+            version: echo_version(),
+        }),
+        Box::new(Strict),
+    ]
+}
+
+/// `test-strict`: a required parameter and a required input, for error-message tests.
+pub struct Strict;
+
+const STRICT_PARAMS: &[ParamDecl] = &[ParamDecl::required(
+    "count",
+    ParamType::Int,
+    "how many (required)",
+)];
+
+const STRICT_INPUTS: &[InputDecl] = &[InputDecl {
+    name: "source",
+    required: true,
+    doc: "an upstream test stage",
+}];
+
+impl Stage for Strict {
+    fn kind(&self) -> &'static str {
+        "test-strict"
+    }
+    fn impl_version(&self) -> u32 {
+        1
+    }
+    fn summary(&self) -> &'static str {
+        "test kind: a required parameter and input"
+    }
+    fn params(&self) -> &'static [ParamDecl] {
+        STRICT_PARAMS
+    }
+    fn inputs(&self) -> &'static [InputDecl] {
+        STRICT_INPUTS
+    }
+    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
+        let count = ctx.params().int("count")?;
+        ctx.metric("count", count as f64);
+        Ok(())
+    }
 }
 
 fn echo_version() -> u32 {

@@ -1,0 +1,359 @@
+//! ResNet-18/34/50 backbones with torchvision's layout and variable names.
+//!
+//! The architecture is first written down as a [`ResNetPlan`] (every convolution with its
+//! name, channels, kernel, stride and padding, in forward order). The network is built from the
+//! plan and the FLOP counter walks the same plan, so the two can never disagree. Variable names
+//! follow torchvision (`conv1`, `bn1`, `layer{1..4}.{i}.conv{k}`, `.bn{k}`,
+//! `.downsample.{0,1}`), so ImageNet weights exported from torchvision load directly.
+//!
+//! `width` scales every stage (64 = torchvision); the `small` stem replaces the 7x7/stride-2
+//! convolution and max-pool with one 3x3/stride-1 convolution for images of 32-64 px.
+
+use tch::nn::{self, ModuleT};
+use tch::Tensor;
+
+use super::config::{NetConfig, Stem};
+
+/// One convolution (always followed by a BatchNorm of the same prefix) in the plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvSpec {
+    /// Variable path of the convolution (`layer1.0.conv1`).
+    pub name: String,
+    /// Variable path of its BatchNorm (`layer1.0.bn1`).
+    pub bn_name: String,
+    /// Input channels.
+    pub cin: i64,
+    /// Output channels.
+    pub cout: i64,
+    /// Kernel size (square).
+    pub kernel: i64,
+    /// Stride.
+    pub stride: i64,
+    /// Zero padding.
+    pub padding: i64,
+}
+
+impl ConvSpec {
+    fn new(prefix: &str, idx: &str, cin: i64, cout: i64, kernel: i64, stride: i64) -> Self {
+        let sep = if prefix.is_empty() { "" } else { "." };
+        ConvSpec {
+            name: format!("{prefix}{sep}conv{idx}"),
+            bn_name: format!("{prefix}{sep}bn{idx}"),
+            cin,
+            cout,
+            kernel,
+            stride,
+            padding: kernel / 2,
+        }
+    }
+
+    /// Output side length for an input of side `size`.
+    pub fn out_size(&self, size: i64) -> i64 {
+        (size + 2 * self.padding - self.kernel) / self.stride + 1
+    }
+
+    /// Multiply-accumulates of this convolution on an input of side `size`.
+    pub fn macs(&self, size: i64) -> f64 {
+        let out = self.out_size(size) as f64;
+        out * out * (self.cout * self.cin * self.kernel * self.kernel) as f64
+    }
+}
+
+/// One residual block: its main-path convolutions and an optional projection shortcut.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockPlan {
+    /// Main path, in order (2 for basic blocks, 3 for bottlenecks).
+    pub convs: Vec<ConvSpec>,
+    /// The `downsample` shortcut (1x1 convolution + BatchNorm), when shape changes.
+    pub downsample: Option<ConvSpec>,
+}
+
+/// The whole backbone, convolution by convolution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResNetPlan {
+    /// `conv1`/`bn1`.
+    pub stem: ConvSpec,
+    /// Whether the 3x3/stride-2 max-pool follows the stem.
+    pub maxpool: bool,
+    /// Every block of `layer1` .. `layer4`, in order.
+    pub blocks: Vec<BlockPlan>,
+    /// Channels of the last feature map.
+    pub out_channels: i64,
+}
+
+impl ResNetPlan {
+    /// The plan of the network `cfg` describes.
+    pub fn new(cfg: &NetConfig) -> Self {
+        let w = cfg.width;
+        let stem = match cfg.stem {
+            Stem::Imagenet => ConvSpec::new("", "1", 3, w, 7, 2),
+            Stem::Small => ConvSpec::new("", "1", 3, w, 3, 1),
+        };
+        let expansion = cfg.arch.expansion();
+        let mut inplanes = w;
+        let mut blocks = Vec::new();
+        for (stage, &count) in cfg.arch.blocks().iter().enumerate() {
+            let planes = w << stage;
+            let stage_stride = if stage == 0 { 1 } else { 2 };
+            for i in 0..count {
+                let prefix = format!("layer{}.{i}", stage + 1);
+                let stride = if i == 0 { stage_stride } else { 1 };
+                let convs = if cfg.arch.bottleneck() {
+                    vec![
+                        ConvSpec::new(&prefix, "1", inplanes, planes, 1, 1),
+                        ConvSpec::new(&prefix, "2", planes, planes, 3, stride),
+                        ConvSpec::new(&prefix, "3", planes, planes * expansion, 1, 1),
+                    ]
+                } else {
+                    vec![
+                        ConvSpec::new(&prefix, "1", inplanes, planes, 3, stride),
+                        ConvSpec::new(&prefix, "2", planes, planes, 3, 1),
+                    ]
+                };
+                let downsample =
+                    (stride != 1 || inplanes != planes * expansion).then(|| ConvSpec {
+                        name: format!("{prefix}.downsample.0"),
+                        bn_name: format!("{prefix}.downsample.1"),
+                        cin: inplanes,
+                        cout: planes * expansion,
+                        kernel: 1,
+                        stride,
+                        padding: 0,
+                    });
+                blocks.push(BlockPlan { convs, downsample });
+                inplanes = planes * expansion;
+            }
+        }
+        ResNetPlan {
+            stem,
+            maxpool: cfg.stem == Stem::Imagenet,
+            blocks,
+            out_channels: inplanes,
+        }
+    }
+
+    /// Multiply-accumulates of every convolution for one square input of side `resolution`,
+    /// and the side of the last feature map.
+    pub fn conv_macs(&self, resolution: i64) -> (f64, i64) {
+        let mut size = self.stem.out_size(resolution);
+        let mut macs = self.stem.macs(resolution);
+        if self.maxpool {
+            size = maxpool_out(size);
+        }
+        for block in &self.blocks {
+            let input = size;
+            for conv in &block.convs {
+                macs += conv.macs(size);
+                size = conv.out_size(size);
+            }
+            if let Some(ds) = &block.downsample {
+                macs += ds.macs(input);
+            }
+        }
+        (macs, size)
+    }
+}
+
+fn maxpool_out(size: i64) -> i64 {
+    (size + 2 - 3) / 2 + 1
+}
+
+/// A convolution without bias followed by its BatchNorm.
+#[derive(Debug)]
+struct ConvBn {
+    conv: nn::Conv2D,
+    bn: nn::BatchNorm,
+}
+
+impl ConvBn {
+    fn new(root: &nn::Path, spec: &ConvSpec) -> Self {
+        let conv_cfg = nn::ConvConfig {
+            stride: spec.stride,
+            padding: spec.padding,
+            bias: false,
+            // torchvision: kaiming_normal_(mode="fan_out", nonlinearity="relu").
+            ws_init: nn::Init::Kaiming {
+                dist: nn::init::NormalOrUniform::Normal,
+                fan: nn::init::FanInOut::FanOut,
+                non_linearity: nn::init::NonLinearity::ReLU,
+            },
+            ..Default::default()
+        };
+        let bn_cfg = nn::BatchNormConfig {
+            ws_init: nn::Init::Const(1.0),
+            bs_init: nn::Init::Const(0.0),
+            ..Default::default()
+        };
+        ConvBn {
+            conv: nn::conv2d(
+                sub_path(root, &spec.name),
+                spec.cin,
+                spec.cout,
+                spec.kernel,
+                conv_cfg,
+            ),
+            bn: nn::batch_norm2d(sub_path(root, &spec.bn_name), spec.cout, bn_cfg),
+        }
+    }
+
+    fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
+        xs.apply(&self.conv).apply_t(&self.bn, train)
+    }
+}
+
+/// `root / "a" / "b" / "c"` for a dotted name `a.b.c`.
+fn sub_path<'a>(root: &nn::Path<'a>, dotted: &str) -> nn::Path<'a> {
+    let mut parts = dotted.split('.');
+    let first = root.sub(parts.next().unwrap_or_default());
+    parts.fold(first, |p, part| p / part)
+}
+
+#[derive(Debug)]
+struct Block {
+    convs: Vec<ConvBn>,
+    downsample: Option<ConvBn>,
+}
+
+impl Block {
+    fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
+        let last = self.convs.len() - 1;
+        let mut ys = xs.shallow_clone();
+        for (i, conv) in self.convs.iter().enumerate() {
+            ys = conv.forward_t(&ys, train);
+            if i != last {
+                ys = ys.relu_();
+            }
+        }
+        let shortcut = match &self.downsample {
+            Some(ds) => ds.forward_t(xs, train),
+            None => xs.shallow_clone(),
+        };
+        (ys + shortcut).relu_()
+    }
+}
+
+/// A ResNet backbone: image batch `[B, 3, H, W]` to the last feature map `[B, C, h, w]`.
+#[derive(Debug)]
+pub struct ResNet {
+    stem: ConvBn,
+    maxpool: bool,
+    blocks: Vec<Block>,
+    plan: ResNetPlan,
+}
+
+impl ResNet {
+    /// Creates the variables under `root` (torchvision names) with torchvision's initialisation.
+    pub fn new(root: &nn::Path, cfg: &NetConfig) -> Self {
+        let plan = ResNetPlan::new(cfg);
+        let blocks = plan
+            .blocks
+            .iter()
+            .map(|b| Block {
+                convs: b.convs.iter().map(|c| ConvBn::new(root, c)).collect(),
+                downsample: b.downsample.as_ref().map(|c| ConvBn::new(root, c)),
+            })
+            .collect();
+        ResNet {
+            stem: ConvBn::new(root, &plan.stem),
+            maxpool: plan.maxpool,
+            blocks,
+            plan,
+        }
+    }
+
+    /// The plan the network was built from.
+    pub fn plan(&self) -> &ResNetPlan {
+        &self.plan
+    }
+
+    /// Channels of the output feature map.
+    pub fn out_channels(&self) -> i64 {
+        self.plan.out_channels
+    }
+}
+
+impl ModuleT for ResNet {
+    fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
+        let mut ys = self.stem.forward_t(xs, train).relu_();
+        if self.maxpool {
+            ys = ys.max_pool2d([3, 3], [2, 2], [1, 1], [1, 1], false);
+        }
+        for block in &self.blocks {
+            ys = block.forward_t(&ys, train);
+        }
+        ys
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::config::{Arch, Pool};
+
+    fn cfg(arch: Arch, width: i64, stem: Stem) -> NetConfig {
+        NetConfig {
+            arch,
+            width,
+            stem,
+            pool: Pool::Gem,
+            embed_dim: 16,
+            gem_p: 3.0,
+            pool_l2n: true,
+        }
+    }
+
+    #[test]
+    fn variable_names_and_shapes_follow_torchvision() {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let net = ResNet::new(&vs.root(), &cfg(Arch::Resnet50, 64, Stem::Imagenet));
+        let vars = vs.variables();
+        assert_eq!(vars["conv1.weight"].size(), [64, 3, 7, 7]);
+        assert_eq!(vars["bn1.running_var"].size(), [64]);
+        assert_eq!(vars["layer1.0.conv3.weight"].size(), [256, 64, 1, 1]);
+        assert_eq!(vars["layer1.0.downsample.0.weight"].size(), [256, 64, 1, 1]);
+        assert_eq!(vars["layer1.0.downsample.1.weight"].size(), [256]);
+        assert_eq!(vars["layer4.2.conv2.weight"].size(), [512, 512, 3, 3]);
+        assert!(!vars.contains_key("layer1.1.downsample.0.weight"));
+        // 1 stem + 16 bottlenecks x 3 + 4 downsample convolutions.
+        let convs = vars
+            .keys()
+            .filter(|k| k.ends_with("weight") && vars[*k].dim() == 4)
+            .count();
+        assert_eq!(convs, 53);
+        assert_eq!(net.out_channels(), 2048);
+        let trainable: i64 = vs
+            .trainable_variables()
+            .iter()
+            .map(|t| t.numel() as i64)
+            .sum();
+        // torchvision resnet50 has 25,557,032 parameters, of which fc holds 2,049,000.
+        assert_eq!(trainable, 25_557_032 - 2_049_000);
+    }
+
+    #[test]
+    fn resnet18_parameter_count_matches_torchvision() {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        ResNet::new(&vs.root(), &cfg(Arch::Resnet18, 64, Stem::Imagenet));
+        let trainable: i64 = vs
+            .trainable_variables()
+            .iter()
+            .map(|t| t.numel() as i64)
+            .sum();
+        // torchvision resnet18: 11,689,512 parameters, fc 513,000.
+        assert_eq!(trainable, 11_689_512 - 513_000);
+    }
+
+    #[test]
+    fn small_stem_keeps_resolution_until_layer2() {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let net = ResNet::new(&vs.root(), &cfg(Arch::Resnet18, 8, Stem::Small));
+        let xs = Tensor::randn([2, 3, 32, 32], (tch::Kind::Float, tch::Device::Cpu));
+        let ys = net.forward_t(&xs, false);
+        assert_eq!(ys.size(), [2, 64, 4, 4]);
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let net = ResNet::new(&vs.root(), &cfg(Arch::Resnet34, 8, Stem::Imagenet));
+        let ys = net.forward_t(&Tensor::randn([1, 3, 64, 64], tch::kind::FLOAT_CPU), false);
+        assert_eq!(ys.size(), [1, 64, 2, 2]);
+        assert_eq!(net.plan().conv_macs(64).1, 2);
+    }
+}

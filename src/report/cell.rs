@@ -1,0 +1,146 @@
+//! One table cell: the values of one metric for one row and column, aggregated over an axis.
+//!
+//! Each value comes from one instance (one seed, by default). The cell reports the mean, the
+//! *sample* standard deviation (divided by n - 1, as papers that report "mean ± std over
+//! seeds" do; undefined for a single value, so not printed), and how many results it holds
+//! against how many were expected, so a partial sweep is never mistaken for a complete one.
+//! An empty cell is a dash, never a zero.
+
+use super::NumberFormat;
+
+/// The values of one metric in one cell of a report table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// The metric's name (`map`).
+    pub metric: String,
+    /// One value per instance that has the metric, in the order of the aggregated axis.
+    pub values: Vec<f64>,
+    /// How many values the cell should hold (the instances of the aggregated axis).
+    pub expected: usize,
+    /// How the numbers are printed.
+    pub format: NumberFormat,
+}
+
+/// What a renderer prints around the numbers of a cell.
+#[derive(Debug, Clone, Copy)]
+pub struct CellStyle {
+    /// Between mean and standard deviation (`" ± "`, `" $\pm$ "`).
+    pub plus_minus: &'static str,
+    /// For a cell without any value (`"-"`, `"--"`).
+    pub dash: &'static str,
+}
+
+impl CellStyle {
+    /// Markdown, CSV and HTML: `41.2 ± 0.3 (2/3)`, `-`.
+    pub const PLAIN: CellStyle = CellStyle {
+        plus_minus: " ± ",
+        dash: "-",
+    };
+    /// LaTeX: `41.2 $\pm$ 0.3 (2/3)`, `--`.
+    pub const LATEX: CellStyle = CellStyle {
+        plus_minus: " $\\pm$ ",
+        dash: "--",
+    };
+}
+
+impl Cell {
+    /// The number of values present.
+    pub fn n(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether the cell holds no value (it prints as a dash).
+    pub fn is_missing(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Whether fewer values are present than expected (but at least one).
+    pub fn is_partial(&self) -> bool {
+        !self.values.is_empty() && self.values.len() < self.expected
+    }
+
+    /// The mean, or `None` for an empty cell.
+    pub fn mean(&self) -> Option<f64> {
+        if self.values.is_empty() {
+            return None;
+        }
+        Some(self.values.iter().sum::<f64>() / self.values.len() as f64)
+    }
+
+    /// The sample standard deviation (divided by n - 1), or `None` with fewer than two values.
+    pub fn std(&self) -> Option<f64> {
+        let n = self.values.len();
+        if n < 2 {
+            return None;
+        }
+        let mean = self.mean()?;
+        let ss: f64 = self.values.iter().map(|v| (v - mean).powi(2)).sum();
+        Some((ss / (n - 1) as f64).sqrt())
+    }
+
+    /// The cell as it reads: `41.2 ± 0.3`, `41.2 ± 0.3 (2/3)`, `41.2` for a single expected
+    /// value, `41.2 (1/3)` for one of three, the dash when empty.
+    pub fn text(&self, style: CellStyle) -> String {
+        let Some(mean) = self.mean() else {
+            return style.dash.to_string();
+        };
+        let mut text = self.format.number(mean);
+        if let Some(std) = self.std() {
+            text.push_str(style.plus_minus);
+            text.push_str(&self.format.number(std));
+        }
+        if self.is_partial() {
+            text.push_str(&format!(" ({}/{})", self.n(), self.expected));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(values: &[f64], expected: usize) -> Cell {
+        Cell {
+            metric: "map".into(),
+            values: values.to_vec(),
+            expected,
+            format: NumberFormat::Percent(1),
+        }
+    }
+
+    #[test]
+    fn mean_and_sample_std_match_hand_computed_values() {
+        // values 0.40, 0.42, 0.47: mean 0.43; deviations -0.03, -0.01, 0.04;
+        // squares sum 0.0026; / (3 - 1) = 0.0013; sqrt = 0.0360555...
+        let c = cell(&[0.40, 0.42, 0.47], 3);
+        assert!((c.mean().unwrap() - 0.43).abs() < 1e-12);
+        assert!((c.std().unwrap() - 0.0013f64.sqrt()).abs() < 1e-12);
+        assert_eq!(c.text(CellStyle::PLAIN), "43.0 ± 3.6");
+    }
+
+    #[test]
+    fn partial_cells_say_how_many_of_how_many() {
+        // 0.411, 0.413: mean 0.412, std sqrt(2 * 0.001^2 / 1) = 0.0014142
+        let c = cell(&[0.411, 0.413], 3);
+        assert_eq!(c.text(CellStyle::PLAIN), "41.2 ± 0.1 (2/3)");
+        assert_eq!(cell(&[0.5], 3).text(CellStyle::PLAIN), "50.0 (1/3)");
+        assert!(cell(&[0.5], 3).is_partial());
+    }
+
+    #[test]
+    fn a_single_expected_value_prints_without_std() {
+        let c = cell(&[0.5], 1);
+        assert_eq!(c.std(), None);
+        assert_eq!(c.text(CellStyle::PLAIN), "50.0");
+    }
+
+    #[test]
+    fn an_empty_cell_is_a_dash_never_a_zero() {
+        let c = cell(&[], 3);
+        assert!(c.is_missing() && !c.is_partial());
+        assert_eq!(c.mean(), None);
+        assert_eq!(c.text(CellStyle::PLAIN), "-");
+        assert_eq!(c.text(CellStyle::LATEX), "--");
+    }
+}

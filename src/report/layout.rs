@@ -1,0 +1,549 @@
+//! The layout of a report table, read from the `report` stage's parameters.
+//!
+//! A table is a grid of cells. Its rows and its columns are each a list of *dimensions*; a
+//! dimension is one of:
+//! - `stage`: the upstream stage's name (shown through `labels`: `eval-tsym` reads "teacher
+//!   symmetric");
+//! - `metric`: the metric (from `metrics`); where neither `rows` nor `cols` names it, it is
+//!   the innermost column dimension;
+//! - any other name: a *field* of an upstream instance, looked up first in `tags` (extra
+//!   fields given per stage in the layout, e.g. which model embeds the queries and which the
+//!   gallery, for a compatibility matrix built from separate evaluation stages), then in the
+//!   instance's sweep binding (`query_res`, `dataset`), then in its parameters.
+//!
+//! A field dimension that no instance has is dropped, so a template naming `dataset` and
+//! `query_res` also fits a pipeline that sweeps only one of them. The axis named by `over`
+//! (`seed` by default) is aggregated inside each cell. Rows and
+//! columns are the combinations of values that occur; values of a dimension appear in the
+//! order given under `order`, then numbers ascending, then in order of first appearance.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::{value_text, NumberFormat, ReportError};
+use crate::stages::{InputArtifact, ParamDecl, ParamType, Params};
+
+/// The parameters of the `report` kind, with their defaults. [`Layout::from_params`] fills in
+/// these defaults for parameters that are absent, so tests may give only what they change.
+pub const PARAMS: &[ParamDecl] = &[
+    ParamDecl::optional("title", ParamType::Str, "\"\"", "Title above the table (and its LaTeX caption)."),
+    ParamDecl::optional(
+        "rows",
+        ParamType::Any,
+        "\"stage\"",
+        "Row dimensions: a name or a list of names; each is `stage`, `metric`, a sweep axis, a tag or an upstream parameter.",
+    ),
+    ParamDecl::optional(
+        "cols",
+        ParamType::Any,
+        "[]",
+        "Column dimensions, as for `rows`; `metric` is appended innermost unless rows or cols name it.",
+    ),
+    ParamDecl::optional(
+        "metrics",
+        ParamType::List(&ParamType::Str),
+        "[\"map\", \"r1\"]",
+        "The metrics shown, in order.",
+    ),
+    ParamDecl::optional(
+        "over",
+        ParamType::Str,
+        "\"seed\"",
+        "The sweep axis aggregated in each cell: mean ± sample std (n - 1) and n of expected.",
+    ),
+    ParamDecl::optional(
+        "expected",
+        ParamType::Int,
+        "0",
+        "Results expected per cell; 0 counts the instances of the `over` axis that reach the cell.",
+    ),
+    ParamDecl::optional(
+        "labels",
+        ParamType::Any,
+        "{}",
+        "Display names: `{ eval-tsym = \"teacher symmetric\", map = \"mAP\", \"query_res=32\" = \"32 px\" }`.",
+    ),
+    ParamDecl::optional(
+        "tags",
+        ParamType::Any,
+        "{}",
+        "Extra fields per upstream stage, usable as dimensions: `{ eval-21 = { query = \"phi2\", gallery = \"phi1\" } }`.",
+    ),
+    ParamDecl::optional(
+        "filter",
+        ParamType::Any,
+        "{}",
+        "Keep only instances whose dimension has one of the values: `{ dataset = [\"cub\", \"cars\"] }`.",
+    ),
+    ParamDecl::optional(
+        "order",
+        ParamType::Any,
+        "{}",
+        "Value order per dimension: `{ dataset = [\"cub\", \"cars\", \"sop\"] }`.",
+    ),
+    ParamDecl::optional(
+        "format",
+        ParamType::Str,
+        "\"percent:1\"",
+        "Number format: \"percent:D\" (times 100, D decimals) or \"fixed:D\".",
+    ),
+    ParamDecl::optional(
+        "formats",
+        ParamType::Any,
+        "{}",
+        "Number format per metric, overriding `format`: `{ query_gflops = \"fixed:2\" }`.",
+    ),
+    ParamDecl::optional(
+        "plot_xy",
+        ParamType::List(&ParamType::Str),
+        "[\"query_gflops\", \"map\"]",
+        "[x, y] metrics plotted against each other, one series per row (empty: no such plot).",
+    ),
+    ParamDecl::optional(
+        "heatmap",
+        ParamType::Bool,
+        "false",
+        "Also draw the table's first metric as a heat map (rows x columns).",
+    ),
+    ParamDecl::optional(
+        "plot_size",
+        ParamType::List(&ParamType::Int),
+        "[640, 480]",
+        "Width and height of every plot, in pixels.",
+    ),
+];
+
+/// One dimension of a table's rows or columns. See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dimension {
+    /// The upstream stage's name.
+    Stage,
+    /// The metric.
+    Metric,
+    /// A tag, sweep axis or upstream parameter of this name.
+    Field(String),
+}
+
+impl Dimension {
+    fn parse(name: &str) -> Dimension {
+        match name {
+            "stage" => Dimension::Stage,
+            "metric" => Dimension::Metric,
+            other => Dimension::Field(other.to_string()),
+        }
+    }
+
+    /// The name used in a layout (`stage`, `metric`, the field's name).
+    pub fn name(&self) -> &str {
+        match self {
+            Dimension::Stage => "stage",
+            Dimension::Metric => "metric",
+            Dimension::Field(name) => name,
+        }
+    }
+}
+
+/// A report's layout. See the module docs.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Title above the table.
+    pub title: String,
+    /// Row dimensions, outermost first.
+    pub rows: Vec<Dimension>,
+    /// Column dimensions, outermost first; holds [`Dimension::Metric`] unless `rows` does.
+    pub cols: Vec<Dimension>,
+    /// The metrics shown, in order.
+    pub metrics: Vec<String>,
+    /// The axis aggregated in each cell.
+    pub over: String,
+    /// Results expected per cell, or `None` to count the instances reaching the cell.
+    pub expected: Option<usize>,
+    /// Display names of stages, values (`value` or `dimension=value`), dimensions and metrics.
+    pub labels: BTreeMap<String, String>,
+    /// Stage name -> field name -> value: extra fields usable as dimensions.
+    pub tags: BTreeMap<String, BTreeMap<String, String>>,
+    /// Dimension name -> the values kept.
+    pub filter: BTreeMap<String, Vec<String>>,
+    /// Dimension name -> the order its values appear in.
+    pub order: BTreeMap<String, Vec<String>>,
+    /// The number format of metrics without their own.
+    pub format: NumberFormat,
+    /// Number formats per metric.
+    pub formats: BTreeMap<String, NumberFormat>,
+    /// The `[x, y]` metrics of the scatter/line plot, if any.
+    pub plot_xy: Option<(String, String)>,
+    /// Whether the table's first metric is drawn as a heat map.
+    pub heatmap: bool,
+    /// Plot width and height in pixels.
+    pub plot_size: (u32, u32),
+}
+
+fn names(value: &Value, param: &str) -> Result<Vec<String>, ReportError> {
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                ReportError::layout(
+                    param,
+                    "expected a name or a list of names, e.g. [\"stage\"]",
+                )
+            }),
+        _ => Err(ReportError::layout(
+            param,
+            "expected a name or a list of names, e.g. [\"stage\"]",
+        )),
+    }
+}
+
+fn table<'v>(
+    value: &'v Value,
+    param: &str,
+) -> Result<&'v serde_json::Map<String, Value>, ReportError> {
+    value
+        .as_object()
+        .ok_or_else(|| ReportError::layout(param, "expected a table, e.g. `{ name = \"value\" }`"))
+}
+
+fn scalar_text(value: &Value, param: &str) -> Result<String, ReportError> {
+    match value {
+        Value::String(_) | Value::Number(_) | Value::Bool(_) => Ok(value_text(value)),
+        _ => Err(ReportError::layout(
+            param,
+            format!("expected a string or number, found {value}"),
+        )),
+    }
+}
+
+fn text_or_list(value: &Value, param: &str) -> Result<Vec<String>, ReportError> {
+    match value {
+        Value::Array(items) => items.iter().map(|v| scalar_text(v, param)).collect(),
+        other => Ok(vec![scalar_text(other, param)?]),
+    }
+}
+
+impl Layout {
+    /// Reads a layout from the `report` stage's parameters, with [`PARAMS`]' defaults for any
+    /// that are absent.
+    pub fn from_params(params: &Params) -> Result<Layout, ReportError> {
+        let get = |name: &str| -> Value {
+            params.get(name).cloned().unwrap_or_else(|| {
+                PARAMS
+                    .iter()
+                    .find(|d| d.name == name)
+                    .and_then(|d| d.default_value())
+                    .unwrap_or(Value::Null)
+            })
+        };
+
+        let title = get("title").as_str().unwrap_or_default().to_string();
+        let mut rows: Vec<Dimension> = names(&get("rows"), "rows")?
+            .iter()
+            .map(|n| Dimension::parse(n))
+            .collect();
+        let mut cols: Vec<Dimension> = names(&get("cols"), "cols")?
+            .iter()
+            .map(|n| Dimension::parse(n))
+            .collect();
+        let metrics = names(&get("metrics"), "metrics")?;
+        if metrics.is_empty() {
+            return Err(ReportError::layout(
+                "metrics",
+                "name at least one metric, e.g. [\"map\", \"r1\"]",
+            ));
+        }
+        let over = get("over").as_str().unwrap_or("seed").to_string();
+
+        let mut seen: Vec<&str> = Vec::new();
+        for dim in rows.iter().chain(cols.iter()) {
+            if seen.contains(&dim.name()) {
+                return Err(ReportError::layout(
+                    "rows",
+                    format!(
+                        "`{}` appears twice in `rows`/`cols`; name each dimension once",
+                        dim.name()
+                    ),
+                ));
+            }
+            if dim.name() == over {
+                return Err(ReportError::layout(
+                    "over",
+                    format!(
+                        "`{over}` is aggregated in each cell and cannot also be a row or column; \
+                         remove it from `rows`/`cols` or set `over` to another axis"
+                    ),
+                ));
+            }
+            seen.push(dim.name());
+        }
+        if !rows.contains(&Dimension::Metric) && !cols.contains(&Dimension::Metric) {
+            cols.push(Dimension::Metric);
+        }
+        if rows.is_empty() && cols.is_empty() {
+            rows.push(Dimension::Stage);
+        }
+
+        let expected = match get("expected").as_i64() {
+            Some(n) if n > 0 => Some(n as usize),
+            Some(0) | None => None,
+            Some(n) => {
+                return Err(ReportError::layout(
+                    "expected",
+                    format!(
+                        "{n} is negative; give the results expected per cell, or 0 to count them"
+                    ),
+                ))
+            }
+        };
+
+        let mut labels = BTreeMap::new();
+        for (k, v) in table(&get("labels"), "labels")? {
+            labels.insert(k.clone(), scalar_text(v, &format!("labels.{k}"))?);
+        }
+        let mut tags = BTreeMap::new();
+        for (stage, fields) in table(&get("tags"), "tags")? {
+            let param = format!("tags.{stage}");
+            let mut map = BTreeMap::new();
+            for (k, v) in table(fields, &param)? {
+                map.insert(k.clone(), scalar_text(v, &format!("{param}.{k}"))?);
+            }
+            tags.insert(stage.clone(), map);
+        }
+        let mut filter = BTreeMap::new();
+        for (k, v) in table(&get("filter"), "filter")? {
+            filter.insert(k.clone(), text_or_list(v, &format!("filter.{k}"))?);
+        }
+        let mut order = BTreeMap::new();
+        for (k, v) in table(&get("order"), "order")? {
+            order.insert(k.clone(), text_or_list(v, &format!("order.{k}"))?);
+        }
+
+        let format = NumberFormat::parse(get("format").as_str().unwrap_or("percent:1"), "format")?;
+        let mut formats = BTreeMap::new();
+        for (k, v) in table(&get("formats"), "formats")? {
+            let param = format!("formats.{k}");
+            let text = v.as_str().ok_or_else(|| {
+                ReportError::layout(&param, "expected a string such as \"fixed:2\"")
+            })?;
+            formats.insert(k.clone(), NumberFormat::parse(text, &param)?);
+        }
+
+        let plot_xy = match names(&get("plot_xy"), "plot_xy")?.as_slice() {
+            [] => None,
+            [x, y] => Some((x.clone(), y.clone())),
+            _ => {
+                return Err(ReportError::layout(
+                    "plot_xy",
+                    "expected two metric names [x, y], e.g. [\"query_gflops\", \"map\"], or [] for no plot",
+                ))
+            }
+        };
+        let heatmap = get("heatmap").as_bool().unwrap_or(false);
+        let size: Vec<i64> = get("plot_size")
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default();
+        let plot_size = match size.as_slice() {
+            [w, h] if (64..=4096).contains(w) && (64..=4096).contains(h) => (*w as u32, *h as u32),
+            _ => {
+                return Err(ReportError::layout(
+                    "plot_size",
+                    "expected [width, height] in pixels, each 64 to 4096, e.g. [640, 480]",
+                ))
+            }
+        };
+
+        Ok(Layout {
+            title,
+            rows,
+            cols,
+            metrics,
+            over,
+            expected,
+            labels,
+            tags,
+            filter,
+            order,
+            format,
+            formats,
+            plot_xy,
+            heatmap,
+            plot_size,
+        })
+    }
+
+    /// This layout without the field dimensions that none of `inputs` has, so one template
+    /// (columns `dataset` x `query_res`) fits a pipeline that sweeps only some of them.
+    pub fn fitted_to(&self, inputs: &[&InputArtifact]) -> Layout {
+        let present = |d: &Dimension| match d {
+            Dimension::Field(name) => inputs.iter().any(|a| self.field(name, a).is_some()),
+            _ => true,
+        };
+        let mut fitted = self.clone();
+        fitted.rows.retain(present);
+        fitted.cols.retain(present);
+        fitted
+    }
+
+    /// The value of dimension `dim` for `artifact` (`None` for [`Dimension::Metric`], and for a
+    /// field the instance lacks).
+    pub fn value_of(&self, dim: &Dimension, artifact: &InputArtifact) -> Option<String> {
+        match dim {
+            Dimension::Stage => Some(artifact.stage.clone()),
+            Dimension::Metric => None,
+            Dimension::Field(name) => self.field(name, artifact),
+        }
+    }
+
+    /// A field of `artifact`: its tag, else its sweep binding, else its parameter `name`.
+    pub fn field(&self, name: &str, artifact: &InputArtifact) -> Option<String> {
+        if let Some(tag) = self.tags.get(&artifact.stage).and_then(|t| t.get(name)) {
+            return Some(tag.clone());
+        }
+        artifact
+            .binding
+            .get(name)
+            .or_else(|| artifact.params.get(name))
+            .map(value_text)
+    }
+
+    /// Whether `artifact` passes the `filter`.
+    pub fn keeps(&self, artifact: &InputArtifact) -> bool {
+        self.filter.iter().all(|(name, allowed)| {
+            let value = self.value_of(&Dimension::parse(name), artifact);
+            value.is_some_and(|v| allowed.contains(&v))
+        })
+    }
+
+    /// The display name of `value` of dimension `dim`: `labels["dim=value"]`, else
+    /// `labels[value]`, else (for metrics) a known name such as "mAP", else the value.
+    pub fn value_label(&self, dim: &Dimension, value: &str) -> String {
+        if let Some(label) = self.labels.get(&format!("{}={value}", dim.name())) {
+            return label.clone();
+        }
+        if let Some(label) = self.labels.get(value) {
+            return label.clone();
+        }
+        if *dim == Dimension::Metric {
+            return metric_label(value).to_string();
+        }
+        value.to_string()
+    }
+
+    /// The display name of a dimension (a row header): its label, else its name.
+    pub fn dimension_label(&self, dim: &Dimension) -> String {
+        self.labels
+            .get(dim.name())
+            .cloned()
+            .unwrap_or_else(|| dim.name().to_string())
+    }
+
+    /// The display name of a metric.
+    pub fn metric_label(&self, metric: &str) -> String {
+        self.value_label(&Dimension::Metric, metric)
+    }
+
+    /// The number format of `metric`.
+    pub fn format_of(&self, metric: &str) -> NumberFormat {
+        self.formats
+            .get(metric)
+            .copied()
+            .unwrap_or_else(|| NumberFormat::default_for(metric, self.format))
+    }
+}
+
+/// The usual printed name of a metric this project records (`map` -> "mAP").
+pub fn metric_label(metric: &str) -> &str {
+    match metric {
+        "map" => "mAP",
+        "map_std" => "mAP (std. AP)",
+        "r1" => "R@1",
+        "r5" => "R@5",
+        "r10" => "R@10",
+        "tar_at_far" => "TAR@FAR",
+        "tpir_at_fpir" => "TPIR@FPIR",
+        "query_gflops" => "query GFLOPs",
+        "gflops" => "GFLOPs",
+        "no_positive" => "no positive",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(value: Value) -> Params {
+        Params(serde_json::from_value(value).unwrap())
+    }
+
+    #[test]
+    fn defaults_put_stages_in_rows_and_metrics_in_columns() {
+        let layout = Layout::from_params(&Params::default()).unwrap();
+        assert_eq!(layout.rows, vec![Dimension::Stage]);
+        assert_eq!(layout.cols, vec![Dimension::Metric]);
+        assert_eq!(layout.metrics, vec!["map", "r1"]);
+        assert_eq!(layout.over, "seed");
+        assert_eq!(layout.expected, None);
+        assert_eq!(layout.plot_xy, Some(("query_gflops".into(), "map".into())));
+        assert_eq!(layout.plot_size, (640, 480));
+    }
+
+    #[test]
+    fn metric_stays_where_the_layout_puts_it() {
+        let layout = Layout::from_params(&params(
+            json!({"rows": ["stage", "metric"], "cols": "query_res"}),
+        ))
+        .unwrap();
+        assert_eq!(layout.rows, vec![Dimension::Stage, Dimension::Metric]);
+        assert_eq!(layout.cols, vec![Dimension::Field("query_res".into())]);
+    }
+
+    #[test]
+    fn aggregating_over_a_row_axis_is_an_error_that_says_how_to_fix_it() {
+        let err = Layout::from_params(&params(json!({"cols": ["seed"]})))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`seed` is aggregated") && err.contains("remove it"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_shapes_name_the_parameter() {
+        let err = Layout::from_params(&params(json!({"rows": 3})))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("parameter `rows`"), "{err}");
+        let err = Layout::from_params(&params(json!({"plot_xy": ["map"]})))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plot_xy"), "{err}");
+        let err = Layout::from_params(&params(json!({"formats": {"map": "pct"}})))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("formats.map"), "{err}");
+    }
+
+    #[test]
+    fn labels_prefer_the_qualified_key_then_the_value_then_known_metric_names() {
+        let layout = Layout::from_params(&params(json!({
+            "labels": {"query_res=32": "32 px", "32": "thirty-two", "eval-t": "teacher"}
+        })))
+        .unwrap();
+        let res = Dimension::Field("query_res".into());
+        assert_eq!(layout.value_label(&res, "32"), "32 px");
+        assert_eq!(
+            layout.value_label(&Dimension::Field("other".into()), "32"),
+            "thirty-two"
+        );
+        assert_eq!(layout.value_label(&Dimension::Stage, "eval-t"), "teacher");
+        assert_eq!(layout.metric_label("r1"), "R@1");
+        assert_eq!(layout.metric_label("custom"), "custom");
+    }
+}

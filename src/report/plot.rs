@@ -1,0 +1,343 @@
+//! Line plots (one metric against another, training-loss curves), written as SVG and PNG.
+//!
+//! Every plot is described once as a backend-independent [`Drawing`] and drawn twice with
+//! plotters: into an SVG string (text stays text, for papers and the HTML page) and into an
+//! RGB buffer encoded as PNG with the `image` crate (for slides and quick looks). Text in
+//! both uses the embedded font (`font.rs`), so plots render on machines with no fonts.
+//!
+//! [`xy_figure`] is the resolution-asymmetry paper's Figures 1 and 4: one metric (mAP)
+//! against another (query GFLOPs), one series per table row (a setup), one point per column
+//! (a query resolution), each point the mean over the aggregated axis.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::font::{ensure_registered, FAMILY};
+use super::layout::Dimension;
+use super::{Layout, ReportError};
+use crate::stages::InputArtifact;
+
+/// Something drawable into any plotters backend.
+pub trait Drawing {
+    /// The file stem its files get (`plot-map-vs-query_gflops` -> `.svg`, `.png`).
+    fn stem(&self) -> &str;
+    /// Width and height in pixels.
+    fn size(&self) -> (u32, u32);
+    /// Draws onto `root`, which covers [`Drawing::size`].
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+fn plot_error(stem: &str, message: impl ToString) -> ReportError {
+    ReportError::Plot {
+        name: stem.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// `drawing` as an SVG document.
+pub fn to_svg<D: Drawing>(drawing: &D) -> Result<String, ReportError> {
+    ensure_registered()?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, drawing.size()).into_drawing_area();
+        drawing
+            .draw_on(&root)
+            .map_err(|e| plot_error(drawing.stem(), e))?;
+        root.present().map_err(|e| plot_error(drawing.stem(), e))?;
+    }
+    Ok(svg)
+}
+
+/// `drawing` as a PNG file's bytes (8-bit RGB).
+pub fn to_png<D: Drawing>(drawing: &D) -> Result<Vec<u8>, ReportError> {
+    use image::ImageEncoder;
+    ensure_registered()?;
+    let (w, h) = drawing.size();
+    let mut buf = vec![0u8; (w * h * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
+        drawing
+            .draw_on(&root)
+            .map_err(|e| plot_error(drawing.stem(), e))?;
+        root.present().map_err(|e| plot_error(drawing.stem(), e))?;
+    }
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&buf, w, h, image::ExtendedColorType::Rgb8)
+        .map_err(|e| plot_error(drawing.stem(), e))?;
+    Ok(png)
+}
+
+/// Writes `drawing` as `STEM.svg` and `STEM.png` into `dir`; returns both paths.
+pub fn write_both<D: Drawing>(drawing: &D, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let svg_path = dir.join(format!("{}.svg", drawing.stem()));
+    let png_path = dir.join(format!("{}.png", drawing.stem()));
+    std::fs::write(&svg_path, to_svg(drawing)?)
+        .map_err(|e| plot_error(drawing.stem(), format!("{}: {e}", svg_path.display())))?;
+    std::fs::write(&png_path, to_png(drawing)?)
+        .map_err(|e| plot_error(drawing.stem(), format!("{}: {e}", png_path.display())))?;
+    Ok(vec![svg_path, png_path])
+}
+
+/// One line of a line plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// The legend entry.
+    pub label: String,
+    /// (x, y) points, drawn in order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line plot: lines with markers, axis titles and a legend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// File stem.
+    pub stem: String,
+    /// Caption above the plot.
+    pub title: String,
+    /// X axis title.
+    pub x_label: String,
+    /// Y axis title.
+    pub y_label: String,
+    /// The lines.
+    pub series: Vec<Series>,
+    /// Width and height in pixels.
+    pub size: (u32, u32),
+}
+
+/// A range covering `values`, padded by 5% (or by 0.5 around a single value).
+fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = if hi > lo {
+        (hi - lo) * 0.05
+    } else {
+        lo.abs().max(1.0) * 0.5
+    };
+    (lo - pad, hi + pad)
+}
+
+impl Drawing for Figure {
+    fn stem(&self) -> &str {
+        &self.stem
+    }
+
+    fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let points = || self.series.iter().flat_map(|s| s.points.iter());
+        let (x0, x1) = padded_range(points().map(|p| p.0));
+        let (y0, y1) = padded_range(points().map(|p| p.1));
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, (FAMILY, 18))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .label_style((FAMILY, 12))
+            .axis_desc_style((FAMILY, 14))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(e)?;
+        for (i, series) in self.series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    series.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(e)?
+                .label(series.label.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(
+                    series
+                        .points
+                        .iter()
+                        .map(|p| Circle::new(*p, 4, color.filled())),
+                )
+                .map_err(e)?;
+        }
+        if self.series.iter().any(|s| !s.label.is_empty()) {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(RGBColor(160, 160, 160))
+                .label_font((FAMILY, 12))
+                .position(SeriesLabelPosition::LowerRight)
+                .draw()
+                .map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
+/// A file-name-safe version of `text`: letters, digits, `-` and `_` kept, others `_`.
+pub fn safe_stem(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Metric `y` against metric `x` (from [`Layout::plot_xy`]), one series per table row, one
+/// point per table column, each coordinate the mean over the instances that have both
+/// metrics. `None` when no instance has both (nothing to draw).
+pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
+    let (x, y) = layout.plot_xy.as_ref()?;
+    let kept: Vec<&InputArtifact> = inputs.iter().filter(|a| layout.keeps(a)).collect();
+    let fitted = layout.fitted_to(&kept);
+    let layout = &fitted;
+    let row_dims: Vec<&Dimension> = layout
+        .rows
+        .iter()
+        .filter(|d| **d != Dimension::Metric)
+        .collect();
+    let col_dims: Vec<&Dimension> = layout
+        .cols
+        .iter()
+        .filter(|d| **d != Dimension::Metric)
+        .collect();
+    let key = |dims: &[&Dimension], a: &InputArtifact| -> Vec<String> {
+        dims.iter()
+            .map(|d| layout.value_of(d, a).unwrap_or_else(|| "-".into()))
+            .collect()
+    };
+    // row key -> column key -> (sum x, sum y, n); both in first-appearance order.
+    let mut rows: Vec<(Vec<String>, Vec<(Vec<String>, f64, f64, usize)>)> = Vec::new();
+    let mut index: HashMap<Vec<String>, usize> = HashMap::new();
+    for a in kept {
+        let (Some(&vx), Some(&vy)) = (a.metrics.get(x), a.metrics.get(y)) else {
+            continue;
+        };
+        if !(vx.is_finite() && vy.is_finite()) {
+            continue;
+        }
+        let rk = key(&row_dims, a);
+        let ck = key(&col_dims, a);
+        let i = *index.entry(rk.clone()).or_insert_with(|| {
+            rows.push((rk, Vec::new()));
+            rows.len() - 1
+        });
+        let cols = &mut rows[i].1;
+        match cols.iter_mut().find(|c| c.0 == ck) {
+            Some(c) => {
+                c.1 += vx;
+                c.2 += vy;
+                c.3 += 1;
+            }
+            None => cols.push((ck, vx, vy, 1)),
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let series = rows
+        .into_iter()
+        .map(|(rk, cols)| {
+            let label = row_dims
+                .iter()
+                .zip(&rk)
+                .map(|(d, v)| layout.value_label(d, v))
+                .collect::<Vec<_>>()
+                .join(" / ");
+            let mut points: Vec<(f64, f64)> = cols
+                .iter()
+                .map(|(_, sx, sy, n)| (sx / *n as f64, sy / *n as f64))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series { label, points }
+        })
+        .collect();
+    let title = if layout.title.is_empty() {
+        format!("{} vs {}", layout.metric_label(y), layout.metric_label(x))
+    } else {
+        layout.title.clone()
+    };
+    Some(Figure {
+        stem: safe_stem(&format!("plot-{y}-vs-{x}")),
+        title,
+        x_label: layout.metric_label(x),
+        y_label: layout.metric_label(y),
+        series,
+        size: layout.plot_size,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::Params;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn artifact(stage: &str, res: i64, seed: i64, gflops: f64, map: f64) -> InputArtifact {
+        InputArtifact {
+            stage: stage.into(),
+            kind: "evaluate".into(),
+            binding: serde_json::from_value(json!({"query_res": res, "seed": seed})).unwrap(),
+            params: Params::default(),
+            key: String::new(),
+            outputs: BTreeMap::new(),
+            metrics: BTreeMap::from([("query_gflops".into(), gflops), ("map".into(), map)]),
+        }
+    }
+
+    #[test]
+    fn xy_points_are_means_per_row_and_column_sorted_by_x() {
+        let layout = Layout::from_params(&Params(
+            serde_json::from_value(
+                json!({"cols": "query_res", "labels": {"ts": "teacher-student"}}),
+            )
+            .unwrap(),
+        ))
+        .unwrap();
+        let inputs = vec![
+            artifact("ts", 64, 0, 0.8, 0.50),
+            artifact("ts", 64, 1, 0.8, 0.54),
+            artifact("ts", 32, 0, 0.2, 0.30),
+            artifact("sym", 32, 0, 0.2, 0.10),
+        ];
+        let fig = xy_figure(&layout, &inputs).unwrap();
+        assert_eq!(fig.stem, "plot-map-vs-query_gflops");
+        assert_eq!(fig.series.len(), 2);
+        assert_eq!(fig.series[0].label, "teacher-student");
+        let p = &fig.series[0].points;
+        assert_eq!(p[0], (0.2, 0.30));
+        assert!(
+            (p[1].0 - 0.8).abs() < 1e-12 && (p[1].1 - 0.52).abs() < 1e-12,
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn no_instance_with_both_metrics_means_no_plot() {
+        let layout = Layout::from_params(&Params::default()).unwrap();
+        let mut a = artifact("ts", 64, 0, 0.8, 0.5);
+        a.metrics.remove("query_gflops");
+        assert!(xy_figure(&layout, &[a]).is_none());
+    }
+}

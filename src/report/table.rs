@@ -1,0 +1,509 @@
+//! The table model: gathered instances laid out on a grid of [`Cell`]s by a [`Layout`].
+//!
+//! Renderers (Markdown, CSV, LaTeX, HTML, heat map) all read this one model, so every format
+//! shows the same numbers. Rows and columns are the combinations of dimension values that
+//! occur among the instances; a cell whose combination no instance reaches, or whose
+//! instances lack the metric, is empty and prints as a dash.
+//!
+//! A cell aggregates over the layout's `over` axis only. Two results for the same value of
+//! that axis in one cell mean the layout does not tell some instances apart (another sweep
+//! axis varies within the cell): that is an error naming the axis to add, never a silent mean.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::layout::Dimension;
+use super::{has_run, Cell, Layout, ReportError};
+use crate::stages::InputArtifact;
+
+/// One side of the grid (the rows, or the columns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// Its dimensions, outermost first.
+    pub dims: Vec<Dimension>,
+    /// The header of each dimension (`labels` applied).
+    pub headers: Vec<String>,
+    /// Each entry's raw values, one per dimension (a metric's name for [`Dimension::Metric`],
+    /// `-` where an instance lacks the field).
+    pub keys: Vec<Vec<String>>,
+    /// Each entry's display values, one per dimension.
+    pub labels: Vec<Vec<String>>,
+}
+
+impl Axis {
+    /// The number of entries (rows or columns).
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether there is no entry.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Entry `i`'s display values joined with `sep` (`"cub / 32 / mAP"`); `fallback` when the
+    /// axis has no dimension.
+    pub fn title(&self, i: usize, sep: &str, fallback: &str) -> String {
+        if self.dims.is_empty() {
+            return fallback.to_string();
+        }
+        self.labels[i].join(sep)
+    }
+}
+
+/// A report table. See the module docs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// The title (may be empty).
+    pub title: String,
+    /// The rows.
+    pub rows: Axis,
+    /// The columns.
+    pub cols: Axis,
+    /// `cells[row][col]`.
+    pub cells: Vec<Vec<Cell>>,
+    /// The aggregated axis.
+    pub over: String,
+}
+
+/// Raw value of a non-metric dimension for an instance; `-` when the instance lacks it.
+const ABSENT: &str = "-";
+
+fn key_of(layout: &Layout, dims: &[Dimension], artifact: &InputArtifact) -> Vec<String> {
+    dims.iter()
+        .filter(|d| **d != Dimension::Metric)
+        .map(|d| {
+            layout
+                .value_of(d, artifact)
+                .unwrap_or_else(|| ABSENT.to_string())
+        })
+        .collect()
+}
+
+/// The order values of one dimension appear in: `order` first, then numbers ascending (when
+/// every value is a number), else first appearance.
+fn value_order(layout: &Layout, dim: &Dimension, seen: Vec<String>) -> Vec<String> {
+    let mut values = seen;
+    if values.iter().all(|v| v.parse::<f64>().is_ok()) {
+        values.sort_by(|a, b| {
+            a.parse::<f64>()
+                .unwrap()
+                .total_cmp(&b.parse::<f64>().unwrap())
+        });
+    }
+    if let Some(first) = layout.order.get(dim.name()) {
+        let mut ordered: Vec<String> = first
+            .iter()
+            .filter(|v| values.contains(v))
+            .cloned()
+            .collect();
+        ordered.extend(values.into_iter().filter(|v| !first.contains(v)));
+        values = ordered;
+    }
+    values
+}
+
+fn build_axis(layout: &Layout, dims: &[Dimension], artifacts: &[&InputArtifact]) -> Axis {
+    let plain: Vec<&Dimension> = dims.iter().filter(|d| **d != Dimension::Metric).collect();
+    // Distinct combinations in first-appearance order, and each dimension's value order.
+    let mut combos: Vec<Vec<String>> = Vec::new();
+    let mut seen: Vec<Vec<String>> = vec![Vec::new(); plain.len()];
+    for artifact in artifacts {
+        let key = key_of(layout, dims, artifact);
+        for (i, v) in key.iter().enumerate() {
+            if !seen[i].contains(v) {
+                seen[i].push(v.clone());
+            }
+        }
+        if !combos.contains(&key) {
+            combos.push(key);
+        }
+    }
+    let ranks: Vec<HashMap<String, usize>> = plain
+        .iter()
+        .zip(seen)
+        .map(|(d, s)| {
+            value_order(layout, d, s)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (v, i))
+                .collect()
+        })
+        .collect();
+    combos.sort_by_key(|c| c.iter().zip(&ranks).map(|(v, r)| r[v]).collect::<Vec<_>>());
+
+    // Insert the metric at its position, crossing every combination with every metric.
+    let metric_at = dims.iter().position(|d| *d == Dimension::Metric);
+    let keys: Vec<Vec<String>> = match metric_at {
+        None => combos,
+        Some(at) => {
+            let mut keys = Vec::new();
+            // Group by the dimensions outside the metric, so the metric varies inside them.
+            let mut outer: Vec<Vec<String>> = Vec::new();
+            for c in &combos {
+                if !outer.contains(&c[..at].to_vec()) {
+                    outer.push(c[..at].to_vec());
+                }
+            }
+            for o in &outer {
+                for metric in &layout.metrics {
+                    for c in combos.iter().filter(|c| c[..at] == o[..]) {
+                        let mut key = c[..at].to_vec();
+                        key.push(metric.clone());
+                        key.extend_from_slice(&c[at..]);
+                        keys.push(key);
+                    }
+                }
+            }
+            keys
+        }
+    };
+    let labels = keys
+        .iter()
+        .map(|k| {
+            dims.iter()
+                .zip(k)
+                .map(|(d, v)| layout.value_label(d, v))
+                .collect()
+        })
+        .collect();
+    let headers = dims.iter().map(|d| layout.dimension_label(d)).collect();
+    Axis {
+        dims: dims.to_vec(),
+        headers,
+        keys,
+        labels,
+    }
+}
+
+/// The key without its metric entry, and the metric (if the axis has one).
+fn split_metric(dims: &[Dimension], key: &[String]) -> (Vec<String>, Option<String>) {
+    let mut plain = Vec::new();
+    let mut metric = None;
+    for (d, v) in dims.iter().zip(key) {
+        if *d == Dimension::Metric {
+            metric = Some(v.clone());
+        } else {
+            plain.push(v.clone());
+        }
+    }
+    (plain, metric)
+}
+
+fn describe(artifact: &InputArtifact) -> String {
+    let binding: Vec<String> = artifact
+        .binding
+        .iter()
+        .map(|(k, v)| format!("{k}={}", super::value_text(v)))
+        .collect();
+    if binding.is_empty() {
+        format!("`{}`", artifact.stage)
+    } else {
+        format!("`{}` [{}]", artifact.stage, binding.join(", "))
+    }
+}
+
+fn ambiguity(layout: &Layout, metric: &str, a: &InputArtifact, b: &InputArtifact) -> ReportError {
+    let mut differ: BTreeSet<String> = BTreeSet::new();
+    if a.stage != b.stage {
+        differ.insert("stage".into());
+    }
+    for key in a.binding.keys().chain(b.binding.keys()) {
+        if a.binding.get(key) != b.binding.get(key) {
+            differ.insert(key.clone());
+        }
+    }
+    let over_value = layout
+        .field(&layout.over, a)
+        .unwrap_or_else(|| "(none)".into());
+    let hint = if differ.is_empty() {
+        "give them different `tags`, or narrow the results with `filter`".to_string()
+    } else {
+        format!(
+            "add {} to `rows` or `cols`, or narrow the results with `filter`",
+            differ
+                .iter()
+                .map(|d| format!("`{d}`"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
+    };
+    ReportError::Ambiguous(format!(
+        "two results for metric `{metric}` land in one cell with {}={over_value}: {} and {}; {hint}",
+        layout.over,
+        describe(a),
+        describe(b)
+    ))
+}
+
+impl Table {
+    /// Lays `inputs` out by `layout`. Instances that have not run (no metrics, no outputs) count
+    /// towards the expected results of their cells but give no value.
+    pub fn build(layout: &Layout, inputs: &[InputArtifact]) -> Result<Table, ReportError> {
+        let kept: Vec<&InputArtifact> = inputs.iter().filter(|a| layout.keeps(a)).collect();
+        let fitted = layout.fitted_to(&kept);
+        let layout = &fitted;
+        let rows = build_axis(layout, &layout.rows, &kept);
+        let cols = build_axis(layout, &layout.cols, &kept);
+
+        let mut groups: HashMap<(Vec<String>, Vec<String>), Vec<&InputArtifact>> = HashMap::new();
+        for artifact in &kept {
+            let key = (
+                key_of(layout, &layout.rows, artifact),
+                key_of(layout, &layout.cols, artifact),
+            );
+            groups.entry(key).or_default().push(artifact);
+        }
+        let over_dim = Dimension::Field(layout.over.clone());
+        let over_seen: Vec<String> = {
+            let mut seen = Vec::new();
+            for a in &kept {
+                if let Some(v) = layout.field(&layout.over, a) {
+                    if !seen.contains(&v) {
+                        seen.push(v);
+                    }
+                }
+            }
+            seen
+        };
+        let over_rank: HashMap<String, usize> = value_order(layout, &over_dim, over_seen)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (v, i))
+            .collect();
+
+        let mut cells = Vec::with_capacity(rows.len());
+        for row_key in &rows.keys {
+            let (row_plain, row_metric) = split_metric(&rows.dims, row_key);
+            let mut line = Vec::with_capacity(cols.len());
+            for col_key in &cols.keys {
+                let (col_plain, col_metric) = split_metric(&cols.dims, col_key);
+                let metric = row_metric.clone().or(col_metric).unwrap_or_default();
+                let members = groups
+                    .get(&(row_plain.clone(), col_plain))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                line.push(Self::cell(layout, &metric, members, &over_rank)?);
+            }
+            cells.push(line);
+        }
+        Ok(Table {
+            title: layout.title.clone(),
+            rows,
+            cols,
+            cells,
+            over: layout.over.clone(),
+        })
+    }
+
+    fn cell(
+        layout: &Layout,
+        metric: &str,
+        members: &[&InputArtifact],
+        over_rank: &HashMap<String, usize>,
+    ) -> Result<Cell, ReportError> {
+        // over value -> (value, instance); None where the instance lacks the axis.
+        let mut values: BTreeMap<(usize, Option<String>), (f64, &InputArtifact)> = BTreeMap::new();
+        let mut expected: BTreeSet<Option<String>> = BTreeSet::new();
+        for artifact in members {
+            let over = layout.field(&layout.over, artifact);
+            let value = artifact
+                .metrics
+                .get(metric)
+                .copied()
+                .filter(|v| v.is_finite());
+            if value.is_some() || !has_run(artifact) {
+                expected.insert(over.clone());
+            }
+            if let Some(v) = value {
+                let rank = over
+                    .as_ref()
+                    .and_then(|o| over_rank.get(o))
+                    .copied()
+                    .unwrap_or(usize::MAX);
+                if let Some((_, other)) = values.insert((rank, over), (v, artifact)) {
+                    return Err(ambiguity(layout, metric, other, artifact));
+                }
+            }
+        }
+        Ok(Cell {
+            metric: metric.to_string(),
+            values: values.values().map(|(v, _)| *v).collect(),
+            expected: layout.expected.unwrap_or(expected.len()),
+            format: layout.format_of(metric),
+        })
+    }
+
+    /// The note under a table: how cells read.
+    pub fn note(&self, plus_minus: &str, dash: &str) -> String {
+        let partial = self.cells.iter().flatten().any(Cell::is_partial);
+        let missing = self.cells.iter().flatten().any(Cell::is_missing);
+        let mut note = format!(
+            "Mean{plus_minus}sample standard deviation (n - 1) over `{}`.",
+            self.over
+        );
+        if partial {
+            note.push_str(" (k/n): k of n expected results present.");
+        }
+        if missing {
+            note.push_str(&format!(" {dash}: no result."));
+        }
+        note
+    }
+
+    /// Counts of (cells with a value, empty cells, partial cells).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let all = self.cells.iter().flatten();
+        let filled = all.clone().filter(|c| !c.is_missing()).count();
+        let missing = all.clone().filter(|c| c.is_missing()).count();
+        let partial = all.filter(|c| c.is_partial()).count();
+        (filled, missing, partial)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::Params;
+    use serde_json::{json, Value};
+    use std::collections::BTreeMap;
+
+    pub(crate) fn artifact(stage: &str, binding: Value, metrics: &[(&str, f64)]) -> InputArtifact {
+        let outputs = if metrics.is_empty() {
+            BTreeMap::new()
+        } else {
+            BTreeMap::from([(
+                "metrics.json".to_string(),
+                "/nonexistent/metrics.json".into(),
+            )])
+        };
+        InputArtifact {
+            stage: stage.into(),
+            kind: "evaluate".into(),
+            binding: serde_json::from_value(binding).unwrap(),
+            params: Params::default(),
+            key: format!("{stage}-key"),
+            outputs,
+            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        }
+    }
+
+    fn layout(value: Value) -> Layout {
+        Layout::from_params(&Params(serde_json::from_value(value).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn rows_and_columns_follow_stage_order_and_numeric_axis_order() {
+        let inputs = vec![
+            artifact(
+                "eval-b",
+                json!({"query_res": 48, "seed": 0}),
+                &[("map", 0.5)],
+            ),
+            artifact(
+                "eval-a",
+                json!({"query_res": 128, "seed": 0}),
+                &[("map", 0.6)],
+            ),
+            artifact(
+                "eval-a",
+                json!({"query_res": 48, "seed": 0}),
+                &[("map", 0.7)],
+            ),
+        ];
+        let t = Table::build(
+            &layout(json!({"cols": "query_res", "metrics": ["map"]})),
+            &inputs,
+        )
+        .unwrap();
+        assert_eq!(t.rows.keys, vec![vec!["eval-b"], vec!["eval-a"]]);
+        assert_eq!(t.cols.keys, vec![vec!["48", "map"], vec!["128", "map"]]);
+        assert_eq!(
+            t.cells[0][1].values,
+            Vec::<f64>::new(),
+            "eval-b never ran at 128"
+        );
+        assert_eq!(t.cells[1][0].values, vec![0.7]);
+    }
+
+    #[test]
+    fn not_run_instances_count_as_expected_but_give_no_value() {
+        let inputs = vec![
+            artifact("eval", json!({"seed": 0}), &[("map", 0.4)]),
+            artifact("eval", json!({"seed": 1}), &[("map", 0.5)]),
+            artifact("eval", json!({"seed": 2}), &[]),
+        ];
+        let t = Table::build(&layout(json!({"metrics": ["map"]})), &inputs).unwrap();
+        let cell = &t.cells[0][0];
+        assert_eq!((cell.n(), cell.expected), (2, 3));
+    }
+
+    #[test]
+    fn an_axis_varying_inside_a_cell_is_an_error_naming_it() {
+        let inputs = vec![
+            artifact("eval", json!({"seed": 0, "lambda": 0.5}), &[("map", 0.4)]),
+            artifact("eval", json!({"seed": 0, "lambda": 0.7}), &[("map", 0.5)]),
+        ];
+        let err = Table::build(&layout(json!({"metrics": ["map"]})), &inputs)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`lambda`") && err.contains("seed=0"), "{err}");
+    }
+
+    #[test]
+    fn tags_make_a_matrix_from_separate_stages() {
+        let inputs = vec![
+            artifact("e11", json!({}), &[("map", 0.3)]),
+            artifact("e21", json!({}), &[("map", 0.35)]),
+            artifact("e22", json!({}), &[("map", 0.45)]),
+        ];
+        let l = layout(json!({
+            "rows": "query", "cols": "gallery", "metrics": ["map"],
+            "tags": {"e11": {"query": "phi1", "gallery": "phi1"},
+                     "e21": {"query": "phi2", "gallery": "phi1"},
+                     "e22": {"query": "phi2", "gallery": "phi2"}}
+        }));
+        let t = Table::build(&l, &inputs).unwrap();
+        assert_eq!(t.rows.keys, vec![vec!["phi1"], vec!["phi2"]]);
+        assert_eq!(t.cols.keys, vec![vec!["phi1", "map"], vec!["phi2", "map"]]);
+        assert!(
+            t.cells[0][1].is_missing(),
+            "phi1 queries on a phi2 gallery were never evaluated"
+        );
+        assert_eq!(t.cells[1][0].values, vec![0.35]);
+    }
+
+    #[test]
+    fn dimensions_no_instance_has_are_dropped_and_list_values_read_joined() {
+        let inputs = vec![
+            artifact("e", json!({"losses": ["abs"]}), &[("map", 0.1)]),
+            artifact("e", json!({"losses": ["abs", "rel_ts"]}), &[("map", 0.2)]),
+        ];
+        let l = layout(json!({
+            "rows": "losses", "cols": ["dataset", "query_res"], "metrics": ["map"],
+            "labels": {"abs+rel_ts": "L_abs + L_rel-ts"}
+        }));
+        let t = Table::build(&l, &inputs).unwrap();
+        assert_eq!(
+            t.cols.dims,
+            vec![Dimension::Metric],
+            "dataset and query_res are not swept"
+        );
+        assert_eq!(t.rows.keys, vec![vec!["abs"], vec!["abs+rel_ts"]]);
+        assert_eq!(t.rows.labels[1], vec!["L_abs + L_rel-ts"]);
+    }
+
+    #[test]
+    fn filter_and_order_select_and_arrange_values() {
+        let inputs = vec![
+            artifact("e", json!({"dataset": "sop"}), &[("map", 0.1)]),
+            artifact("e", json!({"dataset": "cub"}), &[("map", 0.2)]),
+            artifact("e", json!({"dataset": "cars"}), &[("map", 0.3)]),
+        ];
+        let l = layout(json!({
+            "cols": "dataset", "metrics": ["map"],
+            "filter": {"dataset": ["cub", "cars"]}, "order": {"dataset": ["cars", "cub"]}
+        }));
+        let t = Table::build(&l, &inputs).unwrap();
+        assert_eq!(t.cols.keys, vec![vec!["cars", "map"], vec!["cub", "map"]]);
+    }
+}

@@ -1,0 +1,135 @@
+//! The `report` kind: a paper's table and plots, rebuilt from the results of its inputs.
+//!
+//! It gathers every instance of its input stages across all sweep axes (`default_gather` is
+//! `["*"]`) and renders them with [`crate::report`]: `table.md` (printed after `run`),
+//! `table.csv` (the table as it reads), `results.csv` (one line per cell with the raw mean,
+//! sample std, n and expected), `table.tex` (booktabs), `report.html` (self-contained, plots
+//! inline), and each plot as `STEM.svg` and `STEM.png`. It trains nothing, so a change of
+//! layout re-renders in milliseconds while every upstream instance stays cached.
+//!
+//! Instances that have not run (as `asymflow report FILE` passes them: no metrics, no
+//! outputs) leave dashes or partial counts in their cells and are listed under the table.
+
+use crate::report::{
+    csv,
+    heatmap::HeatMap,
+    html, latex,
+    loss::loss_figures,
+    markdown, missing_instances,
+    plot::{to_svg, write_both, xy_figure},
+    Layout, ReportError, Table,
+};
+
+use super::{InputDecl, ParamDecl, Stage, StageContext, StageError};
+
+/// See the module docs.
+pub struct Report;
+
+const INPUTS: &[InputDecl] = &[
+    InputDecl {
+        name: "results",
+        required: true,
+        doc: "Stages whose metrics fill the table (every instance, across all sweep axes).",
+    },
+    InputDecl {
+        name: "losses",
+        required: false,
+        doc: "Training stages whose `loss.json` outputs are drawn as loss curves.",
+    },
+];
+
+fn stage_error(err: ReportError) -> StageError {
+    match err {
+        ReportError::Layout { name, message } => StageError::BadParam { name, message },
+        other => StageError::Other(other.to_string()),
+    }
+}
+
+fn write(ctx: &StageContext<'_>, name: &str, text: &str) -> Result<(), StageError> {
+    let path = ctx.out_path(name);
+    std::fs::write(&path, text).map_err(|e| StageError::io(path, e))
+}
+
+impl Stage for Report {
+    fn kind(&self) -> &'static str {
+        "report"
+    }
+
+    fn impl_version(&self) -> u32 {
+        1
+    }
+
+    fn summary(&self) -> &'static str {
+        "Tables (Markdown, CSV, LaTeX, HTML) and plots (SVG, PNG) from the gathered results of its inputs"
+    }
+
+    fn params(&self) -> &'static [ParamDecl] {
+        crate::report::layout::PARAMS
+    }
+
+    fn inputs(&self) -> &'static [InputDecl] {
+        INPUTS
+    }
+
+    fn default_gather(&self) -> &'static [&'static str] {
+        &["*"]
+    }
+
+    fn publishes(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
+        let layout = Layout::from_params(ctx.params()).map_err(stage_error)?;
+        let results = ctx.input_all("results").to_vec();
+        if results.is_empty() {
+            return Err(StageError::Input {
+                slot: "results".into(),
+                message: "no instance connected; list the evaluation stages, e.g. \
+                          `inputs = { results = [\"eval-asym\"] }`"
+                    .into(),
+            });
+        }
+        let table = Table::build(&layout, &results).map_err(stage_error)?;
+        let missing = missing_instances(&results);
+
+        write(ctx, "table.md", &markdown::render(&table, &missing))?;
+        write(ctx, "table.csv", &csv::render(&table))?;
+        write(ctx, "results.csv", &csv::render_long(&table))?;
+        write(ctx, "table.tex", &latex::render(&table))?;
+
+        let mut plots: Vec<(String, String)> = Vec::new();
+        let dir = ctx.out_dir().to_path_buf();
+        if let Some(figure) = xy_figure(&layout, &results) {
+            write_both(&figure, &dir).map_err(stage_error)?;
+            plots.push((figure.title.clone(), to_svg(&figure).map_err(stage_error)?));
+        }
+        if layout.heatmap {
+            if let Some(map) = HeatMap::from_table(&table, "heatmap", layout.plot_size) {
+                write_both(&map, &dir).map_err(stage_error)?;
+                plots.push((map.title.clone(), to_svg(&map).map_err(stage_error)?));
+            }
+        }
+        let mut trained = ctx.input_all("losses").to_vec();
+        trained.extend(results.iter().cloned());
+        for figure in loss_figures(&trained, layout.plot_size).map_err(stage_error)? {
+            write_both(&figure, &dir).map_err(stage_error)?;
+            plots.push((figure.title.clone(), to_svg(&figure).map_err(stage_error)?));
+        }
+        write(ctx, "report.html", &html::render(&table, &missing, &plots))?;
+
+        let (filled, empty, partial) = table.counts();
+        ctx.metric("cells", filled as f64);
+        ctx.metric("cells_missing", empty as f64);
+        ctx.metric("cells_partial", partial as f64);
+        ctx.metric("instances_missing", missing.len() as f64);
+        ctx.metric("plots", plots.len() as f64);
+        ctx.log(format!(
+            "{} rows x {} columns: {filled} cells filled, {empty} empty, {partial} partial; {} plots",
+            table.rows.len(),
+            table.cols.len(),
+            plots.len()
+        ));
+        Ok(())
+    }
+}

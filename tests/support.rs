@@ -1,0 +1,132 @@
+//! Shared helpers: a throwaway project folder with pipeline files, and the `asymflow` binary
+//! run inside it with the engine's test kinds enabled.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A temporary project: `pipelines/`, `stages/`, and a cache in `cache/`.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("pipelines")).unwrap();
+        std::fs::create_dir_all(dir.path().join("stages")).unwrap();
+        Project { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `pipelines/NAME.toml` (or any relative path).
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A command running `asymflow ARGS` in the project.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_asymflow"));
+        cmd.args(args)
+            .current_dir(self.path())
+            .env("ASYMFLOW_TEST_KINDS", "1")
+            .env_remove("ASYMFLOW_CACHE");
+        cmd
+    }
+
+    /// Runs `asymflow ARGS`, returning the output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("asymflow runs")
+    }
+
+    /// Runs `asymflow run FILE --json EXTRA`, asserting success; returns instance label ->
+    /// (status, reason).
+    pub fn run_json(&self, file: &str, extra: &[&str]) -> BTreeMap<String, (String, String)> {
+        let mut args = vec!["run", file, "--json"];
+        args.extend_from_slice(extra);
+        let out = self.run(&args);
+        assert!(
+            out.status.success(),
+            "asymflow run failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        statuses(&out.stdout)
+    }
+
+    /// `asymflow plan FILE --json EXTRA` as label -> (status, reason).
+    pub fn plan_json(&self, file: &str, extra: &[&str]) -> BTreeMap<String, (String, String)> {
+        let mut args = vec!["plan", file, "--json"];
+        args.extend_from_slice(extra);
+        let out = self.run(&args);
+        assert!(
+            out.status.success(),
+            "asymflow plan failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        statuses(&out.stdout)
+    }
+}
+
+/// Parses `run --json` / `plan --json` output into label -> (status, reason).
+pub fn statuses(stdout: &[u8]) -> BTreeMap<String, (String, String)> {
+    let doc: Value = serde_json::from_slice(stdout).expect("JSON output");
+    doc["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .map(|i| {
+            let binding = i["binding"].as_object().unwrap();
+            let label = if binding.is_empty() {
+                i["stage"].as_str().unwrap().to_string()
+            } else {
+                let parts: Vec<String> = binding
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Value::String(s) => format!("{k}={s}"),
+                        v => format!("{k}={v}"),
+                    })
+                    .collect();
+                format!("{}[{}]", i["stage"].as_str().unwrap(), parts.join(","))
+            };
+            (
+                label,
+                (
+                    i["status"].as_str().unwrap().to_string(),
+                    i["reason"].as_str().unwrap_or("").to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The labels whose status is `status`.
+pub fn with_status(map: &BTreeMap<String, (String, String)>, status: &str) -> Vec<String> {
+    map.iter()
+        .filter(|(_, (s, _))| s == status)
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// Copies a folder tree.
+pub fn copy_tree(src: &Path, dest: &Path) {
+    std::fs::create_dir_all(dest).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let target = dest.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
