@@ -10,7 +10,9 @@
 //!
 //! The crop follows torchvision's `RandomResizedCrop` (10 attempts at an area fraction drawn
 //! from `crop_scale` and a log-uniform aspect ratio from `crop_ratio`, then a centre-crop
-//! fallback). The jitter follows SimCLR: with probability 0.8 brightness, contrast and
+//! fallback). One difference: the box is resampled in place (Pillow's `resize(box=...)`), so
+//! the filter may read the pixels just outside the box, where torchvision crops first and
+//! clamps at the crop's edge; only the outermost output pixels can differ. The jitter follows SimCLR: with probability 0.8 brightness, contrast and
 //! saturation factors in `[1 - 0.8 s, 1 + 0.8 s]` and a hue shift in `[-0.2 s, 0.2 s]` turns,
 //! applied in that fixed order (torchvision shuffles the order; a fixed order keeps one draw
 //! reproducible across versions); with probability 0.2 a conversion to grey.

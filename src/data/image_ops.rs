@@ -189,9 +189,11 @@ pub fn resample(
             let mut acc = [1i32 << (PRECISION_BITS - 1); 3];
             for (k, &wk) in w.iter().enumerate() {
                 let p = &in_row[(start + k) * 3..(start + k) * 3 + 3];
-                acc[0] += i32::from(p[0]) * wk;
-                acc[1] += i32::from(p[1]) * wk;
-                acc[2] += i32::from(p[2]) * wk;
+                // Wrapping ops: the sums stay far inside i32 (as in Pillow), and without
+                // overflow checks the loop vectorises in debug-asserting builds too.
+                acc[0] = acc[0].wrapping_add(i32::from(p[0]).wrapping_mul(wk));
+                acc[1] = acc[1].wrapping_add(i32::from(p[1]).wrapping_mul(wk));
+                acc[2] = acc[2].wrapping_add(i32::from(p[2]).wrapping_mul(wk));
             }
             out_row[xx * 3] = clip8(acc[0]);
             out_row[xx * 3 + 1] = clip8(acc[1]);
@@ -210,7 +212,7 @@ pub fn resample(
         for (k, &wk) in w.iter().enumerate() {
             let row = &tmp[(start + k) * stride..(start + k + 1) * stride];
             for (a, &p) in acc.iter_mut().zip(row) {
-                *a += i32::from(p) * wk;
+                *a = a.wrapping_add(i32::from(p).wrapping_mul(wk));
             }
         }
         for (o, &a) in out[yy * stride..(yy + 1) * stride].iter_mut().zip(&acc) {

@@ -467,6 +467,9 @@ impl DistillLoader {
     }
 }
 
+/// Salt of the mixup weights' random stream.
+const MIXUP_SALT: u64 = 0x6D69_7875_7000_0001;
+
 type DistillRows = (Vec<f32>, Vec<f32>, Vec<usize>, Vec<ViewDraw>);
 
 fn distill_batch(
@@ -488,18 +491,22 @@ fn distill_batch(
         .map(|(j, &i)| {
             let position = (batch * cfg.batch_size + j) as u64;
             let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, epoch, position));
+            // Mixup weights come from their own stream, so turning mixup on or off leaves
+            // every crop, flip and jitter as it was.
+            let mut mix_rng =
+                ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed ^ MIXUP_SALT, epoch, position));
             let img = resize_largest_side(&dataset.load(&items[i])?, big);
             let (w, h) = img.dimensions();
             let (mut t, mut s, mut draws) = (Vec::new(), Vec::new(), Vec::with_capacity(p));
             for _ in 0..p {
                 let tp = augment::sample(&cfg.augment, w, h, &mut rng);
-                let tm = augment::sample_mixup(cfg.augment.mixup_alpha, &mut rng);
+                let tm = augment::sample_mixup(cfg.augment.mixup_alpha, &mut mix_rng);
                 let (sp, sm) = if cfg.coupled {
                     (tp, tm)
                 } else {
                     (
                         augment::sample(&cfg.augment, w, h, &mut rng),
-                        augment::sample_mixup(cfg.augment.mixup_alpha, &mut rng),
+                        augment::sample_mixup(cfg.augment.mixup_alpha, &mut mix_rng),
                     )
                 };
                 augment::apply(&img, &tp, big, &mut t);

@@ -64,8 +64,9 @@ pub struct VerificationPair {
     pub genuine: bool,
 }
 
-/// The output of a `split` stage. See the module docs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The output of a `split` stage. See the module docs. Two manifests are equal when their
+/// content is (where they were read from does not matter).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SplitManifest {
     /// [`MANIFEST_FORMAT`].
     pub format: u32,
@@ -90,6 +91,25 @@ pub struct SplitManifest {
     /// Where the manifest was read from (for messages).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+}
+
+impl PartialEq for SplitManifest {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            &self.format,
+            &self.dataset,
+            &self.protocol,
+            &self.content,
+            &self.counts,
+        ) == (
+            &other.format,
+            &other.dataset,
+            &other.protocol,
+            &other.content,
+            &other.counts,
+        ) && (&self.partitions, &self.pairs_partition, &self.pairs)
+            == (&other.partitions, &other.pairs_partition, &other.pairs)
+    }
 }
 
 impl SplitManifest {

@@ -204,25 +204,39 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
             ));
         }
         let test = parts.get("test").cloned().unwrap_or_default();
-        let mut by_class: BTreeMap<i64, Vec<SplitItem>> = BTreeMap::new();
-        for item in test {
-            by_class.entry(item.label).or_default().push(item);
+        let mut by_class: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for (i, item) in test.iter().enumerate() {
+            by_class.entry(item.label).or_default().push(i);
         }
-        let (mut query, mut gallery) = (Vec::new(), Vec::new());
+        let mut in_gallery = vec![false; test.len()];
         for (label, mut members) in by_class {
             members.shuffle(&mut rng(opts.seed ^ (label as u64).wrapping_mul(31), 2));
             // Every class keeps at least one query.
             let k = opts.gallery_per_class.min(members.len().saturating_sub(1));
-            let rest = members.split_off(k);
-            gallery.extend(members);
-            query.extend(rest);
+            for &i in &members[..k] {
+                in_gallery[i] = true;
+            }
         }
-        parts.insert("query".into(), query);
-        parts.insert("gallery".into(), gallery);
+        // Both keep the test partition's order.
+        let (gallery, query): (Vec<_>, Vec<_>) = test
+            .into_iter()
+            .enumerate()
+            .partition(|(i, _)| in_gallery[*i]);
+        parts.insert(
+            "query".into(),
+            query.into_iter().map(|(_, item)| item).collect(),
+        );
+        parts.insert(
+            "gallery".into(),
+            gallery.into_iter().map(|(_, item)| item).collect(),
+        );
     }
 
+    if opts.non_mated.is_nan() || opts.non_mated < 0.0 {
+        return Err(DataError::config("non_mated must be a fraction in 0..1"));
+    }
     if opts.non_mated > 0.0 {
-        if !(opts.non_mated < 1.0) {
+        if opts.non_mated >= 1.0 {
             return Err(DataError::config("non_mated must be a fraction below 1"));
         }
         let (Some(query), Some(gallery)) = (parts.get("query"), parts.get("gallery")) else {

@@ -269,7 +269,7 @@ fn inside(kind: usize, u: f64, v: f64) -> bool {
     match kind {
         0 => u * u + (v / 0.6).powi(2) <= 1.0,
         1 => u.abs() <= 0.9 && v.abs() <= 0.55,
-        2 => u >= -0.8 && u <= 1.0 && v.abs() <= 0.7 * (1.0 - u) / 1.8,
+        2 => (-0.8..=1.0).contains(&u) && v.abs() <= 0.7 * (1.0 - u) / 1.8,
         _ => u.abs() + v.abs() / 0.65 <= 1.0,
     }
 }

@@ -1,0 +1,194 @@
+//! Tiny data sets written by the tests themselves in each published layout.
+
+use std::io::Write;
+use std::path::Path;
+
+use image::{Rgb, RgbImage};
+
+/// A small image whose colour encodes `seed`, so different files have different content.
+pub fn picture(w: u32, h: u32, seed: u32) -> RgbImage {
+    RgbImage::from_fn(w, h, |x, y| {
+        Rgb([
+            ((x * 7 + seed * 40) % 256) as u8,
+            ((y * 5 + seed * 90) % 256) as u8,
+            ((x + y + seed * 13) % 256) as u8,
+        ])
+    })
+}
+
+/// Writes `img` to `path` (format from the extension), creating folders.
+pub fn write_image(path: &Path, img: &RgbImage) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    img.save(path).unwrap();
+}
+
+/// Writes text to `path`, creating folders.
+pub fn write_text(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// CUB-200-2011 with `classes` classes of 2 images each (JPEG, 24 x 20).
+pub fn cub(root: &Path, classes: u32) {
+    let (mut images, mut labels) = (String::new(), String::new());
+    let mut id = 1;
+    for c in 1..=classes {
+        for k in 0..2 {
+            let rel = format!("{c:03}.Bird_{c}/Bird_{c}_{k}.jpg");
+            write_image(&root.join("images").join(&rel), &picture(24, 20, id));
+            images.push_str(&format!("{id} {rel}\n"));
+            labels.push_str(&format!("{id} {c}\n"));
+            id += 1;
+        }
+    }
+    write_text(&root.join("images.txt"), &images);
+    write_text(&root.join("image_class_labels.txt"), &labels);
+}
+
+/// An ImageFolder tree: `classes` folders of `per_class` PNGs (16 x 16), plus a README that
+/// is not an image.
+pub fn image_folder(root: &Path, classes: u32, per_class: u32) {
+    for c in 0..classes {
+        for k in 0..per_class {
+            let path = root.join(format!("class_{c}")).join(format!("{k}.png"));
+            write_image(&path, &picture(16, 16, c * 10 + k));
+        }
+    }
+    write_text(&root.join("README.txt"), "not a class");
+}
+
+/// Stanford Online Products: 2 train classes and 2 test classes of 2 images.
+pub fn sop(root: &Path) {
+    let header = "image_id class_id super_class_id path\n";
+    let (mut train, mut test) = (header.to_string(), header.to_string());
+    let mut id = 1;
+    for class in 1..=4 {
+        for k in 0..2 {
+            let rel = format!("bicycle_final/{class}_{k}.JPG");
+            let img = picture(20, 20, id);
+            std::fs::create_dir_all(root.join("bicycle_final")).unwrap();
+            img.save_with_format(root.join(&rel), image::ImageFormat::Jpeg)
+                .unwrap();
+            let line = format!("{id} {class} 1 {rel}\n");
+            if class <= 2 {
+                train.push_str(&line);
+            } else {
+                test.push_str(&line);
+            }
+            id += 1;
+        }
+    }
+    write_text(&root.join("Ebay_train.txt"), &train);
+    write_text(&root.join("Ebay_test.txt"), &test);
+}
+
+/// Market-1501: identities 2 and 7 in train, 3 and 4 in the gallery and queries, one junk
+/// (-1) and one distractor (0000) gallery box, and a Thumbs.db.
+pub fn market(root: &Path) {
+    let files = [
+        ("bounding_box_train", "0002_c1s1_000451_03.jpg"),
+        ("bounding_box_train", "0002_c2s1_000551_01.jpg"),
+        ("bounding_box_train", "0007_c3s1_000101_01.jpg"),
+        ("bounding_box_test", "0003_c1s1_001051_02.jpg"),
+        ("bounding_box_test", "0004_c5s2_002051_01.jpg"),
+        ("bounding_box_test", "-1_c1s1_000401_03.jpg"),
+        ("bounding_box_test", "0000_c6s4_002202_04.jpg"),
+        ("query", "0003_c2s1_001101_00.jpg"),
+        ("query", "0004_c1s2_002101_00.jpg"),
+    ];
+    for (i, (folder, name)) in files.iter().enumerate() {
+        write_image(&root.join(folder).join(name), &picture(12, 24, i as u32));
+    }
+    write_text(&root.join("bounding_box_test/Thumbs.db"), "junk");
+}
+
+// --- A minimal Level 5 MAT writer, for Cars196's cars_annos.mat. ---
+
+fn element(ty: u32, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&ty.to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out.extend_from_slice(data);
+    while out.len() % 8 != 0 {
+        out.push(0);
+    }
+    out
+}
+
+fn matrix(class: u8, dims: &[i32], name: &str, body: &[u8]) -> Vec<u8> {
+    let mut p = element(6, &[class, 0, 0, 0, 0, 0, 0, 0]);
+    let dims: Vec<u8> = dims.iter().flat_map(|d| d.to_le_bytes()).collect();
+    p.extend(element(5, &dims));
+    p.extend(element(1, name.as_bytes()));
+    p.extend_from_slice(body);
+    element(14, &p)
+}
+
+fn text(s: &str) -> Vec<u8> {
+    let data: Vec<u8> = s.encode_utf16().flat_map(|c| c.to_le_bytes()).collect();
+    matrix(4, &[1, s.len() as i32], "", &element(4, &data))
+}
+
+fn uint8(v: u8) -> Vec<u8> {
+    // A uint8 array (class 9) whose value is stored as miUINT8, as MATLAB writes small ints.
+    matrix(9, &[1, 1], "", &element(2, &[v]))
+}
+
+fn double(v: f64) -> Vec<u8> {
+    matrix(6, &[1, 1], "", &element(9, &v.to_le_bytes()))
+}
+
+/// `cars_annos.mat` holding `annotations(i).relative_im_path / .class / .test`, optionally
+/// zlib-compressed as MATLAB writes it by default.
+pub fn cars_annos(rows: &[(&str, u8)], compressed: bool) -> Vec<u8> {
+    let fields = ["relative_im_path", "bbox_x1", "class", "test"];
+    let len = 32usize;
+    let mut names = Vec::new();
+    for f in fields {
+        let mut b = f.as_bytes().to_vec();
+        b.resize(len, 0);
+        names.extend(b);
+    }
+    let mut body = element(5, &(len as i32).to_le_bytes());
+    body.extend(element(1, &names));
+    for (path, class) in rows {
+        body.extend(text(path));
+        body.extend(double(10.0));
+        body.extend(uint8(*class));
+        body.extend(uint8(0));
+    }
+    let var = matrix(2, &[1, rows.len() as i32], "annotations", &body);
+    let mut file = vec![b' '; 116];
+    file[..20].copy_from_slice(b"MATLAB 5.0 MAT-file,");
+    file.extend_from_slice(&[0u8; 8]);
+    file.extend_from_slice(&0x0100u16.to_le_bytes());
+    file.extend_from_slice(b"IM");
+    if compressed {
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&var).unwrap();
+        let z = enc.finish().unwrap();
+        file.extend_from_slice(&15u32.to_le_bytes());
+        file.extend_from_slice(&(z.len() as u32).to_le_bytes());
+        file.extend(z);
+    } else {
+        file.extend(var);
+    }
+    file
+}
+
+/// Cars196 with `classes` classes of 2 images each.
+pub fn cars(root: &Path, classes: u8, compressed: bool) {
+    let mut rows = Vec::new();
+    let mut paths = Vec::new();
+    for c in 1..=classes {
+        for k in 0..2 {
+            let rel = format!("car_ims/{:06}.jpg", u32::from(c) * 2 + k);
+            write_image(&root.join(&rel), &picture(30, 18, u32::from(c) * 2 + k));
+            paths.push((rel, c));
+        }
+    }
+    for (p, c) in &paths {
+        rows.push((p.as_str(), *c));
+    }
+    std::fs::write(root.join("cars_annos.mat"), cars_annos(&rows, compressed)).unwrap();
+}
