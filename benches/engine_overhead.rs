@@ -45,9 +45,23 @@ fn load(path: &Path, registry: &Registry) -> Plan {
 fn run_once(path: &Path, registry: &Arc<Registry>, cache: &Cache) -> (Duration, usize) {
     let clock = Instant::now();
     let plan = load(path, registry);
-    let options = RunOptions { jobs: 2, keep_going: false, progress: false };
-    let summary = asymflow::exec::run(&plan, registry, cache, &options, &Arc::new(AtomicBool::new(false))).unwrap();
-    (clock.elapsed(), summary.count(asymflow::exec::Status::Cached))
+    let options = RunOptions {
+        jobs: 2,
+        keep_going: false,
+        progress: false,
+    };
+    let summary = asymflow::exec::run(
+        &plan,
+        registry,
+        cache,
+        &options,
+        &Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    (
+        clock.elapsed(),
+        summary.count(asymflow::exec::Status::Cached),
+    )
 }
 
 fn median(mut xs: Vec<Duration>) -> Duration {
@@ -99,7 +113,11 @@ fn plan_many(n: usize, registry: &Arc<Registry>) {
 }
 
 fn dvc() -> Option<Command> {
-    if Command::new("dvc").arg("--version").output().is_ok_and(|o| o.status.success()) {
+    if Command::new("dvc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
         return Some(Command::new("dvc"));
     }
     let home = std::env::var("HOME").ok()?;
@@ -123,14 +141,19 @@ fn dvc_noop(n: usize) -> Option<Duration> {
             .output()
             .ok()?;
         out.status.success().then_some(()).or_else(|| {
-            eprintln!("dvc {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+            eprintln!(
+                "dvc {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             None
         })
     };
     run(&["init", "--no-scm", "-q"])?;
     let mut yaml = String::from("stages:\n");
     for i in 0..n {
-        yaml.push_str(&format!("  s{i}:\n    cmd: echo {i} > out{i}.txt\n    outs:\n      - out{i}.txt\n"));
+        yaml.push_str(&format!(
+            "  s{i}:\n    cmd: echo {i} > out{i}.txt\n    outs:\n      - out{i}.txt\n"
+        ));
     }
     std::fs::write(dir.path().join("dvc.yaml"), yaml).unwrap();
     run(&["repro", "-q"])?;
@@ -146,7 +169,14 @@ fn dvc_noop(n: usize) -> Option<Duration> {
 fn main() {
     let registry = test_registry();
     let thousand = noop_rerun(1000, &registry);
-    println!("  target: under 100 ms -> {}", if thousand < Duration::from_millis(100) { "met" } else { "NOT met" });
+    println!(
+        "  target: under 100 ms -> {}",
+        if thousand < Duration::from_millis(100) {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
     plan_many(10_000, &registry);
     let ours = noop_rerun(300, &registry);
     match dvc_noop(300) {

@@ -76,7 +76,10 @@ inputs = { input = "slow" }
         .unwrap();
     let clock = Instant::now();
     while !p.path().join("started.txt").exists() {
-        assert!(clock.elapsed() < Duration::from_secs(60), "the slow stage never started");
+        assert!(
+            clock.elapsed() < Duration::from_secs(60),
+            "the slow stage never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: sending SIGINT to our own child process.
@@ -84,8 +87,14 @@ inputs = { input = "slow" }
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("0 ran, 0 cached, 0 failed, 2 skipped"), "{stderr}");
-    assert!(clock.elapsed() < Duration::from_secs(15), "the running stage stops at once");
+    assert!(
+        stderr.contains("0 ran, 0 cached, 0 failed, 2 skipped"),
+        "{stderr}"
+    );
+    assert!(
+        clock.elapsed() < Duration::from_secs(15),
+        "the running stage stops at once"
+    );
     let plan = p.plan_json("pipelines/i.toml", &[]);
     assert_eq!(with_status(&plan, "to-run").len(), 2);
     assert!(p.run(&["cache", "verify"]).status.success());

@@ -79,12 +79,13 @@ impl crate::stages::FileHasher for IndexHasher {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i64);
         let key = path.to_string_lossy();
-        let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Ok(Some(digest)) = index.remembered_hash(&key, meta.len(), mtime_ns) {
+        let lock = || self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ok(Some(digest)) = lock().remembered_hash(&key, meta.len(), mtime_ns) {
             return Ok(digest);
         }
+        // Hash without holding the lock, so callers can hash files in parallel.
         let (digest, _) = objects::hash_file(path)?;
-        let _ = index.remember_hash(&key, meta.len(), mtime_ns, &digest);
+        let _ = lock().remember_hash(&key, meta.len(), mtime_ns, &digest);
         Ok(digest)
     }
 }

@@ -118,6 +118,19 @@ fn describe(
         let size = std::fs::metadata(cache.objects().path(&o.digest)).map_or(0, |m| m.len());
         println!("    {n:24} {}  {}", &o.digest[..16], human_bytes(size));
     }
+    if let Some(split) = record.outputs.get(crate::data::MANIFEST_OUTPUT) {
+        if let Ok(manifest) = cache
+            .objects()
+            .open_verified(&split.digest)
+            .map_err(anyhow::Error::from)
+            .and_then(|p| Ok(crate::data::SplitManifest::read(&p)?))
+        {
+            println!("  split");
+            for line in manifest.summary().lines() {
+                println!("    {line}");
+            }
+        }
+    }
     if !record.metrics.is_empty() {
         println!("  metrics");
         for (k, v) in &record.metrics {
