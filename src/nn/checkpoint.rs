@@ -171,15 +171,12 @@ pub fn load_weights(
         match file.get(name) {
             None if required(name) => missing.push(name.clone()),
             None => {}
-            Some(t) if t.size() != var.size() => {
-                if required(name) {
-                    mismatched.push(format!(
-                        "{name}: the network has {:?}, the file {:?}",
-                        var.size(),
-                        t.size()
-                    ));
-                }
-            }
+            Some(t) if t.size() != var.size() && required(name) => mismatched.push(format!(
+                "{name}: the network has {:?}, the file {:?}",
+                var.size(),
+                t.size()
+            )),
+            Some(t) if t.size() != var.size() => {}
             Some(_) => loaded.push(name.clone()),
         }
     }

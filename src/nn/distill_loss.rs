@@ -95,17 +95,17 @@ impl DistillLoss {
         if self.abs {
             let l = abs_loss(s, t, p);
             terms.abs = Some(l.double_value(&[]));
-            total = total + l;
+            total += l;
         }
         if let Some(w) = self.lambda_t {
             let l = rel_ts_loss(s, t, p);
             terms.rel_ts = Some(l.double_value(&[]));
-            total = total + l * w;
+            total += l * w;
         }
         if let Some(w) = self.lambda_s {
             let l = rel_ss_loss(s, t, p);
             terms.rel_ss = Some(l.double_value(&[]));
-            total = total + l * w;
+            total += l * w;
         }
         terms.total = total;
         terms
