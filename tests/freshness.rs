@@ -24,6 +24,25 @@ kind = "test-echo"
 inputs = { input = "student", other = "other" }
 "#;
 
+/// Flips byte `at` of the object holding `stage`'s `value.json`; returns its digest.
+fn flip_a_byte(p: &Project, stage: &str, at: usize) -> String {
+    let show = p.run(&["show", "pipelines/fresh.toml", stage, "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let digest = doc[0]["outputs"]["value.json"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let object = p
+        .path()
+        .join("cache/objects")
+        .join(&digest[..2])
+        .join(&digest[2..]);
+    let mut bytes = std::fs::read(&object).unwrap();
+    bytes[at] ^= 0xff;
+    std::fs::write(&object, bytes).unwrap();
+    digest
+}
+
 fn project() -> Project {
     let p = Project::new();
     p.write("pipelines/fresh.toml", PIPELINE);
@@ -111,20 +130,7 @@ fn a_corrupt_object_is_detected_not_used_and_recomputed() {
     let p = project();
     p.run_json("pipelines/fresh.toml", &[]);
     // Corrupt the teacher's value.json object, then change the student so it must read it.
-    let show = p.run(&["show", "pipelines/fresh.toml", "teacher", "--json"]);
-    let doc: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
-    let digest = doc[0]["outputs"]["value.json"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let object = p
-        .path()
-        .join("cache/objects")
-        .join(&digest[..2])
-        .join(&digest[2..]);
-    let mut bytes = std::fs::read(&object).unwrap();
-    bytes[0] ^= 0xff;
-    std::fs::write(&object, bytes).unwrap();
+    let digest = flip_a_byte(&p, "teacher", 0);
 
     let out = p.run(&[
         "run",
@@ -159,20 +165,7 @@ fn a_corrupt_object_is_detected_not_used_and_recomputed() {
 fn cache_verify_finds_a_flipped_byte_and_forgets_the_result() {
     let p = project();
     p.run_json("pipelines/fresh.toml", &[]);
-    let show = p.run(&["show", "pipelines/fresh.toml", "other", "--json"]);
-    let doc: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
-    let digest = doc[0]["outputs"]["value.json"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let object = p
-        .path()
-        .join("cache/objects")
-        .join(&digest[..2])
-        .join(&digest[2..]);
-    let mut bytes = std::fs::read(&object).unwrap();
-    bytes[1] ^= 0x01;
-    std::fs::write(&object, bytes).unwrap();
+    flip_a_byte(&p, "other", 1);
     let verify = p.run(&["cache", "verify"]);
     assert!(!verify.status.success());
     assert!(String::from_utf8_lossy(&verify.stdout).contains("1 corrupt"));
