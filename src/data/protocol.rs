@@ -67,6 +67,9 @@ pub struct SplitOptions {
     pub pairs_per_class: usize,
     /// Seed of every random choice.
     pub seed: u64,
+    /// `half-classes`: the share of the classes (in class-id order) that train, in (0, 1);
+    /// one half by default, as the papers split CUB and Cars.
+    pub train_fraction: f64,
 }
 
 impl Default for SplitOptions {
@@ -79,6 +82,7 @@ impl Default for SplitOptions {
             non_mated: 0.0,
             pairs_per_class: 0,
             seed: 0,
+            train_fraction: 0.5,
         }
     }
 }
@@ -131,7 +135,15 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
                     classes.len()
                 )));
             }
-            let train: BTreeSet<i64> = classes[..classes.len() / 2].iter().copied().collect();
+            if opts.train_fraction.is_nan() || opts.train_fraction <= 0.0 || opts.train_fraction >= 1.0 {
+                return Err(DataError::config(format!(
+                    "train_fraction must be between 0 and 1 (exclusive), got {}",
+                    opts.train_fraction
+                )));
+            }
+            let n_train = ((classes.len() as f64 * opts.train_fraction).round() as usize)
+                .clamp(1, classes.len() - 1);
+            let train: BTreeSet<i64> = classes[..n_train].iter().copied().collect();
             let (tr, te): (Vec<_>, Vec<_>) =
                 usable.into_iter().partition(|i| train.contains(&i.label));
             parts.insert("train".into(), tr);
@@ -347,6 +359,17 @@ mod tests {
 
     fn labels(items: &[SplitItem]) -> BTreeSet<i64> {
         items.iter().map(|i| i.label).collect()
+    }
+
+    #[test]
+    fn train_fraction_moves_the_class_boundary() {
+        let opts = SplitOptions { train_fraction: 0.8, ..SplitOptions::default() };
+        let parts = split(&items(10, 2), &opts).unwrap().partitions;
+        assert_eq!(classes_of(&parts["train"]), (0..8).collect::<Vec<i64>>());
+        assert_eq!(classes_of(&parts["test"]), vec![8, 9]);
+        let bad = SplitOptions { train_fraction: 1.0, ..SplitOptions::default() };
+        let err = split(&items(10, 2), &bad).unwrap_err().to_string();
+        assert!(err.contains("train_fraction"), "{err}");
     }
 
     #[test]

@@ -82,6 +82,12 @@ const PARAMS: &[ParamDecl] = &[
         "verification: genuine (and as many impostor) pairs per test class",
     ),
     ParamDecl::optional("split_seed", ParamType::Int, "0", "seed of the subsets, galleries and pairs"),
+    ParamDecl::optional(
+        "train_fraction",
+        ParamType::Float,
+        "0.5",
+        "half-classes: the share of the classes (in class-id order) that train; 0.8 gives 400 / 100 of 500",
+    ),
 ];
 
 fn usize_param(params: &Params, name: &str) -> Result<usize, StageError> {
@@ -143,6 +149,7 @@ fn options(params: &Params) -> Result<SplitOptions, StageError> {
         non_mated: params.float("non_mated")?,
         pairs_per_class: usize_param(params, "pairs_per_class")?,
         seed: params.int("split_seed")? as u64,
+        train_fraction: params.float("train_fraction")?,
     })
 }
 
