@@ -135,7 +135,10 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
                     classes.len()
                 )));
             }
-            if opts.train_fraction.is_nan() || opts.train_fraction <= 0.0 || opts.train_fraction >= 1.0 {
+            if opts.train_fraction.is_nan()
+                || opts.train_fraction <= 0.0
+                || opts.train_fraction >= 1.0
+            {
                 return Err(DataError::config(format!(
                     "train_fraction must be between 0 and 1 (exclusive), got {}",
                     opts.train_fraction
@@ -363,11 +366,17 @@ mod tests {
 
     #[test]
     fn train_fraction_moves_the_class_boundary() {
-        let opts = SplitOptions { train_fraction: 0.8, ..SplitOptions::default() };
+        let opts = SplitOptions {
+            train_fraction: 0.8,
+            ..SplitOptions::default()
+        };
         let parts = split(&items(10, 2), &opts).unwrap().partitions;
         assert_eq!(classes_of(&parts["train"]), (0..8).collect::<Vec<i64>>());
         assert_eq!(classes_of(&parts["test"]), vec![8, 9]);
-        let bad = SplitOptions { train_fraction: 1.0, ..SplitOptions::default() };
+        let bad = SplitOptions {
+            train_fraction: 1.0,
+            ..SplitOptions::default()
+        };
         let err = split(&items(10, 2), &bad).unwrap_err().to_string();
         assert!(err.contains("train_fraction"), "{err}");
     }
