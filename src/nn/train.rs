@@ -31,15 +31,56 @@ pub enum TeacherLoss {
     Classifier,
 }
 
+/// Gradient accumulation over an optimiser: gradients of `accumulate` consecutive batches are
+/// summed, each loss scaled by `1/accumulate`, before one optimiser step.
+struct Accumulator {
+    optim: Optim,
+    accumulate: usize,
+    pending: usize,
+}
+
+impl Accumulator {
+    fn new(optim: Optim, accumulate: usize) -> Self {
+        Accumulator {
+            optim,
+            accumulate: accumulate.max(1),
+            pending: 0,
+        }
+    }
+
+    /// Clears the gradients when a new accumulation starts.
+    fn begin(&mut self) {
+        if self.pending == 0 {
+            self.optim.zero_grad();
+        }
+    }
+
+    /// Back-propagates `loss` (scaled) and steps once `accumulate` batches are in.
+    fn backward(&mut self, loss: &Tensor) {
+        (loss / self.accumulate as f64).backward();
+        self.pending += 1;
+        if self.pending == self.accumulate {
+            self.optim.step();
+            self.pending = 0;
+        }
+    }
+
+    /// Applies gradients still pending from an incomplete accumulation.
+    fn flush(&mut self) {
+        if self.pending > 0 {
+            self.optim.step();
+            self.pending = 0;
+        }
+    }
+}
+
 /// Trains a teacher (an embedding network, with a head for classifier losses).
 pub struct TeacherStep {
     /// The model being trained.
     pub model: Model,
-    optim: Optim,
+    steps: Accumulator,
     loss: TeacherLoss,
     freeze_bn: bool,
-    accumulate: usize,
-    pending: usize,
 }
 
 impl TeacherStep {
@@ -58,11 +99,9 @@ impl TeacherStep {
         }
         Ok(TeacherStep {
             model,
-            optim,
+            steps: Accumulator::new(optim, accumulate),
             loss,
             freeze_bn,
-            accumulate: accumulate.max(1),
-            pending: 0,
         })
     }
 
@@ -70,9 +109,7 @@ impl TeacherStep {
     /// on the model's device); steps the optimiser every `accumulate` batches. Returns the
     /// batch loss.
     pub fn batch(&mut self, images: &Tensor, labels: &Tensor) -> f64 {
-        if self.pending == 0 {
-            self.optim.zero_grad();
-        }
+        self.steps.begin();
         let emb = self.model.net.forward_t(images, !self.freeze_bn);
         let loss = match self.loss {
             TeacherLoss::Triplet { margin, negatives } => {
@@ -84,26 +121,18 @@ impl TeacherStep {
             },
         };
         let value = loss.double_value(&[]);
-        (loss / self.accumulate as f64).backward();
-        self.pending += 1;
-        if self.pending == self.accumulate {
-            self.optim.step();
-            self.pending = 0;
-        }
+        self.steps.backward(&loss);
         value
     }
 
     /// Applies gradients still pending from an incomplete accumulation (end of an epoch).
     pub fn flush(&mut self) {
-        if self.pending > 0 {
-            self.optim.step();
-            self.pending = 0;
-        }
+        self.steps.flush();
     }
 
     /// The learning rate of the next step (`None` without a schedule).
     pub fn lr(&self) -> Option<f64> {
-        self.optim.lr()
+        self.steps.optim.lr()
     }
 }
 
@@ -113,12 +142,10 @@ pub struct DistillStep {
     pub student: Model,
     /// The frozen teacher (eval mode, never receives a gradient).
     pub teacher: Model,
-    optim: Optim,
+    steps: Accumulator,
     loss: DistillLoss,
     augmentations: i64,
     freeze_bn: bool,
-    accumulate: usize,
-    pending: usize,
 }
 
 impl DistillStep {
@@ -137,12 +164,10 @@ impl DistillStep {
         DistillStep {
             student,
             teacher,
-            optim,
+            steps: Accumulator::new(optim, accumulate),
             loss,
             augmentations,
             freeze_bn,
-            accumulate: accumulate.max(1),
-            pending: 0,
         }
     }
 
@@ -155,32 +180,22 @@ impl DistillStep {
     /// view `[B*P, 3, r, r]`, rows image-major. Steps every `accumulate` batches. Returns the
     /// value of each loss term.
     pub fn batch(&mut self, teacher_view: &Tensor, student_view: &Tensor) -> DistillTerms {
-        if self.pending == 0 {
-            self.optim.zero_grad();
-        }
+        self.steps.begin();
         let t = self.teacher_embed(teacher_view);
         let s = self.student.net.forward_t(student_view, !self.freeze_bn);
         let terms = self.loss.compute(&s, &t, self.augmentations);
-        (&terms.total / self.accumulate as f64).backward();
-        self.pending += 1;
-        if self.pending == self.accumulate {
-            self.optim.step();
-            self.pending = 0;
-        }
+        self.steps.backward(&terms.total);
         terms
     }
 
     /// Applies gradients still pending from an incomplete accumulation.
     pub fn flush(&mut self) {
-        if self.pending > 0 {
-            self.optim.step();
-            self.pending = 0;
-        }
+        self.steps.flush();
     }
 
     /// The learning rate of the next step (`None` without a schedule).
     pub fn lr(&self) -> Option<f64> {
-        self.optim.lr()
+        self.steps.optim.lr()
     }
 }
 
