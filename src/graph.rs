@@ -9,7 +9,8 @@
 //! one instance, trained once.
 //!
 //! The graph is built, checked (stage-level cycles are reported with the cycle named), then
-//! sealed in a [`Plan`] that only hands out read access: nothing downstream can add an edge.
+//! sealed in a [`Plan`] that keeps the instances (each with its input edges) and a
+//! topological order, and only hands out read access: nothing downstream can add an edge.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,7 +65,6 @@ impl Instance {
 pub struct Plan {
     spec: PipelineSpec,
     instances: Vec<Instance>,
-    graph: DiGraph<usize, ()>,
     order: Vec<usize>,
 }
 
@@ -105,7 +105,6 @@ impl Plan {
         Ok(Plan {
             spec,
             instances,
-            graph,
             order,
         })
     }
@@ -123,14 +122,6 @@ impl Plan {
     /// Instance indices in a topological order.
     pub fn order(&self) -> &[usize] {
         &self.order
-    }
-
-    /// The instances that consume instance `index`.
-    pub fn dependants(&self, index: usize) -> Vec<usize> {
-        self.graph
-            .neighbors_directed(NodeIndex::new(index), petgraph::Direction::Outgoing)
-            .map(|n| self.graph[n])
-            .collect()
     }
 
     /// The instances of stage `name`.
