@@ -269,6 +269,44 @@ pub fn eval_preprocess(src: &RgbImage, s: u32) -> RgbImage {
     resample(src, region, s, s, Filter::Bilinear)
 }
 
+/// How evaluation turns an image into the network's `s x s` input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EvalView {
+    /// The shorter side resized to `s * 8 / 7`, then the centre `s x s` crop: torchvision's
+    /// evaluation for networks trained with random resized crops.
+    #[default]
+    CenterCrop,
+    /// The whole image resized to `s x s`: the view a network trained without crops saw
+    /// (the synthetic identity set, whose stripe period is part of the identity, so the
+    /// centre crop's 8/7 zoom turns one identity into another).
+    Whole,
+}
+
+impl EvalView {
+    /// The pipeline spellings, in the order of [`EvalView::parse`].
+    pub const NAMES: &'static [&'static str] = &["center-crop", "whole"];
+
+    /// Parses a pipeline spelling.
+    pub fn parse(name: &str) -> Option<EvalView> {
+        match name {
+            "center-crop" => Some(EvalView::CenterCrop),
+            "whole" => Some(EvalView::Whole),
+            _ => None,
+        }
+    }
+
+    /// The `s x s` input of `src`.
+    pub fn apply(self, src: &RgbImage, s: u32) -> RgbImage {
+        match self {
+            EvalView::CenterCrop => eval_preprocess(src, s),
+            EvalView::Whole => {
+                let region = [0.0, 0.0, f64::from(src.width()), f64::from(src.height())];
+                resample(src, region, s, s, Filter::Bilinear)
+            }
+        }
+    }
+}
+
 /// Training re-sampling: the image resized (aspect ratio kept) so that its largest side is
 /// `r`; images already that small are kept as they are, like the reference code's data
 /// preparation.
@@ -408,6 +446,28 @@ mod tests {
         assert_eq!(out.get_pixel(14, 14)[0], 255);
         assert_eq!(out.get_pixel(2, 14)[0], 0);
         assert_eq!(out.get_pixel(25, 14)[0], 0);
+    }
+
+    #[test]
+    fn the_whole_view_keeps_every_pixel_where_the_centre_crop_zooms() {
+        // A 32 px image with a one-pixel white border: the whole view at 32 px is the image
+        // itself; the centre crop (37 px, then the middle 32) cuts the border away.
+        let mut img = RgbImage::new(32, 32);
+        for i in 0..32 {
+            for (x, y) in [(i, 0), (i, 31), (0, i), (31, i)] {
+                img.put_pixel(x, y, image::Rgb([255, 255, 255]));
+            }
+        }
+        img.put_pixel(9, 20, image::Rgb([10, 200, 30]));
+        assert_eq!(EvalView::Whole.apply(&img, 32), img);
+        let crop = EvalView::CenterCrop.apply(&img, 32);
+        assert!(
+            crop.get_pixel(0, 16)[0] < 128,
+            "the border survived the crop"
+        );
+        assert_eq!(EvalView::parse("whole"), Some(EvalView::Whole));
+        assert_eq!(EvalView::parse("center-crop"), Some(EvalView::CenterCrop));
+        assert_eq!(EvalView::parse("centre"), None);
     }
 
     #[test]

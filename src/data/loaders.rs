@@ -23,7 +23,7 @@ use tch::Tensor;
 
 use super::augment::{self, stream_seed, AugParams, AugmentConfig};
 use super::dataset::Dataset;
-use super::image_ops::{eval_preprocess, normalised_chw, resize_largest_side};
+use super::image_ops::{normalised_chw, resize_largest_side, EvalView};
 use super::manifest::SplitItem;
 use super::prefetch::Prefetch;
 use super::DataError;
@@ -38,12 +38,13 @@ fn tensor(data: &[f32], n: usize, size: u32) -> Tensor {
 // ---------------------------------------------------------------------------------------------
 // Evaluation
 
-/// Evaluation batches of a list of items, in order: each image's shorter side resized to
-/// `s * 8 / 7`, then the centre `s x s` crop.
+/// Evaluation batches of a list of items, in order: by default each image's shorter side
+/// resized to `s * 8 / 7`, then the centre `s x s` crop (see [`EvalView`]).
 pub struct EvalLoader {
     dataset: Arc<dyn Dataset>,
     items: Arc<Vec<SplitItem>>,
     resolution: u32,
+    view: EvalView,
     batch_size: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
 }
@@ -60,9 +61,16 @@ impl EvalLoader {
             dataset,
             items: Arc::new(items.to_vec()),
             resolution: resolution.max(1),
+            view: EvalView::default(),
             batch_size: batch_size.max(1),
             pool: None,
         }
+    }
+
+    /// Turns images into inputs with `view` instead of the centre crop.
+    pub fn with_view(mut self, view: EvalView) -> Self {
+        self.view = view;
+        self
     }
 
     /// Decodes on `pool` instead of the global rayon pool.
@@ -81,13 +89,18 @@ impl EvalLoader {
         let jobs: Vec<std::ops::Range<usize>> = (0..self.num_batches())
             .map(|b| b * self.batch_size..((b + 1) * self.batch_size).min(self.items.len()))
             .collect();
-        let (dataset, items, s) = (self.dataset.clone(), self.items.clone(), self.resolution);
+        let (dataset, items, s, view) = (
+            self.dataset.clone(),
+            self.items.clone(),
+            self.resolution,
+            self.view,
+        );
         Prefetch::spawn(jobs, PREFETCH_DEPTH, self.pool.clone(), move |range| {
             let images = items[range.clone()]
                 .par_iter()
                 .map(|item| {
                     let mut out = Vec::new();
-                    normalised_chw(&eval_preprocess(&dataset.load(item)?, s), &mut out);
+                    normalised_chw(&view.apply(&dataset.load(item)?, s), &mut out);
                     Ok(out)
                 })
                 .collect::<Result<Vec<_>, DataError>>()?;

@@ -34,6 +34,7 @@ pub use dataset::{Dataset, DatasetKind, DatasetSource, FileDataset, SyntheticDat
 pub use error::DataError;
 pub use export::export_image_folder;
 pub use fingerprint::{DirectHasher, FilesFingerprint};
+pub use image_ops::EvalView;
 pub use loaders::{
     Batch, DistillBatch, DistillConfig, DistillLoader, EvalLoader, Sampling, TrainConfig,
     TrainLoader, ViewDraw,

@@ -1,8 +1,9 @@
 //! `embed`: the embeddings of one partition of a split by one checkpoint at one resolution.
 //!
 //! Its own cached stage, so a database embedded once serves every evaluation that uses it.
-//! Evaluation preprocessing (shorter side to `s * 8 / 7`, centre `s x s` crop), the network in
-//! eval mode. Output `embeddings.safetensors`: `embeddings` f32 `[N, D]` (L2-normalised),
+//! Evaluation preprocessing by `view`: `center-crop` (shorter side to `s * 8 / 7`, centre
+//! `s x s` crop, for networks trained on random resized crops) or `whole` (the whole image
+//! resized to `s x s`, the view of a network trained without crops); the network in eval mode. Output `embeddings.safetensors`: `embeddings` f32 `[N, D]` (L2-normalised),
 //! `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where unknown). Metrics: `gflops` (one forward
 //! pass at the resolution), `resolution`, `count`.
 
@@ -12,7 +13,7 @@ use tch::{Kind, Tensor};
 
 use super::training::{open_partition, positive};
 use super::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
-use crate::data::EvalLoader;
+use crate::data::{EvalLoader, EvalView};
 use crate::nn::checkpoint::{Model, META_FILE, WEIGHTS_FILE};
 use crate::nn::gflops;
 
@@ -33,7 +34,13 @@ const PARAMS: &[ParamDecl] = &[
         "resolution",
         ParamType::Int,
         "224",
-        "resolution s (shorter side to s*8/7, centre crop)",
+        "resolution s of the network's input",
+    ),
+    ParamDecl::optional(
+        "view",
+        ParamType::Choice(EvalView::NAMES),
+        "\"center-crop\"",
+        "center-crop: shorter side to s*8/7, centre s x s crop; whole: the whole image resized to s x s (models trained without crops)",
     ),
     ParamDecl::optional(
         "batch_size",
@@ -88,7 +95,11 @@ impl Stage for Embed {
             device,
         )?;
         let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
-        let loader = EvalLoader::new(dataset, &items, resolution as u32, batch_size);
+        let view = EvalView::parse(p.str("view")?).ok_or_else(|| {
+            StageError::bad_param("view", "expected \"center-crop\" or \"whole\"")
+        })?;
+        let loader =
+            EvalLoader::new(dataset, &items, resolution as u32, batch_size).with_view(view);
         ctx.progress_start(loader.num_batches() as u64, "batches");
         let mut parts = Vec::new();
         let mut labels = Vec::with_capacity(items.len());

@@ -27,7 +27,7 @@ use super::train_classifier::{
     classifier_params, finish, train, training_items, ClassList, Setup, CLASSES_OUTPUT,
 };
 use super::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
-use crate::data::EvalLoader;
+use crate::data::{EvalLoader, EvalView};
 use crate::nn::{l2n, Classifier, ClassifierConfig, Model};
 
 /// How the influence term is computed. See the module docs.
@@ -291,7 +291,9 @@ fn load_old(ctx: &StageContext<'_>) -> Result<OldModel, StageError> {
     })
 }
 
-/// The old model's eval-mode features of `items` at `resolution`, with their labels.
+/// The old model's eval-mode features of `items` at `resolution`, with their labels. The view
+/// is the whole image, as the training loader shows it before augmentation, because these
+/// features stand in for classifier rows that the new model's training features meet.
 fn old_features(
     ctx: &StageContext<'_>,
     old: &Model,
@@ -299,7 +301,7 @@ fn old_features(
     items: &[crate::data::SplitItem],
     resolution: u32,
 ) -> Result<(Tensor, Vec<i64>), StageError> {
-    let loader = EvalLoader::new(dataset, items, resolution, 256);
+    let loader = EvalLoader::new(dataset, items, resolution, 256).with_view(EvalView::Whole);
     let mut feats = Vec::new();
     let mut labels = Vec::new();
     for batch in loader.iter() {
