@@ -70,7 +70,11 @@ macro_rules! classifier_params {
             ParamDecl::optional("lr", ParamType::Float, "2e-3", "peak learning rate"),
             ParamDecl::optional("weight_decay", ParamType::Float, "0.0", "weight decay"),
             ParamDecl::optional("one_cycle", ParamType::Bool, "true", "one-cycle schedule (else constant)"),
-            ParamDecl::optional("augment", ParamType::Bool, "true", "random resized crops and flips"),
+            ParamDecl::optional("augment", ParamType::Bool, "true", "random resized crops (and flips, see `flip`)"),
+            ParamDecl::optional("crop_min", ParamType::Float, "0.25",
+                "smallest random crop, as a share of the image's area (0 < crop_min <= 1)"),
+            ParamDecl::optional("flip", ParamType::Bool, "true",
+                "horizontal flips; off where mirroring changes identity (the synthetic set's stripe angles)"),
             ParamDecl::optional("seed", ParamType::Int, "0", "seed of initialisation, order and augmentation"),
             $($extra),*
         ]
@@ -100,7 +104,8 @@ pub(crate) struct Setup {
     pub epochs: usize,
     pub batch_size: usize,
     pub optim: OptimConfig,
-    pub augment: bool,
+    /// The training augmentation (`AugmentConfig::none()` when `augment` is off).
+    pub augment: AugmentConfig,
     pub seed: u64,
     /// Seed of the initial weights: `seed` mixed with every other parameter, so two stages
     /// with one `seed` but different roles (old and new model) start from independent
@@ -117,6 +122,25 @@ fn positive(params: &Params, name: &str) -> Result<i64, StageError> {
         ));
     }
     Ok(v)
+}
+
+/// The augmentation from `augment`, `crop_min` and `flip`.
+fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
+    if !params.bool("augment")? {
+        return Ok(AugmentConfig::none());
+    }
+    let crop_min = params.float("crop_min")?;
+    if !(crop_min > 0.0 && crop_min <= 1.0) {
+        return Err(StageError::bad_param(
+            "crop_min",
+            format!("{crop_min}: the smallest crop's share of the image must be in (0, 1]"),
+        ));
+    }
+    Ok(AugmentConfig {
+        crop_scale: (crop_min, 1.0),
+        flip: params.bool("flip")?,
+        ..AugmentConfig::default()
+    })
 }
 
 fn init_seed(params: &Params) -> i64 {
@@ -166,7 +190,7 @@ impl Setup {
                 one_cycle: params.bool("one_cycle")?,
                 div_factor: 25.0,
             },
-            augment: params.bool("augment")?,
+            augment: augment_config(params)?,
             seed: params.int("seed")? as u64,
             init_seed: init_seed(params),
         })
@@ -202,11 +226,7 @@ impl Setup {
         dataset: Arc<dyn Dataset>,
         items: &[SplitItem],
     ) -> Result<TrainLoader, StageError> {
-        let augment = if self.augment {
-            AugmentConfig::default()
-        } else {
-            AugmentConfig::none()
-        };
+        let augment = self.augment;
         Ok(TrainLoader::new(
             dataset,
             items,
@@ -447,5 +467,42 @@ impl Stage for TrainClassifier {
             &mut |_, _, _| None,
         )?;
         finish(ctx, &setup, &model, &classes, &stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::test_support::params_with_defaults;
+    use serde_json::json;
+
+    #[test]
+    fn augmentation_follows_crop_min_and_flip() {
+        let params =
+            params_with_defaults(&TrainClassifier, json!({"crop_min": 0.6, "flip": false}));
+        let setup = Setup::from_params(&params).unwrap();
+        assert_eq!(setup.augment.crop_scale, (0.6, 1.0));
+        assert!(!setup.augment.flip);
+        assert!(setup.augment.geometric);
+
+        let defaults =
+            Setup::from_params(&params_with_defaults(&TrainClassifier, json!({}))).unwrap();
+        assert_eq!(defaults.augment, AugmentConfig::default());
+
+        let off =
+            params_with_defaults(&TrainClassifier, json!({"augment": false, "crop_min": 0.6}));
+        assert_eq!(
+            Setup::from_params(&off).unwrap().augment,
+            AugmentConfig::none()
+        );
+    }
+
+    #[test]
+    fn a_crop_min_outside_the_unit_interval_is_refused_by_name() {
+        for bad in [0.0, -0.5, 1.5] {
+            let params = params_with_defaults(&TrainClassifier, json!({ "crop_min": bad }));
+            let err = Setup::from_params(&params).unwrap_err().to_string();
+            assert!(err.contains("crop_min"), "{err}");
+        }
     }
 }
