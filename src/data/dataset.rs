@@ -6,7 +6,7 @@
 //! therefore changes nothing that enters a cache key.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use image::RgbImage;
 use serde::{Deserialize, Serialize};
@@ -139,16 +139,36 @@ impl DatasetSource {
     }
 }
 
-/// Generated images, item ids `synthetic/<index>`.
-#[derive(Debug, Clone)]
+/// Rendered synthetic images are kept in memory when the whole set fits in this many bytes.
+/// Rendering (at twice the size, then an antialiased downsampling) would otherwise be redone
+/// for every image in every epoch, on the cores the training needs.
+const SYNTHETIC_MEMO_BYTES: usize = 512 << 20;
+
+/// Generated images, item ids `synthetic/<index>`. Each image is rendered once per data set
+/// value (clones share the renders) when the set fits in [`SYNTHETIC_MEMO_BYTES`].
+#[derive(Clone)]
 pub struct SyntheticDataset {
     params: SyntheticParams,
+    rendered: Option<Arc<Vec<OnceLock<RgbImage>>>>,
+}
+
+impl std::fmt::Debug for SyntheticDataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyntheticDataset")
+            .field("params", &self.params)
+            .field("memoised", &self.rendered.is_some())
+            .finish()
+    }
 }
 
 impl SyntheticDataset {
     /// The data set of `params` (validate them first).
     pub fn new(params: SyntheticParams) -> Self {
-        SyntheticDataset { params }
+        let side = params.image_size as usize;
+        let bytes = params.len().saturating_mul(side * side * 3);
+        let rendered = (bytes <= SYNTHETIC_MEMO_BYTES)
+            .then(|| Arc::new((0..params.len()).map(|_| OnceLock::new()).collect()));
+        SyntheticDataset { params, rendered }
     }
 
     /// Its parameters.
@@ -190,7 +210,13 @@ impl SyntheticDataset {
 
 impl Dataset for SyntheticDataset {
     fn load(&self, item: &SplitItem) -> Result<RgbImage, DataError> {
-        Ok(self.params.render(self.index_of(&item.id)?))
+        let index = self.index_of(&item.id)?;
+        Ok(match &self.rendered {
+            Some(memo) => memo[index]
+                .get_or_init(|| self.params.render(index))
+                .clone(),
+            None => self.params.render(index),
+        })
     }
 
     fn name(&self) -> String {
@@ -237,6 +263,36 @@ impl Dataset for FileDataset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memoised_synthetic_images_equal_fresh_renders() {
+        let params = SyntheticParams {
+            classes: 3,
+            per_class: 2,
+            image_size: 16,
+            ..Default::default()
+        };
+        let ds = SyntheticDataset::new(params);
+        assert!(ds.rendered.is_some(), "a small set is memoised");
+        let shared = ds.clone();
+        for item in ds.items() {
+            let index = ds.index_of(&item.id).unwrap();
+            let first = ds.load(&item).unwrap();
+            assert_eq!(first, params.render(index));
+            let memo = shared.rendered.as_ref().unwrap();
+            assert_eq!(memo[index].get(), Some(&first), "clones share the renders");
+        }
+        let huge = SyntheticParams {
+            classes: 10_000,
+            per_class: 100,
+            image_size: 224,
+            ..Default::default()
+        };
+        assert!(
+            SyntheticDataset::new(huge).rendered.is_none(),
+            "150 GB is rendered on demand"
+        );
+    }
 
     #[test]
     fn synthetic_ids_round_trip_and_out_of_range_ids_are_errors() {
