@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use asymflow::data::{EvalLoader, SplitManifest};
 use asymflow::metrics::EmbeddingSet;
 use asymflow::nn::Model;
+use asymflow::spec::Override;
 use asymflow::stages::{registry, InputArtifact, Inputs, Params, StageContext, StageError};
 use serde_json::{json, Value};
 
@@ -251,5 +252,98 @@ fn bct_end_to_end_at_toy_scale() {
     assert_eq!(
         gain.metrics.contains_key("gain_map"),
         holds && new_new.metrics["map"] > old_old.metrics["map"]
+    );
+}
+
+/// The instances of each stage of a pipeline of the repository, expanded without running.
+fn expand(file: &str, overrides: &[Override]) -> BTreeMap<String, Vec<Params>> {
+    let registry = asymflow::stages::registry();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
+    let spec =
+        asymflow::spec::load(&path, overrides, &registry).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let plan = asymflow::graph::Plan::build(spec).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut stages: BTreeMap<String, Vec<Params>> = BTreeMap::new();
+    for i in plan.instances() {
+        stages
+            .entry(i.stage.clone())
+            .or_default()
+            .push(i.params.clone());
+    }
+    stages
+}
+
+#[test]
+fn bct_quickstart_plans_nine_models_and_the_whole_chain_per_seed() {
+    let one = expand("pipelines/bct-quickstart.toml", &[]);
+    let models = [
+        "old",
+        "new",
+        "l2",
+        "bct-old",
+        "bct-synth",
+        "bct-kd",
+        "phi1",
+        "phi2",
+        "phi3",
+    ];
+    for model in models {
+        assert_eq!(one[model].len(), 1, "{model}");
+        let embed = &one[&format!("emb-{model}")];
+        assert_eq!(embed.len(), 1, "{model} is embedded once");
+        assert_eq!(
+            embed[0].str("view").unwrap(),
+            "whole",
+            "{model}: the test images as training saw them"
+        );
+    }
+    let chain = one.keys().filter(|s| s.starts_with("eval-phi")).count();
+    assert_eq!(
+        chain, 6,
+        "the lower-triangular matrix M(phi_i, phi_j), i >= j"
+    );
+    assert_eq!(one.keys().filter(|s| s.starts_with("gain-")).count(), 5);
+    assert_eq!(one["old"][0].str("partition").unwrap(), "train-50");
+    assert_eq!(one["phi1"][0].str("partition").unwrap(), "train-25");
+
+    let three = expand(
+        "pipelines/bct-quickstart.toml",
+        &[Override::Sweep("seed=0,1,2".into())],
+    );
+    for model in models {
+        let seeds: Vec<i64> = three[model]
+            .iter()
+            .map(|p| p.int("seed").unwrap())
+            .collect();
+        assert_eq!(seeds, [0, 1, 2], "{model}");
+    }
+    assert_eq!(three["table"].len(), 1, "one table gathers every seed");
+}
+
+#[test]
+fn bct_paper_pipelines_parse_and_plan() {
+    let market = expand("pipelines/bct-market1501.toml", &[]);
+    for stage in [
+        "old",
+        "new",
+        "bct",
+        "l2",
+        "eval-bct-old",
+        "gain-bct",
+        "table",
+    ] {
+        assert_eq!(market[stage].len(), 1, "bct-market1501: {stage}");
+    }
+    assert_eq!(market["eval-bct-old"][0].str("protocol").unwrap(), "reid");
+    let faces = expand("pipelines/bct-faces.toml", &[]);
+    for stage in ["ver-bct-old", "id-bct-old", "gain-ver-bct", "gain-id-bct"] {
+        assert_eq!(faces[stage].len(), 1, "bct-faces: {stage}");
+    }
+    assert_eq!(
+        faces["ver-bct-old"][0].str("protocol").unwrap(),
+        "verification"
+    );
+    assert_eq!(
+        faces["id-bct-old"][0].str("protocol").unwrap(),
+        "identification"
     );
 }
