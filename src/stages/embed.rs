@@ -3,7 +3,8 @@
 //! Its own cached stage, so a database embedded once serves every evaluation that uses it.
 //! Evaluation preprocessing by `view`: `center-crop` (shorter side to `s * 8 / 7`, centre
 //! `s x s` crop, for networks trained on random resized crops) or `whole` (the whole image
-//! resized to `s x s`, the view of a network trained without crops); the network in eval mode. Output `embeddings.safetensors`: `embeddings` f32 `[N, D]` (L2-normalised),
+//! resized to `s x s`, the view of a network trained without crops); the network in eval
+//! mode. Output `embeddings.safetensors`: `embeddings` f32 `[N, D]` (L2-normalised),
 //! `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where unknown). Metrics: `gflops` (one forward
 //! pass at the resolution), `resolution`, `count`.
 

@@ -226,7 +226,6 @@ impl Setup {
         dataset: Arc<dyn Dataset>,
         items: &[SplitItem],
     ) -> Result<TrainLoader, StageError> {
-        let augment = self.augment;
         Ok(TrainLoader::new(
             dataset,
             items,
@@ -235,7 +234,7 @@ impl Setup {
                 batch_size: self.batch_size.min(items.len()),
                 sampling: Sampling::Shuffle,
                 images_per_epoch: None,
-                augment,
+                augment: self.augment,
                 seed: self.seed,
             },
         )?)
