@@ -9,6 +9,8 @@ use asymflow::data::{EvalLoader, SplitManifest};
 use asymflow::metrics::EmbeddingSet;
 use asymflow::nn::Model;
 use asymflow::spec::Override;
+
+use crate::support::expand;
 use asymflow::stages::{registry, InputArtifact, Inputs, Params, StageContext, StageError};
 use serde_json::{json, Value};
 
@@ -253,23 +255,6 @@ fn bct_end_to_end_at_toy_scale() {
         gain.metrics.contains_key("gain_map"),
         holds && new_new.metrics["map"] > old_old.metrics["map"]
     );
-}
-
-/// The instances of each stage of a pipeline of the repository, expanded without running.
-fn expand(file: &str, overrides: &[Override]) -> BTreeMap<String, Vec<Params>> {
-    let registry = asymflow::stages::registry();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
-    let spec =
-        asymflow::spec::load(&path, overrides, &registry).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let plan = asymflow::graph::Plan::build(spec).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let mut stages: BTreeMap<String, Vec<Params>> = BTreeMap::new();
-    for i in plan.instances() {
-        stages
-            .entry(i.stage.clone())
-            .or_default()
-            .push(i.params.clone());
-    }
-    stages
 }
 
 #[test]

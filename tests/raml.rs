@@ -3,7 +3,7 @@
 //! standing in for `embed`, and the paper pipelines parsing and expanding as documented.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
@@ -201,21 +201,12 @@ inputs = { query = "ext", database = "ext" }
     );
 }
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// Instance count per stage of a pipeline of the repository, expanded without running.
 fn expand(file: &str) -> BTreeMap<String, usize> {
-    let registry = asymflow::stages::registry();
-    let spec = asymflow::spec::load(&repo().join(file), &[], &registry)
-        .unwrap_or_else(|e| panic!("{file}: {e}"));
-    let plan = asymflow::graph::Plan::build(spec).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let mut counts = BTreeMap::new();
-    for i in plan.instances() {
-        *counts.entry(i.stage.clone()).or_insert(0) += 1;
-    }
-    counts
+    crate::support::expand(file, &[])
+        .into_iter()
+        .map(|(stage, instances)| (stage, instances.len()))
+        .collect()
 }
 
 #[test]

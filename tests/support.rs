@@ -130,3 +130,24 @@ pub fn copy_tree(src: &Path, dest: &Path) {
         }
     }
 }
+
+/// The instances of each stage of a pipeline file of this repository (its params), expanded
+/// with `overrides` and planned without running anything.
+pub fn expand(
+    file: &str,
+    overrides: &[asymflow::spec::Override],
+) -> BTreeMap<String, Vec<asymflow::stages::Params>> {
+    let registry = asymflow::stages::registry();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
+    let spec =
+        asymflow::spec::load(&path, overrides, &registry).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let plan = asymflow::graph::Plan::build(spec).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut stages: BTreeMap<String, Vec<asymflow::stages::Params>> = BTreeMap::new();
+    for i in plan.instances() {
+        stages
+            .entry(i.stage.clone())
+            .or_default()
+            .push(i.params.clone());
+    }
+    stages
+}
