@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use asymflow::cache::Cache;
 use asymflow::exec::{plan_status, RunOptions};
 use asymflow::graph::Plan;
-use asymflow::stages::{registry, testing, Registry};
+use asymflow::kind::Registry;
+use asymflow::stages::{registry, testing};
 
 fn test_registry() -> Arc<Registry> {
     let mut r = registry();

@@ -18,7 +18,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
 use crate::spec::{PipelineSpec, SpecError, StageSpec};
-use crate::stages::Params;
+use crate::kind::Params;
 
 /// One stage with every sweep axis it uses bound.
 #[derive(Debug, Clone)]

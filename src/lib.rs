@@ -22,6 +22,7 @@ pub mod cli;
 pub mod data;
 pub mod exec;
 pub mod graph;
+pub mod kind;
 pub mod metrics;
 pub mod nn;
 pub mod report;

@@ -11,7 +11,8 @@ use asymflow::nn::Model;
 use asymflow::spec::Override;
 
 use crate::support::expand;
-use asymflow::stages::{registry, InputArtifact, Inputs, Params, StageContext, StageError};
+use asymflow::kind::{InputArtifact, Inputs, Params, StageContext, StageError};
+use asymflow::stages::registry;
 use serde_json::{json, Value};
 
 fn params(kind: &str, overrides: Value) -> Params {

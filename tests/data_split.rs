@@ -10,9 +10,8 @@ use std::sync::atomic::AtomicBool;
 use asymflow::data::{
     DatasetSource, DirectHasher, SplitManifest, SyntheticParams, MANIFEST_OUTPUT,
 };
-use asymflow::stages::{
-    registry, FingerprintEnv, InputArtifact, Inputs, Params, StageContext, StageError,
-};
+use asymflow::kind::{FingerprintEnv, InputArtifact, Inputs, Params, StageContext, StageError};
+use asymflow::stages::registry;
 use serde_json::{json, Value};
 
 use crate::data_fixtures as fx;

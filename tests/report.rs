@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use asymflow::stages::{registry, InputArtifact, Inputs, Params, StageContext, StageError};
+use asymflow::kind::{InputArtifact, Inputs, Params, StageContext, StageError};
+use asymflow::stages::registry;
 use serde_json::{json, Value};
 
 /// An evaluation instance; no metrics means it has not run (as `asymflow report` passes it).

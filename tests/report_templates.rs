@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use asymflow::report::{Layout, Table};
-use asymflow::stages::{InputArtifact, Params};
+use asymflow::kind::{InputArtifact, Params};
 use serde_json::{json, Value};
 
 const TEMPLATES: &[&str] = &[

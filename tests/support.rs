@@ -136,13 +136,13 @@ pub fn copy_tree(src: &Path, dest: &Path) {
 pub fn expand(
     file: &str,
     overrides: &[asymflow::spec::Override],
-) -> BTreeMap<String, Vec<asymflow::stages::Params>> {
+) -> BTreeMap<String, Vec<asymflow::kind::Params>> {
     let registry = asymflow::stages::registry();
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
     let spec =
         asymflow::spec::load(&path, overrides, &registry).unwrap_or_else(|e| panic!("{file}: {e}"));
     let plan = asymflow::graph::Plan::build(spec).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let mut stages: BTreeMap<String, Vec<asymflow::stages::Params>> = BTreeMap::new();
+    let mut stages: BTreeMap<String, Vec<asymflow::kind::Params>> = BTreeMap::new();
     for i in plan.instances() {
         stages
             .entry(i.stage.clone())

@@ -71,7 +71,7 @@ impl IndexHasher {
     }
 }
 
-impl crate::stages::FileHasher for IndexHasher {
+impl crate::kind::FileHasher for IndexHasher {
     fn hash_file(&self, path: &Path) -> std::io::Result<String> {
         let meta = std::fs::metadata(path)?;
         let mtime_ns = meta

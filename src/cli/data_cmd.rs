@@ -14,7 +14,7 @@ use anyhow::{anyhow, bail, Context};
 use super::common::{load_plan, registry};
 use super::PipelineArgs;
 use crate::data::{export_image_folder, SplitManifest};
-use crate::stages::StageContext;
+use crate::kind::StageContext;
 
 /// Exports the data of split stage `stage`.
 pub fn export(

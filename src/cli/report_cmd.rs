@@ -12,7 +12,7 @@ use super::common::{cache_for, label, load_plan, registry, reports_dir};
 use super::PipelineArgs;
 use crate::exec::plan_status;
 use crate::exec::scheduler::artifact;
-use crate::stages::{InputArtifact, StageContext};
+use crate::kind::{InputArtifact, StageContext};
 
 /// Renders every report of the pipeline into `reports/PIPELINE/`.
 pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
@@ -86,7 +86,7 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
         kind.run(&mut ctx)
             .map_err(|e| anyhow::anyhow!("rendering {}: {e}", inst.label()))?;
         drop(ctx);
-        let _ = std::fs::remove_file(dest.join(crate::stages::LOG_OUTPUT));
+        let _ = std::fs::remove_file(dest.join(crate::kind::LOG_OUTPUT));
         rendered += 1;
         if let Ok(table) = std::fs::read_to_string(dest.join("table.md")) {
             println!("{} (in {}):\n\n{table}", inst.label(), dest.display());

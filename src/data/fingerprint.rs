@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::dataset::DatasetKind;
 use super::listing::Listing;
 use super::DataError;
-use crate::stages::FileHasher;
+use crate::kind::FileHasher;
 
 /// Hashes files directly with blake3, without a memo (for code that has no cache index).
 #[derive(Debug, Default, Clone, Copy)]

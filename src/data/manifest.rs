@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::dataset::{Dataset, DatasetSource};
 use super::DataError;
-use crate::stages::{InputArtifact, StageError};
+use crate::kind::{InputArtifact, StageError};
 
 /// The file name of the manifest output of a `split` stage.
 pub const MANIFEST_OUTPUT: &str = "split.json";

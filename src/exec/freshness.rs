@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::cache::{key::canonical, Cache, Index, InputKey, RunRecord, StageKey, KEY_FORMAT};
 use crate::graph::{Instance, Plan};
-use crate::stages::{FingerprintEnv, ParamType, Registry, StageError, LOG_OUTPUT};
+use crate::kind::{FingerprintEnv, ParamType, Registry, StageError, LOG_OUTPUT};
 
 /// The key of `inst`, given the records of its upstream instances and its fingerprint.
 pub fn instance_key(
@@ -34,7 +34,7 @@ pub fn instance_key(
         .0
         .iter()
         .filter(|(name, _)| {
-            crate::stages::param_decl(stage, name).is_none_or(|d| d.ty != ParamType::Path)
+            crate::kind::param_decl(stage, name).is_none_or(|d| d.ty != ParamType::Path)
         })
         .map(|(k, v)| (k.clone(), canonical(v)))
         .collect();
@@ -74,7 +74,7 @@ pub fn fingerprint(
     plan: &Plan,
     inst: &Instance,
     registry: &Registry,
-    hasher: &dyn crate::stages::FileHasher,
+    hasher: &dyn crate::kind::FileHasher,
 ) -> Result<Value, StageError> {
     let Some(stage) = registry.get(&inst.kind) else {
         return Ok(Value::Null);

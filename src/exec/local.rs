@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use crate::cache::{Cache, ObjectError, OutputRef, RunRecord};
-use crate::stages::{InputArtifact, Inputs, Params, Registry, StageContext, StageError};
+use crate::kind::{InputArtifact, Inputs, Params, Registry, StageContext, StageError};
 
 /// Everything needed to run one instance, detached from the plan so it can move to a worker.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::freshness::{dirty_reasons, fingerprint, instance_key, outputs_present};
 use crate::cache::{Cache, IndexHasher, RunRecord};
 use crate::graph::Plan;
-use crate::stages::Registry;
+use crate::kind::Registry;
 
 /// One instance in a plan.
 #[derive(Debug, Clone, Serialize)]

@@ -26,7 +26,7 @@ use super::local::{device_name, execute, Job, JobError};
 use super::progress::Progress;
 use crate::cache::{Cache, IndexHasher, Lease, RunRecord};
 use crate::graph::Plan;
-use crate::stages::{InputArtifact, Registry, Resource};
+use crate::kind::{InputArtifact, Registry, Resource};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -421,7 +421,7 @@ pub fn run(
             Err(error) => {
                 let interrupted = matches!(
                     &error,
-                    JobError::Stage(crate::stages::StageError::Interrupted)
+                    JobError::Stage(crate::kind::StageError::Interrupted)
                 );
                 index.release(&digest, &owner)?;
                 let inst = &plan.instances()[i];

@@ -37,7 +37,7 @@ pub use optim::{OneCycle, Optim, OptimConfig, OptimKind};
 
 use std::path::{Path, PathBuf};
 
-use crate::stages::StageError;
+use crate::kind::StageError;
 
 /// Something went wrong building, loading or saving a network.
 #[derive(Debug, thiserror::Error)]

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{value_text, NumberFormat, ReportError};
-use crate::stages::{InputArtifact, ParamDecl, ParamType, Params};
+use crate::kind::{InputArtifact, ParamDecl, ParamType, Params};
 
 /// The parameters of the `report` kind, with their defaults. [`Layout::from_params`] fills in
 /// these defaults for parameters that are absent, so tests may give only what they change.

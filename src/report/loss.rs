@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::plot::{safe_stem, Corner, Figure, Series};
 use super::{value_text, ReportError};
-use crate::stages::InputArtifact;
+use crate::kind::InputArtifact;
 
 /// The output name training stages write their per-epoch losses to.
 pub const LOSS_OUTPUT: &str = "loss.json";

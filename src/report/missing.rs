@@ -9,7 +9,7 @@
 use std::fmt;
 
 use super::{has_run, value_text};
-use crate::stages::InputArtifact;
+use crate::kind::InputArtifact;
 
 /// One instance that has not run: its stage and sweep binding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub fn missing_hint(missing: &[MissingInstance], command: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::Params;
+    use crate::kind::Params;
     use serde_json::json;
     use std::collections::BTreeMap;
 

@@ -44,7 +44,7 @@ pub use missing::{missing_hint, missing_instances, MissingInstance};
 pub use plot::{Corner, Figure, Series};
 pub use table::Table;
 
-use crate::stages::InputArtifact;
+use crate::kind::InputArtifact;
 
 /// A report cannot be built: a layout parameter that does not fit the results, or a plot that
 /// could not be drawn. Every message says what is wrong and how to fix it.

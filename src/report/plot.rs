@@ -18,7 +18,7 @@ use plotters::prelude::*;
 use super::font::{ensure_registered, FAMILY};
 use super::layout::Dimension;
 use super::{Layout, ReportError};
-use crate::stages::InputArtifact;
+use crate::kind::InputArtifact;
 
 /// Something drawable into any plotters backend.
 pub trait Drawing {
@@ -320,7 +320,7 @@ pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::Params;
+    use crate::kind::Params;
     use serde_json::json;
     use std::collections::BTreeMap;
 

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::layout::Dimension;
 use super::{has_run, Cell, Layout, ReportError};
-use crate::stages::InputArtifact;
+use crate::kind::InputArtifact;
 
 /// One side of the grid (the rows, or the columns).
 #[derive(Debug, Clone, PartialEq)]
@@ -363,7 +363,7 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::Params;
+    use crate::kind::Params;
     use serde_json::{json, Value};
     use std::collections::BTreeMap;
 

@@ -17,7 +17,7 @@ use super::sweep::read_axes;
 use super::template::{Tpl, Vars};
 use super::value::{parse_document, SKey, SKind, SValue};
 use super::{InputRef, PipelineSpec, StageSpec};
-use crate::stages::{param_decl, Registry};
+use crate::kind::{param_decl, Registry};
 
 /// How many templates may extend each other in a chain.
 const MAX_EXTENDS_DEPTH: usize = 8;
@@ -317,7 +317,7 @@ fn resolve_stage(
 fn check_type(
     tpl: &Tpl,
     value: &SValue,
-    decl: &crate::stages::ParamDecl,
+    decl: &crate::kind::ParamDecl,
     kind: &str,
     axes: &[super::sweep::Axis],
 ) -> Result<(), SpecError> {

@@ -15,7 +15,7 @@
 
 use serde_json::{json, Value};
 
-use super::{InputDecl, ParamDecl, ParamType, Stage, StageContext, StageError};
+use crate::kind::{InputDecl, ParamDecl, ParamType, Stage, StageContext, StageError};
 use crate::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
 use crate::metrics::{self, EmbeddingSet, Exclusion, MetricsError};
 

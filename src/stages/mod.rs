@@ -1,21 +1,11 @@
-//! Stage kinds: what each kind of stage declares and does.
+//! The built-in stage kinds, one file per kind; [`registry`] lists them.
 //!
-//! A kind is a type implementing [`Stage`]. It declares its parameters and input slots (checked
-//! before anything runs), an [`Stage::impl_version`] (part of every cache key: bump it by hand
-//! whenever the kind's output for the same inputs changes, so stale results are never reused),
-//! whether it wants a device slot, and optionally a fingerprint of external content it reads
-//! (data sets, weight files). [`registry`] maps kind names to implementations.
-//!
-//! A stage runs with a [`StageContext`]: resolved parameters, its inputs' verified artifacts,
-//! and a private output folder. Everything the stage writes there becomes its outputs once it
-//! returns `Ok`; nothing is recorded otherwise.
+//! What a kind declares and what a running stage sees is the protocol in [`crate::kind`].
 
-mod context;
 mod distill;
 mod embed;
 pub mod evaluate;
 mod import;
-mod params;
 mod report;
 mod split;
 #[cfg(test)]
@@ -27,127 +17,7 @@ mod train_teacher;
 mod training;
 pub mod update_gain;
 
-pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
-pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
-
-use std::path::Path;
-
-use serde_json::Value;
-
-/// What a stage instance needs to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resource {
-    /// Plain CPU work; runs in parallel with other CPU stages (`--jobs`).
-    Cpu,
-    /// Network training or inference; takes one device slot (a GPU, or the CPU where there
-    /// is none) so two trainings never fight over one device.
-    Device,
-}
-
-/// Where a stage's fingerprint hook may look: the project (for relative paths) and a memo of
-/// file hashes kept in the cache index.
-pub struct FingerprintEnv<'a> {
-    /// The folder relative paths in parameters are resolved against (the pipeline's project).
-    pub project_dir: &'a Path,
-    /// Remembers file content hashes by (path, size, mtime) so unchanged files are not rehashed.
-    pub hashes: &'a dyn FileHasher,
-}
-
-/// Content hashing with a memo. Implemented by the cache index.
-pub trait FileHasher: Sync {
-    /// The blake3 hex digest of the file at `path` (absolute), from the memo when the file's
-    /// size and mtime are unchanged since it was last hashed.
-    fn hash_file(&self, path: &Path) -> std::io::Result<String>;
-}
-
-/// A kind of stage. See the module docs.
-pub trait Stage: Send + Sync {
-    /// The name used as `kind = "..."` in pipeline files.
-    fn kind(&self) -> &'static str;
-
-    /// Bumped by hand whenever this kind's output for the same key inputs changes. Part of the
-    /// key: bumping it reruns every instance of the kind and everything downstream.
-    fn impl_version(&self) -> u32;
-
-    /// One line for `asymflow kinds`.
-    fn summary(&self) -> &'static str;
-
-    /// The declared parameters.
-    fn params(&self) -> &'static [ParamDecl];
-
-    /// The declared input slots.
-    fn inputs(&self) -> &'static [InputDecl];
-
-    /// Axes this kind gathers by default (`report` gathers every axis: `["*"]`).
-    fn default_gather(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    /// Whether the outputs of this kind are published under `reports/PIPELINE/` after every
-    /// run (and `table.md`, if any, printed to the terminal). True for reports.
-    fn publishes(&self) -> bool {
-        false
-    }
-
-    /// Whether an instance needs a device slot.
-    fn resource(&self, _params: &Params) -> Resource {
-        Resource::Cpu
-    }
-
-    /// Key material for external content the stage reads (data set files, weight files), or
-    /// `None`. Must not contain absolute paths.
-    fn fingerprint(
-        &self,
-        _params: &Params,
-        _env: &FingerprintEnv<'_>,
-    ) -> Result<Option<Value>, StageError> {
-        Ok(None)
-    }
-
-    /// Does the work, writing outputs into `ctx.out_dir()`.
-    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError>;
-}
-
-/// The parameter declaration `name` of `stage`, if declared.
-pub fn param_decl<'a>(stage: &'a dyn Stage, name: &str) -> Option<&'a ParamDecl> {
-    stage.params().iter().find(|p| p.name == name)
-}
-
-/// Maps kind names to implementations.
-pub struct Registry {
-    kinds: Vec<Box<dyn Stage>>,
-}
-
-impl Registry {
-    /// An empty registry (tests add their own kinds).
-    pub fn empty() -> Self {
-        Registry { kinds: Vec::new() }
-    }
-
-    /// Adds a kind; a later kind of the same name replaces the earlier one.
-    pub fn register(&mut self, stage: Box<dyn Stage>) {
-        self.kinds.retain(|k| k.kind() != stage.kind());
-        self.kinds.push(stage);
-    }
-
-    /// The kind called `name`.
-    pub fn get(&self, name: &str) -> Option<&dyn Stage> {
-        self.kinds
-            .iter()
-            .find(|k| k.kind() == name)
-            .map(|k| k.as_ref())
-    }
-
-    /// Every kind, in registration order.
-    pub fn kinds(&self) -> impl Iterator<Item = &dyn Stage> {
-        self.kinds.iter().map(|k| k.as_ref())
-    }
-
-    /// Every kind name.
-    pub fn names(&self) -> Vec<&'static str> {
-        self.kinds.iter().map(|k| k.kind()).collect()
-    }
-}
+use crate::kind::{read_json, Params, Registry, Stage};
 
 /// The registry of every built-in kind.
 pub fn registry() -> Registry {

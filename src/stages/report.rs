@@ -20,7 +20,7 @@ use crate::report::{
     Layout, ReportError, Table,
 };
 
-use super::{InputDecl, ParamDecl, Stage, StageContext, StageError};
+use crate::kind::{InputDecl, ParamDecl, Stage, StageContext, StageError};
 
 /// See the module docs.
 pub struct Report;

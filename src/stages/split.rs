@@ -9,9 +9,7 @@
 
 use serde_json::Value;
 
-use super::{
-    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError,
-};
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError};
 use crate::data::listing::Part;
 use crate::data::protocol::{self, Protocol, SplitOptions};
 use crate::data::{

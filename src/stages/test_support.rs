@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
 
-use super::{InputArtifact, Inputs, Params, Stage, StageContext, StageError};
+use crate::kind::{InputArtifact, Inputs, Params, Stage, StageContext, StageError};
 
 /// An upstream artifact named `stage` with the given outputs.
 pub fn artifact(stage: &str, key: &str, outputs: &[(&str, &Path)]) -> InputArtifact {

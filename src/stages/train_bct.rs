@@ -26,7 +26,7 @@ use tch::{Kind, Tensor};
 use super::train_classifier::{
     classifier_params, finish, train, training_items, ClassList, Setup, CLASSES_OUTPUT,
 };
-use super::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{EvalLoader, EvalView};
 use crate::nn::{l2n, Classifier, ClassifierConfig, Model};
 

@@ -18,7 +18,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use super::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{
     AugmentConfig, Dataset, Sampling, SplitItem, SplitManifest, TrainConfig, TrainLoader,
 };

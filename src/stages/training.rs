@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
+use crate::kind::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
 use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
 use crate::nn::{Arch, NetConfig, OptimConfig, OptimKind, Pool, Stem};
 
