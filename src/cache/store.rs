@@ -96,7 +96,7 @@ pub const MIGRATIONS: &[&str] = &[
 pub const LEASE_STALE_AFTER: Duration = Duration::from_secs(30);
 
 /// One output of a recorded run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OutputRef {
     /// Content digest (of the manifest, for a directory).
     pub digest: String,

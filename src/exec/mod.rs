@@ -10,6 +10,7 @@
 //! planned next executor beside [`local`]; it needs only a job's key, since inputs and results
 //! travel through the cache.
 
+pub mod executor;
 pub mod freshness;
 pub mod local;
 pub mod plan_status;

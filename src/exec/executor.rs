@@ -1,0 +1,298 @@
+//! Where jobs run: the [`Executor`] trait and the plain data that crosses it.
+//!
+//! The scheduler decides *what* runs (a ready instance whose key missed the cache); an executor
+//! decides *where*: a pool of persistent local worker processes ([`super::local`]), or a
+//! cluster scheduler. Everything that crosses the seam is plain serde data, so a job can be
+//! written to a file, sent down a pipe, or submitted to Slurm and read back by
+//! `asymflow exec JOB.json` on another machine that sees the same object store.
+//!
+//! The split of duties, as in Bazel's remote execution: a job names its inputs by content
+//! digest; whoever runs it reads them from the object store, verifies them, runs the stage and
+//! stores the outputs there; the outcome carries only digests and numbers back. The engine
+//! alone writes the index, one transaction per result, so executors never touch SQLite.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cache::OutputRef;
+use crate::kind::{Device, Params, Resource};
+
+/// The scheduler's handle on a submitted job (the instance's index in the plan).
+pub type JobId = usize;
+
+/// One stage instance to run, detached from the plan: everything a process needs to run it,
+/// given read access to the object store.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Job {
+    /// The stage key (blake3 hex); the name of the result.
+    pub key: String,
+    /// The canonical key JSON, kept with the result for `why`.
+    pub key_json: String,
+    /// `stage[axis=value]`, for messages and job names.
+    pub label: String,
+    /// The pipeline's name.
+    pub pipeline: String,
+    /// The stage's name in the pipeline.
+    pub stage: String,
+    /// Its kind.
+    pub kind: String,
+    /// The sweep values bound for this instance.
+    pub binding: BTreeMap<String, Value>,
+    /// The resolved parameters.
+    pub params: Params,
+    /// Input slot -> the upstream results connected to it (one, or all gathered ones).
+    pub inputs: BTreeMap<String, Vec<JobInput>>,
+    /// What the job asks for; the executor fills in the device and threads it grants.
+    pub resources: Resources,
+    /// The pipeline's project folder (relative paths in parameters resolve against it).
+    pub project_dir: PathBuf,
+    /// The cache folder whose object store holds the inputs and receives the outputs.
+    pub cache_dir: PathBuf,
+}
+
+/// One upstream result as a job carries it: who made it, and its outputs by digest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobInput {
+    /// The upstream stage's name.
+    pub stage: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its sweep binding.
+    pub binding: BTreeMap<String, Value>,
+    /// Its resolved parameters.
+    pub params: Params,
+    /// Its key.
+    pub key: String,
+    /// Its recorded metrics.
+    pub metrics: BTreeMap<String, f64>,
+    /// Output name -> object.
+    pub outputs: BTreeMap<String, OutputRef>,
+}
+
+/// What a job asks for and what it was granted.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Resources {
+    /// The kind's resource class: plain CPU work, or a device slot.
+    pub class: Resource,
+    /// The device to compute on, as the running process sees it (a worker pinned to one GPU
+    /// with `CUDA_VISIBLE_DEVICES` sees it as `cuda:0`).
+    pub device: Device,
+    /// Intra-op threads the job may use.
+    pub threads: usize,
+}
+
+/// How a job ended, as its runner reports it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum JobOutcome {
+    /// The outputs are in the object store.
+    Done(JobResult),
+    /// No result.
+    Failed(JobFailure),
+}
+
+/// A finished job's result: what the engine records.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobResult {
+    /// Output name -> object (already stored).
+    pub outputs: BTreeMap<String, OutputRef>,
+    /// Keyed metrics (deterministic results of the stage; downstream keys depend on them).
+    pub metrics: BTreeMap<String, f64>,
+    /// Volatile measurements (seconds, images per second): stored and shown, never keyed.
+    pub telemetry: BTreeMap<String, f64>,
+    /// Seconds since the epoch.
+    pub started: f64,
+    /// Seconds since the epoch.
+    pub finished: f64,
+    /// Where it ran, and with what (never in the key).
+    pub provenance: Provenance,
+}
+
+/// Where and with what a result was computed. Shown by `show`; never part of a key.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Provenance {
+    /// asymflow's version.
+    pub asymflow: String,
+    /// The device (`cpu`, `cuda:0`), as the job saw it.
+    pub device: String,
+    /// The GPU the process was pinned to, if any (`CUDA_VISIBLE_DEVICES`).
+    pub visible_devices: Option<String>,
+    /// Intra-op threads.
+    pub threads: usize,
+    /// The libtorch version, for kinds that ran in a worker.
+    pub libtorch: Option<String>,
+    /// The host name.
+    pub host: String,
+    /// What ran it: `engine`, `worker`, `exec` (one process per job, as under Slurm).
+    pub runner: String,
+}
+
+/// Why a job produced no result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobFailure {
+    /// What kind of failure: decides what the scheduler does next.
+    pub reason: FailureReason,
+    /// What went wrong, for the user.
+    pub message: String,
+    /// The last lines of the stage's log, when there is one.
+    pub log_tail: Option<String>,
+}
+
+/// The kinds of failure the scheduler tells apart.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum FailureReason {
+    /// The stage itself failed (bad data, a bad parameter value, libtorch).
+    Stage,
+    /// The run was cancelled (Ctrl-C); nothing is recorded, the instance is skipped.
+    Interrupted,
+    /// An input object was corrupt or missing: its producer must run again.
+    BadInput {
+        /// The producing instance's key.
+        producer_key: String,
+        /// Its stage.
+        producer_stage: String,
+    },
+    /// The process running the job died (killed, out of memory, a crash in native code).
+    /// The job may be retried (`--retries`).
+    Crashed,
+    /// The executor could not run the job (a cluster job that failed, timed out, was
+    /// preempted or cancelled from outside); `state` is the executor's own word for it.
+    Executor {
+        /// The executor's id for the job (a Slurm job id).
+        job_id: String,
+        /// Its final state (`FAILED`, `TIMEOUT`, `OUT_OF_MEMORY`, `NODE_FAIL`, `CANCELLED`).
+        state: String,
+    },
+}
+
+impl FailureReason {
+    /// Whether running the same job again may succeed (the failure was the process's or the
+    /// machine's, not the stage's).
+    pub fn retryable(&self) -> bool {
+        match self {
+            FailureReason::Crashed => true,
+            FailureReason::Executor { state, .. } => {
+                matches!(state.as_str(), "NODE_FAIL" | "PREEMPTED" | "BOOT_FAIL")
+            }
+            FailureReason::Stage | FailureReason::Interrupted | FailureReason::BadInput { .. } => {
+                false
+            }
+        }
+    }
+}
+
+/// What an executor reports about a submitted job.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobEvent {
+    /// A line worth showing (`submitted as Slurm job 1234`, `worker restarted`).
+    Note {
+        /// The job.
+        id: JobId,
+        /// The line.
+        message: String,
+    },
+    /// Progress within the stage (epochs, batches).
+    Progress {
+        /// The job.
+        id: JobId,
+        /// Steps done.
+        position: u64,
+        /// Steps in all.
+        length: u64,
+        /// What is being counted.
+        message: String,
+    },
+    /// The job ended.
+    Finished {
+        /// The job.
+        id: JobId,
+        /// How.
+        outcome: JobOutcome,
+    },
+}
+
+/// An executor could not take a job at all (as opposed to a job that failed).
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    /// No worker process could be started.
+    #[error("could not start a worker ({program}): {message}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// What went wrong and how to fix it.
+        message: String,
+    },
+    /// Submitting to the cluster failed.
+    #[error("submitting {label}: {message}")]
+    Submit {
+        /// The job.
+        label: String,
+        /// The submitter's error.
+        message: String,
+    },
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Runs jobs somewhere and reports back. See the module docs.
+pub trait Executor {
+    /// Whether a job of `class` could start now (a free device slot, room under a cap on
+    /// queued jobs). The scheduler asks before it takes the key's lease.
+    fn has_room(&self, class: Resource) -> bool;
+
+    /// Starts `job`. The executor fills in `job.resources` (device, threads) as it grants them.
+    fn submit(&mut self, id: JobId, job: Job) -> Result<(), ExecutorError>;
+
+    /// The next event of any submitted job, waiting at most `timeout`.
+    fn next_event(&mut self, timeout: Duration) -> Option<JobEvent>;
+
+    /// Asks job `id` to stop; it still reports a [`JobEvent::Finished`] (usually
+    /// [`FailureReason::Interrupted`]).
+    fn cancel(&mut self, id: JobId);
+
+    /// Stops every process the executor started; called once, when the run ends.
+    fn shutdown(&mut self);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_round_trips_through_json_with_its_reason_tagged() {
+        let outcome = JobOutcome::Failed(JobFailure {
+            reason: FailureReason::BadInput {
+                producer_key: "ab".repeat(32),
+                producer_stage: "teacher".into(),
+            },
+            message: "digest mismatch".into(),
+            log_tail: None,
+        });
+        let text = serde_json::to_string(&outcome).unwrap();
+        assert!(text.contains(r#""status":"failed""#), "{text}");
+        assert!(text.contains(r#""reason":"bad-input""#), "{text}");
+        assert_eq!(serde_json::from_str::<JobOutcome>(&text).unwrap(), outcome);
+    }
+
+    #[test]
+    fn only_process_and_machine_failures_are_retryable() {
+        assert!(FailureReason::Crashed.retryable());
+        assert!(!FailureReason::Stage.retryable());
+        let preempted = FailureReason::Executor {
+            job_id: "7".into(),
+            state: "PREEMPTED".into(),
+        };
+        assert!(preempted.retryable());
+        let oom = FailureReason::Executor {
+            job_id: "7".into(),
+            state: "OUT_OF_MEMORY".into(),
+        };
+        assert!(!oom.retryable());
+    }
+}
