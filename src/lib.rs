@@ -24,7 +24,6 @@ pub mod exec;
 pub mod graph;
 pub mod kind;
 pub mod metrics;
-pub mod nn;
 pub mod report;
 pub mod spec;
 pub mod stages;

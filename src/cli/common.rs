@@ -16,9 +16,7 @@ use crate::kind::Registry;
 pub fn registry() -> Arc<Registry> {
     let mut registry = crate::stages::registry();
     if std::env::var("ASYMFLOW_TEST_KINDS").is_ok_and(|v| v == "1") {
-        for kind in crate::stages::testing::kinds() {
-            registry.register(kind);
-        }
+        crate::stages::testing::register(&mut registry);
     }
     Arc::new(registry)
 }

@@ -46,11 +46,14 @@ pub fn export(
             &inputs,
             scratch.path().to_path_buf(),
             &spec.project_dir,
-            tch::Device::Cpu,
+            crate::kind::Device::Cpu,
             &cancel,
             None,
         );
-        kind.run(&mut ctx)
+        registry
+            .runner(kind.kind())
+            .ok_or_else(|| anyhow::anyhow!("kind {} cannot run in the engine", kind.kind()))?
+            .run(&mut ctx)
             .map_err(|e| anyhow!("computing {}: {e}", inst.label()))?;
         drop(ctx);
         let manifest = SplitManifest::read(&scratch.path().join("split.json"))?;

@@ -10,6 +10,7 @@ mod run;
 mod show;
 mod status;
 mod why;
+mod worker;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -76,6 +77,18 @@ pub enum Command {
     /// Look at data sets.
     #[command(subcommand)]
     Data(DataCommand),
+    /// A persistent worker for the tensor kinds, speaking line-delimited JSON on stdin and
+    /// stdout (started by `run`; not for typing).
+    #[command(hide = true)]
+    Worker,
+    /// Run one job file in this process and write its outcome (what a Slurm job runs).
+    Exec {
+        /// The job file (JSON), as the engine writes it.
+        job: PathBuf,
+        /// Where to write the outcome (JSON).
+        #[arg(long)]
+        result: PathBuf,
+    },
 }
 
 /// `asymflow data ...`.
@@ -163,6 +176,13 @@ pub struct RunArgs {
     /// Keep running every branch that does not depend on a failed stage.
     #[arg(long)]
     pub keep_going: bool,
+    /// Trainings at once on a machine without GPUs (each gets cores / N threads); on a GPU
+    /// machine there is one device slot per GPU.
+    #[arg(long, default_value_t = 1, value_parser = clap::builder::ValueParser::new(clap::builder::RangedU64ValueParser::<usize>::new().range(1..)))]
+    pub device_slots: usize,
+    /// How often to run a job again whose worker process died (killed, out of memory).
+    #[arg(long, default_value_t = 0)]
+    pub retries: usize,
 }
 
 fn default_jobs() -> usize {
@@ -215,6 +235,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             older_than,
             cache,
         }) => cache_cmd::gc(cache, dry_run, older_than),
+        Command::Worker => worker::hand_over(&["serve".as_ref()]),
+        Command::Exec { job, result } => worker::exec(&job, &result),
     }
 }
 

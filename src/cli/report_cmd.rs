@@ -79,11 +79,14 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
             &inputs,
             dest.clone(),
             &plan.spec().project_dir,
-            tch::Device::Cpu,
+            crate::kind::Device::Cpu,
             &cancel,
             None,
         );
-        kind.run(&mut ctx)
+        registry
+            .runner(kind.kind())
+            .ok_or_else(|| anyhow::anyhow!("kind {} cannot run in the engine", kind.kind()))?
+            .run(&mut ctx)
             .map_err(|e| anyhow::anyhow!("rendering {}: {e}", inst.label()))?;
         drop(ctx);
         let _ = std::fs::remove_file(dest.join(crate::kind::LOG_OUTPUT));

@@ -19,6 +19,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         jobs: args.jobs,
         keep_going: args.keep_going,
         progress: !args.pipeline.json,
+        device_slots: args.device_slots,
+        retries: args.retries,
     };
     let clock = std::time::Instant::now();
     let summary = exec::run(&plan, &registry, &cache, &options, &cancel)?;

@@ -292,7 +292,7 @@ fn hsv_to_rgb(h: f32, s: f32, v: f32) -> (f32, f32, f32) {
 
 /// A per-image random stream seed from (seed, epoch, position in the epoch): every image's
 /// draws are independent of thread scheduling and of the other images.
-pub(crate) fn stream_seed(seed: u64, epoch: u64, position: u64) -> u64 {
+pub fn stream_seed(seed: u64, epoch: u64, position: u64) -> u64 {
     let mut z = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
         ^ epoch.wrapping_mul(0xD1B5_4A32_D192_ED03)
         ^ position.wrapping_mul(0xAEF1_7502_108E_F2D9);

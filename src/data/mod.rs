@@ -1,4 +1,4 @@
-//! Data: everything between images on disk and batches of tensors.
+//! Data: everything between images on disk and pixels in memory (no tensors).
 //!
 //! - [`synthetic`]: the built-in fine-grained generator (the quickstart's data, no download).
 //! - [`listing`]: real data sets in their published layouts (CUB-200-2011, Cars196, Stanford
@@ -11,7 +11,8 @@
 //! - [`image_ops`]: decoding, Pillow-exact antialiased resampling, evaluation preprocessing,
 //!   training re-sampling, ImageNet normalisation.
 //! - [`augment`]: random resized crops, flips, colour jitter, mixup weights; coupled draws.
-//! - [`loaders`] (on [`prefetch`]): [`EvalLoader`], [`TrainLoader`], [`DistillLoader`].
+//! - the loaders that turn images into batches of tensors are in the tensor crate
+//!   (`asymflow_tensor::data`).
 //! - [`export`]: a data set or partition written as an ImageFolder tree of PNGs.
 //!
 //! Errors are [`DataError`]s that name the file (and line) concerned.
@@ -23,9 +24,7 @@ pub mod export;
 pub mod fingerprint;
 pub mod image_ops;
 pub mod listing;
-pub mod loaders;
 pub mod manifest;
-pub mod prefetch;
 pub mod protocol;
 pub mod synthetic;
 
@@ -35,10 +34,6 @@ pub use error::DataError;
 pub use export::export_image_folder;
 pub use fingerprint::{DirectHasher, FilesFingerprint};
 pub use image_ops::EvalView;
-pub use loaders::{
-    Batch, DistillBatch, DistillConfig, DistillLoader, EvalLoader, Sampling, TrainConfig,
-    TrainLoader, ViewDraw,
-};
 pub use manifest::{
     dense_labels, PartitionCount, SplitItem, SplitManifest, VerificationPair, MANIFEST_OUTPUT,
 };

@@ -1,219 +1,487 @@
-//! Runs one stage instance in this process: inputs verified and handed over, outputs moved into
-//! the object store. Recording the result in the index is the scheduler's job, after this
-//! returns, in one transaction.
+//! [`LocalExecutor`]: jobs on this machine.
+//!
+//! Kinds this process has a runner for (`split`, `report`, `update-gain`: no tensors) run on
+//! a thread pool inside the engine. Every other kind runs in a persistent worker process
+//! (`asymflow-worker`, speaking [`super::protocol`]), one per slot, reused across jobs, as
+//! Bazel's persistent workers are:
+//! - **device slots**: one per GPU, the worker pinned with `CUDA_VISIBLE_DEVICES`; on a machine
+//!   without GPUs, `device_slots` CPU slots (one by default) that share the cores;
+//! - **CPU slots**: tensor kinds of the CPU class (`evaluate`, `import`), up to `jobs` at once.
+//!
+//! Threads are given by slot, not by what else happens to run, so a job computes the same
+//! bytes whatever runs beside it: a device slot on the CPU gets `cores / device_slots`
+//! threads, a CPU slot one. The worker's environment is set here (`OMP_WAIT_POLICY=PASSIVE`,
+//! `OMP_NUM_THREADS`, `CUDA_VISIBLE_DEVICES`), so libtorch's OpenMP threads wait passively and
+//! never spin against a neighbour.
+//!
+//! A worker that dies (killed, out of memory, a crash in native code) is noticed when its
+//! pipe closes; its job fails with [`FailureReason::Crashed`] (which the scheduler may retry)
+//! and the slot starts a fresh worker for its next job.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
-use crate::cache::{Cache, ObjectError, OutputRef, RunRecord};
-use crate::kind::{InputArtifact, Inputs, Params, Registry, StageContext, StageError};
+use super::executor::{
+    Executor, ExecutorError, FailureReason, Job, JobEvent, JobFailure, JobId, JobOutcome,
+};
+use super::protocol::{FromWorker, ToWorker};
+use super::worker::{run_job, NoTensors};
+use crate::kind::{Device, ProgressSink, Registry, Resource};
 
-/// Everything needed to run one instance, detached from the plan so it can move to a worker.
+/// The worker program's name, looked for beside the running executable.
+pub const WORKER_PROGRAM: &str = "asymflow-worker";
+
+/// How the local executor divides the machine.
 #[derive(Debug, Clone)]
-pub struct Job {
-    /// The instance's index in the plan.
-    pub index: usize,
-    /// `stage[binding]`, for messages.
-    pub label: String,
-    /// The stage's name.
-    pub stage: String,
-    /// Its kind.
-    pub kind: String,
-    /// The pipeline's name.
-    pub pipeline: String,
-    /// The binding, as JSON.
-    pub binding: String,
-    /// Resolved parameters.
-    pub params: Params,
-    /// The key (hex) and its canonical JSON.
-    pub key: String,
-    /// The canonical key JSON.
-    pub key_json: String,
-    /// Slot -> upstream instances with their recorded results.
-    pub inputs: BTreeMap<String, Vec<(InputArtifact, RunRecord)>>,
-    /// The device to run on.
-    pub device: tch::Device,
+pub struct LocalOptions {
+    /// Jobs at once, in all.
+    pub jobs: usize,
+    /// Device slots on a machine without GPUs (trainings at once).
+    pub device_slots: usize,
 }
 
-/// Why a job did not produce a result.
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    /// An input object was corrupt or missing: its producer must run again.
-    #[error("input from {producer_stage} is unusable: {source}")]
-    BadInput {
-        /// The producing instance's key.
-        producer_key: String,
-        /// Its stage.
-        producer_stage: String,
-        /// What was wrong.
-        source: ObjectError,
-    },
-    /// The stage failed.
-    #[error(transparent)]
-    Stage(#[from] StageError),
-    /// Storing the outputs failed.
-    #[error("storing outputs: {0}")]
-    Store(#[from] ObjectError),
-    /// The stage panicked (a bug in the stage, reported instead of aborting the run).
-    #[error("stage panicked: {0}")]
-    Panic(String),
-    /// Scratch space could not be made.
-    #[error("scratch folder in {dir}: {source}")]
-    Scratch {
-        /// The folder.
-        dir: String,
-        /// The cause.
-        source: std::io::Error,
-    },
+enum Message {
+    Event(JobEvent),
+    WorkerExited { slot: usize, generation: u64 },
 }
 
-/// Runs `job`, returning the record to store.
-pub fn execute(
-    job: &Job,
-    registry: &Registry,
-    cache: &Cache,
-    project_dir: &Path,
-    cancel: &AtomicBool,
-    progress: Option<indicatif::ProgressBar>,
-) -> Result<RunRecord, JobError> {
-    let stage = registry
-        .get(&job.kind)
-        .ok_or_else(|| StageError::Other(format!("unknown kind {}", job.kind)))?;
-    let tmp = cache.tmp_dir();
-    std::fs::create_dir_all(&tmp).map_err(|source| JobError::Scratch {
-        dir: tmp.display().to_string(),
-        source,
-    })?;
-    let scratch = tempfile::Builder::new()
-        .prefix(&format!("{}-", &job.key[..16]))
-        .tempdir_in(&tmp)
-        .map_err(|source| JobError::Scratch {
-            dir: tmp.display().to_string(),
-            source,
-        })?;
-    let out_dir = scratch.path().join("out");
-    let in_dir = scratch.path().join("in");
-    std::fs::create_dir_all(&out_dir).map_err(|source| JobError::Scratch {
-        dir: out_dir.display().to_string(),
-        source,
-    })?;
+struct WorkerProcess {
+    child: Child,
+    stdin: ChildStdin,
+    generation: u64,
+}
 
-    let mut inputs: Inputs = BTreeMap::new();
-    for (slot, ups) in &job.inputs {
-        let mut artifacts = Vec::with_capacity(ups.len());
-        for (n, (artifact, record)) in ups.iter().enumerate() {
-            let mut artifact = artifact.clone();
-            for (name, output) in &record.outputs {
-                let bad = |source| JobError::BadInput {
-                    producer_key: record.key.clone(),
-                    producer_stage: artifact.stage.clone(),
-                    source,
-                };
-                let path = if output.is_dir {
-                    let dest = in_dir.join(format!("{slot}-{n}")).join(name);
-                    cache
-                        .objects()
-                        .materialise_dir(&output.digest, &dest)
-                        .map_err(bad)?;
-                    dest
-                } else {
-                    cache.objects().open_verified(&output.digest).map_err(bad)?
-                };
-                artifact.outputs.insert(name.clone(), path);
-            }
-            artifacts.push(artifact);
-        }
-        inputs.insert(slot.clone(), artifacts);
+struct Slot {
+    class: Resource,
+    /// The device as the worker sees it.
+    device: Device,
+    /// `CUDA_VISIBLE_DEVICES` for the worker (`None`: inherit).
+    visible: Option<String>,
+    threads: usize,
+    process: Option<WorkerProcess>,
+    busy: Option<JobId>,
+}
+
+enum Placement {
+    InProcess { cancel: Arc<AtomicBool> },
+    Worker { slot: usize },
+}
+
+/// See the module docs.
+pub struct LocalExecutor {
+    registry: Arc<Registry>,
+    options: LocalOptions,
+    pool: rayon::ThreadPool,
+    tx: mpsc::Sender<Message>,
+    rx: mpsc::Receiver<Message>,
+    slots: Vec<Slot>,
+    running: HashMap<JobId, Placement>,
+    generation: u64,
+}
+
+/// GPUs visible to this process, without loading CUDA: `CUDA_VISIBLE_DEVICES` when set, else
+/// the NVIDIA driver's device list.
+pub fn visible_gpus() -> Vec<String> {
+    if let Ok(list) = std::env::var("CUDA_VISIBLE_DEVICES") {
+        return list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && *s != "-1")
+            .map(String::from)
+            .collect();
     }
+    let count = std::fs::read_dir("/proc/driver/nvidia/gpus").map_or(0, |d| d.count());
+    (0..count).map(|i| i.to_string()).collect()
+}
 
-    let started = crate::cache::store::now();
-    let clock = std::time::Instant::now();
-    let metrics = {
-        let mut ctx = StageContext::new(
-            &job.stage,
-            &job.params,
-            &inputs,
-            out_dir.clone(),
-            project_dir,
-            job.device,
-            cancel,
-            progress,
-        );
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stage.run(&mut ctx)));
-        match result {
-            Ok(Ok(())) => ctx.finish(),
-            Ok(Err(e)) => return Err(e.into()),
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "unknown panic".into());
-                return Err(JobError::Panic(message));
+impl LocalExecutor {
+    /// An executor running `registry`'s runners in-process and every other kind in workers.
+    pub fn new(registry: Arc<Registry>, options: LocalOptions) -> Result<Self, ExecutorError> {
+        let jobs = options.jobs.max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            .thread_name(|i| format!("asymflow-stage-{i}"))
+            .build()
+            .map_err(|e| ExecutorError::Other(format!("thread pool: {e}")))?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let gpus = visible_gpus();
+        let mut slots = Vec::new();
+        if gpus.is_empty() {
+            let n = options.device_slots.max(1);
+            for _ in 0..n {
+                slots.push(Slot::new(Resource::Device, Device::Cpu, None, (cores / n).max(1)));
             }
-        }
-    };
-    if !metrics.is_empty() {
-        let path = out_dir.join("metrics.json");
-        let text = serde_json::to_string_pretty(&metrics).expect("metrics serialise");
-        std::fs::write(&path, text).map_err(|e| StageError::io(path, e))?;
-    }
-
-    let mut outputs = BTreeMap::new();
-    let mut sizes = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&out_dir)
-        .map_err(|e| StageError::io(&out_dir, e))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| StageError::io(&out_dir, e))?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        if path.is_dir() {
-            let (digest, size, _) = cache.objects().put_dir(&path)?;
-            sizes.push((digest.clone(), size));
-            outputs.insert(
-                name,
-                OutputRef {
-                    digest,
-                    is_dir: true,
-                },
-            );
         } else {
-            let (digest, size) = cache.objects().put_file(&path)?;
-            sizes.push((digest.clone(), size));
-            outputs.insert(
-                name,
-                OutputRef {
-                    digest,
-                    is_dir: false,
-                },
-            );
+            let threads = (cores / gpus.len()).max(1);
+            for gpu in &gpus {
+                slots.push(Slot::new(
+                    Resource::Device,
+                    Device::Cuda(0),
+                    Some(gpu.clone()),
+                    threads,
+                ));
+            }
         }
+        let hidden = (!gpus.is_empty()).then(String::new);
+        for _ in 0..jobs {
+            slots.push(Slot::new(Resource::Cpu, Device::Cpu, hidden.clone(), 1));
+        }
+        let (tx, rx) = mpsc::channel();
+        Ok(LocalExecutor {
+            registry,
+            options: LocalOptions { jobs, ..options },
+            pool,
+            tx,
+            rx,
+            slots,
+            running: HashMap::new(),
+            generation: 0,
+        })
     }
-    let finished = crate::cache::store::now();
-    Ok(RunRecord {
-        key: job.key.clone(),
-        stage: job.stage.clone(),
-        kind: job.kind.clone(),
-        pipeline: job.pipeline.clone(),
-        binding: job.binding.clone(),
-        key_json: job.key_json.clone(),
-        started,
-        finished,
-        duration: clock.elapsed().as_secs_f64(),
-        device: device_name(job.device),
-        outputs,
-        metrics,
-    })
+
+    fn free_slot(&self, class: Resource) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.class == class && s.busy.is_none())
+    }
+
+    fn in_process_jobs(&self) -> usize {
+        self.running
+            .values()
+            .filter(|p| matches!(p, Placement::InProcess { .. }))
+            .count()
+    }
+
+    fn spawn_worker(&mut self, slot: usize) -> Result<(), ExecutorError> {
+        let program = worker_program()?;
+        let s = &self.slots[slot];
+        let mut command = Command::new(&program);
+        command
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .env("OMP_NUM_THREADS", s.threads.to_string())
+            .env("MKL_NUM_THREADS", s.threads.to_string());
+        if std::env::var_os("OMP_WAIT_POLICY").is_none() {
+            command.env("OMP_WAIT_POLICY", "PASSIVE");
+        }
+        if let Some(visible) = &s.visible {
+            command.env("CUDA_VISIBLE_DEVICES", visible);
+        }
+        let mut child = command.spawn().map_err(|e| ExecutorError::Spawn {
+            program: program.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        self.generation += 1;
+        let generation = self.generation;
+        let tx = self.tx.clone();
+        std::thread::Builder::new()
+            .name(format!("asymflow-worker-{slot}"))
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    let event = match serde_json::from_str::<FromWorker>(&line) {
+                        Ok(FromWorker::Ready { .. }) => continue,
+                        Ok(FromWorker::Progress {
+                            id,
+                            position,
+                            length,
+                            message,
+                        }) => JobEvent::Progress {
+                            id,
+                            position,
+                            length,
+                            message,
+                        },
+                        Ok(FromWorker::Done { id, outcome }) => JobEvent::Finished {
+                            id,
+                            outcome: *outcome,
+                        },
+                        Err(_) => {
+                            // Not protocol: something in the worker printed to stdout.
+                            eprintln!("{line}");
+                            continue;
+                        }
+                    };
+                    if tx.send(Message::Event(event)).is_err() {
+                        return;
+                    }
+                }
+                let _ = tx.send(Message::WorkerExited { slot, generation });
+            })
+            .map_err(|e| ExecutorError::Other(format!("worker reader thread: {e}")))?;
+        self.slots[slot].process = Some(WorkerProcess {
+            child,
+            stdin,
+            generation,
+        });
+        Ok(())
+    }
+
+    fn send_to_worker(&mut self, slot: usize, message: &ToWorker) -> std::io::Result<()> {
+        let process = self.slots[slot]
+            .process
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("no worker process"))?;
+        let line = serde_json::to_string(message).expect("protocol messages serialise");
+        writeln!(process.stdin, "{line}")?;
+        process.stdin.flush()
+    }
+
+    /// The outcome of a job whose worker died.
+    fn crashed(&mut self, slot: usize, generation: u64) -> Option<JobEvent> {
+        let s = &mut self.slots[slot];
+        let process = s.process.take_if(|p| p.generation == generation)?;
+        let mut child = process.child;
+        let status = child.wait().map_or_else(
+            |e| format!("could not be waited for: {e}"),
+            |status| describe_exit(&status),
+        );
+        let id = s.busy.take()?;
+        self.running.remove(&id);
+        Some(JobEvent::Finished {
+            id,
+            outcome: JobOutcome::Failed(JobFailure {
+                reason: FailureReason::Crashed,
+                message: format!(
+                    "the worker process running it died ({status}); a fresh worker takes the \
+                     slot's next job"
+                ),
+                log_tail: None,
+            }),
+        })
+    }
 }
 
-/// `cpu` or `cuda:N`.
-pub fn device_name(device: tch::Device) -> String {
-    match device {
-        tch::Device::Cuda(i) => format!("cuda:{i}"),
-        tch::Device::Mps => "mps".into(),
-        _ => "cpu".into(),
+impl Slot {
+    fn new(class: Resource, device: Device, visible: Option<String>, threads: usize) -> Self {
+        Slot {
+            class,
+            device,
+            visible,
+            threads,
+            process: None,
+            busy: None,
+        }
+    }
+}
+
+fn describe_exit(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (_, Some(libc::SIGKILL)) => "killed by signal 9: out of memory, or killed".into(),
+        (_, Some(signal)) => format!("killed by signal {signal}"),
+        (Some(code), _) => format!("exit code {code}"),
+        (None, None) => "exited".into(),
+    }
+}
+
+/// Where the worker program is: `ASYMFLOW_WORKER`, else beside this executable (or one folder
+/// up, for test binaries in `target/*/deps`).
+pub fn worker_program() -> Result<PathBuf, ExecutorError> {
+    if let Some(path) = std::env::var_os("ASYMFLOW_WORKER") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().map_err(|e| ExecutorError::Other(e.to_string()))?;
+    let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let candidates = [dir.join(WORKER_PROGRAM), dir.join("..").join(WORKER_PROGRAM)];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| ExecutorError::Spawn {
+            program: WORKER_PROGRAM.into(),
+            message: format!(
+                "not found beside {} (looked for {}); build it with `cargo build --release \
+                 --workspace`, or point ASYMFLOW_WORKER at it",
+                exe.display(),
+                candidates
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        })
+}
+
+struct ChannelProgress {
+    id: JobId,
+    tx: mpsc::Sender<Message>,
+    state: std::sync::Mutex<(u64, u64, String)>,
+}
+
+impl ProgressSink for ChannelProgress {
+    fn start(&self, len: u64, message: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        *state = (0, len, message.to_string());
+        self.send(&state);
+    }
+
+    fn tick(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.0 += 1;
+        self.send(&state);
+    }
+}
+
+impl ChannelProgress {
+    fn send(&self, state: &(u64, u64, String)) {
+        let _ = self.tx.send(Message::Event(JobEvent::Progress {
+            id: self.id,
+            position: state.0,
+            length: state.1,
+            message: state.2.clone(),
+        }));
+    }
+}
+
+impl Executor for LocalExecutor {
+    fn has_room(&self, class: Resource) -> bool {
+        self.running.len() < self.options.jobs
+            && (class == Resource::Cpu || self.free_slot(Resource::Device).is_some())
+    }
+
+    fn submit(&mut self, id: JobId, mut job: Job) -> Result<(), ExecutorError> {
+        let class = job.resources.class;
+        if self.registry.runner(&job.kind).is_some() {
+            // A device-class kind that runs in-process (a test kind) still takes a device slot.
+            let slot = match class {
+                Resource::Device => self.free_slot(Resource::Device),
+                Resource::Cpu => None,
+            };
+            if let Some(slot) = slot {
+                self.slots[slot].busy = Some(id);
+            }
+            job.resources.device = Device::Cpu;
+            job.resources.threads = 1;
+            let cancel = Arc::new(AtomicBool::new(false));
+            self.running.insert(
+                id,
+                Placement::InProcess {
+                    cancel: Arc::clone(&cancel),
+                },
+            );
+            let (tx, registry) = (self.tx.clone(), Arc::clone(&self.registry));
+            debug_assert!(self.in_process_jobs() <= self.options.jobs);
+            self.pool.spawn(move || {
+                let progress = ChannelProgress {
+                    id,
+                    tx: tx.clone(),
+                    state: std::sync::Mutex::new((0, 0, String::new())),
+                };
+                let outcome = run_job(
+                    &job,
+                    &registry,
+                    &NoTensors,
+                    "engine",
+                    &cancel,
+                    Some(Box::new(progress)),
+                );
+                let _ = tx.send(Message::Event(JobEvent::Finished { id, outcome }));
+            });
+            return Ok(());
+        }
+        let slot = self
+            .free_slot(class)
+            .ok_or_else(|| ExecutorError::Other(format!("no free {class:?} slot")))?;
+        if self.slots[slot].process.is_none() {
+            self.spawn_worker(slot)?;
+        }
+        job.resources.device = self.slots[slot].device;
+        job.resources.threads = self.slots[slot].threads;
+        let message = ToWorker::Job {
+            id,
+            job: Box::new(job),
+        };
+        if let Err(e) = self.send_to_worker(slot, &message) {
+            // The worker died between jobs: start a fresh one and try once more.
+            if let Some(mut process) = self.slots[slot].process.take() {
+                let _ = process.child.kill();
+                let _ = process.child.wait();
+            }
+            self.spawn_worker(slot)?;
+            self.send_to_worker(slot, &message)
+                .map_err(|e2| ExecutorError::Other(format!("worker pipe: {e}; again: {e2}")))?;
+        }
+        self.slots[slot].busy = Some(id);
+        self.running.insert(id, Placement::Worker { slot });
+        Ok(())
+    }
+
+    fn next_event(&mut self, timeout: Duration) -> Option<JobEvent> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let message = self.rx.recv_timeout(left).ok()?;
+            match message {
+                Message::Event(event) => {
+                    if let JobEvent::Finished { id, .. } = &event {
+                        if self.running.remove(id).is_some() {
+                            for slot in &mut self.slots {
+                                if slot.busy == Some(*id) {
+                                    slot.busy = None;
+                                }
+                            }
+                        }
+                    }
+                    return Some(event);
+                }
+                Message::WorkerExited { slot, generation } => {
+                    if let Some(event) = self.crashed(slot, generation) {
+                        return Some(event);
+                    }
+                }
+            }
+        }
+    }
+
+    fn cancel(&mut self, id: JobId) {
+        match self.running.get(&id) {
+            Some(Placement::InProcess { cancel }) => cancel.store(true, Ordering::Relaxed),
+            Some(Placement::Worker { slot }) => {
+                let slot = *slot;
+                let _ = self.send_to_worker(slot, &ToWorker::Cancel { id });
+            }
+            None => {}
+        }
+    }
+
+    fn shutdown(&mut self) {
+        for slot in 0..self.slots.len() {
+            if self.slots[slot].process.is_some() {
+                let _ = self.send_to_worker(slot, &ToWorker::Shutdown);
+            }
+            if let Some(mut process) = self.slots[slot].process.take() {
+                drop(process.stdin);
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                loop {
+                    match process.child.try_wait() {
+                        Ok(Some(_)) => break,
+                        Ok(None) if std::time::Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        _ => {
+                            let _ = process.child.kill();
+                            let _ = process.child.wait();
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LocalExecutor {
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }

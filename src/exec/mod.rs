@@ -15,8 +15,10 @@ pub mod freshness;
 pub mod local;
 pub mod plan_status;
 pub mod progress;
+pub mod protocol;
 pub mod publish;
 pub mod scheduler;
+pub mod worker;
 
 pub use plan_status::{plan_status, PlannedInstance};
-pub use scheduler::{run, InstanceOutcome, RunOptions, RunSummary, Status};
+pub use scheduler::{run, run_with, InstanceOutcome, RunOptions, RunSummary, Status};

@@ -16,17 +16,24 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::executor::{
+    Executor, FailureReason, Job, JobEvent, JobInput, JobOutcome, JobResult, Resources,
+};
 use super::freshness::{binding_json, dirty_reasons, fingerprint, instance_key, outputs_present};
-use super::local::{device_name, execute, Job, JobError};
+use super::local::{LocalExecutor, LocalOptions};
 use super::progress::Progress;
 use crate::cache::{Cache, IndexHasher, Lease, RunRecord};
 use crate::graph::Plan;
-use crate::kind::{InputArtifact, Registry, Resource};
+use crate::kind::{Device, InputArtifact, Registry};
+
+/// How often one instance may find a corrupt input and have its producer recomputed before
+/// the run gives up on it (a disk that keeps corrupting what is written would loop forever).
+const MAX_BAD_INPUT_ROUNDS: usize = 3;
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -37,6 +44,23 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// Show progress bars (off for `--json` and when stderr is not a terminal).
     pub progress: bool,
+    /// Device slots on a machine without GPUs: trainings at once (`--device-slots`).
+    pub device_slots: usize,
+    /// How often a job whose process died (or whose cluster node failed) is tried again.
+    pub retries: usize,
+}
+
+impl RunOptions {
+    /// `jobs` at once, one device slot, no retries, with or without progress bars.
+    pub fn new(jobs: usize, keep_going: bool, progress: bool) -> Self {
+        RunOptions {
+            jobs,
+            keep_going,
+            progress,
+            device_slots: 1,
+            retries: 0,
+        }
+    }
 }
 
 /// What happened to one instance.
@@ -103,9 +127,9 @@ pub enum ExecError {
     /// The cache index failed.
     #[error(transparent)]
     Index(#[from] crate::cache::IndexError),
-    /// The worker pool could not start.
-    #[error("worker pool: {0}")]
-    Pool(String),
+    /// The executor could not take a job.
+    #[error(transparent)]
+    Executor(#[from] super::executor::ExecutorError),
 }
 
 #[derive(Debug, Clone)]
@@ -134,18 +158,34 @@ enum State {
     },
 }
 
-struct Finished {
-    index: usize,
-    result: Result<RunRecord, JobError>,
-}
-
-/// Runs `plan` against `cache`.
+/// Runs `plan` against `cache` on this machine ([`LocalExecutor`]).
 pub fn run(
     plan: &Plan,
     registry: &Arc<Registry>,
     cache: &Cache,
     options: &RunOptions,
     cancel: &Arc<AtomicBool>,
+) -> Result<RunSummary, ExecError> {
+    let mut executor = LocalExecutor::new(
+        Arc::clone(registry),
+        LocalOptions {
+            jobs: options.jobs,
+            device_slots: options.device_slots,
+        },
+    )?;
+    let summary = run_with(plan, registry, cache, options, cancel, &mut executor);
+    executor.shutdown();
+    summary
+}
+
+/// Runs `plan` against `cache`, the misses on `executor`.
+pub fn run_with(
+    plan: &Plan,
+    registry: &Arc<Registry>,
+    cache: &Cache,
+    options: &RunOptions,
+    cancel: &Arc<AtomicBool>,
+    executor: &mut dyn Executor,
 ) -> Result<RunSummary, ExecError> {
     let mut index = cache.index()?;
     let hasher = IndexHasher::new(cache.index()?);
@@ -157,19 +197,13 @@ pub fn run(
     );
     let n = plan.instances().len();
     let mut states = vec![State::Waiting; n];
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs.max(1))
-        .thread_name(|i| format!("asymflow-stage-{i}"))
-        .build()
-        .map_err(|e| ExecError::Pool(e.to_string()))?;
-    let devices = device_slots();
-    let mut device_free: Vec<bool> = vec![true; devices.len()];
-    let mut device_of: HashMap<usize, usize> = HashMap::new();
-    let (tx, rx) = mpsc::channel::<Finished>();
     let progress = Progress::new(options.progress, n as u64);
-    let project_dir = plan.spec().project_dir.clone();
     let pipeline = plan.spec().name.clone();
     let mut running = 0usize;
+    let mut cancelled = false;
+    let mut bars: HashMap<usize, indicatif::ProgressBar> = HashMap::new();
+    let mut attempts: HashMap<usize, usize> = HashMap::new();
+    let mut bad_input_rounds: HashMap<usize, usize> = HashMap::new();
     let mut stop_launching = false;
     let mut last_heartbeat = Instant::now();
     let mut lease_wait: HashMap<usize, Instant> = HashMap::new();
@@ -245,9 +279,6 @@ pub fn run(
         // 2. Dispatch ready instances while there is room.
         if !stop_launching {
             for &i in plan.order() {
-                if running >= options.jobs.max(1) {
-                    break;
-                }
                 let State::Ready {
                     key,
                     digest,
@@ -269,15 +300,10 @@ pub fn run(
                 }
                 let inst = &plan.instances()[i];
                 let stage = registry.get(&inst.kind).expect("kinds are resolved");
-                let needs_device = stage.resource(&inst.params) == Resource::Device;
-                let slot = if needs_device {
-                    match device_free.iter().position(|f| *f) {
-                        Some(s) => Some(s),
-                        None => continue,
-                    }
-                } else {
-                    None
-                };
+                let class = stage.resource(&inst.params);
+                if !executor.has_room(class) {
+                    continue;
+                }
                 match index.try_lease(digest, &owner)? {
                     Lease::HeldBy { host, pid } => {
                         if lease_wait.insert(i, Instant::now()).is_none() {
@@ -300,15 +326,14 @@ pub fn run(
                         continue;
                     }
                 }
-                let device = slot.map_or(tch::Device::Cpu, |s| devices[s]);
-                if let Some(s) = slot {
-                    device_free[s] = false;
-                    device_of.insert(i, s);
-                }
-                let job = make_job(plan, i, key, digest, &states, device);
+                let job = make_job(plan, i, key, digest, &states, cache, class);
                 let reasons = reasons.clone();
                 let digest = digest.clone();
                 let key_json = job.key_json.clone();
+                if let Err(e) = executor.submit(i, job) {
+                    index.release(&digest, &owner)?;
+                    return Err(e.into());
+                }
                 states[i] = State::Running {
                     digest,
                     key_json,
@@ -316,25 +341,9 @@ pub fn run(
                     started: Instant::now(),
                 };
                 running += 1;
-                let bar = progress.stage_bar(&inst.label());
-                let (tx, registry, cache, project_dir, cancel) = (
-                    tx.clone(),
-                    Arc::clone(registry),
-                    cache.clone(),
-                    project_dir.clone(),
-                    Arc::clone(cancel),
-                );
-                pool.spawn(move || {
-                    let result =
-                        execute(&job, &registry, &cache, &project_dir, &cancel, bar.clone());
-                    if let Some(bar) = bar {
-                        bar.finish_and_clear();
-                    }
-                    let _ = tx.send(Finished {
-                        index: job.index,
-                        result,
-                    });
-                });
+                if let Some(bar) = progress.stage_bar(&inst.label()) {
+                    bars.insert(i, bar);
+                }
             }
         }
 
@@ -359,19 +368,45 @@ pub fn run(
             }
             break;
         }
+        if cancel.load(Ordering::Relaxed) && !cancelled {
+            cancelled = true;
+            for (i, s) in states.iter().enumerate() {
+                if matches!(s, State::Running { .. }) {
+                    executor.cancel(i);
+                }
+            }
+        }
 
-        // 4. Wait for a worker (or a timeout for leases, heartbeats and Ctrl-C).
-        let message = rx.recv_timeout(Duration::from_millis(100));
+        // 4. Wait for an executor event (or a timeout for leases, heartbeats and Ctrl-C).
+        let event = executor.next_event(Duration::from_millis(100));
         if last_heartbeat.elapsed() > Duration::from_secs(5) {
             index.heartbeat(&owner)?;
             last_heartbeat = Instant::now();
         }
-        let Ok(Finished { index: i, result }) = message else {
-            continue;
+        let (i, outcome) = match event {
+            None => continue,
+            Some(JobEvent::Note { id, message }) => {
+                progress.println(&format!("note    {}: {message}", plan.instances()[id].label()));
+                continue;
+            }
+            Some(JobEvent::Progress {
+                id,
+                position,
+                length,
+                message,
+            }) => {
+                if let Some(bar) = bars.get(&id) {
+                    bar.set_length(length);
+                    bar.set_position(position);
+                    bar.set_message(format!("{} {message}", plan.instances()[id].label()));
+                }
+                continue;
+            }
+            Some(JobEvent::Finished { id, outcome }) => (id, outcome),
         };
         running -= 1;
-        if let Some(s) = device_of.remove(&i) {
-            device_free[s] = true;
+        if let Some(bar) = bars.remove(&i) {
+            bar.finish_and_clear();
         }
         let State::Running {
             digest,
@@ -383,8 +418,9 @@ pub fn run(
             unreachable!("only running instances finish")
         };
         let label = plan.instances()[i].label();
-        match result {
-            Ok(record) => {
+        let failure = match outcome {
+            JobOutcome::Done(result) => {
+                let record = success_record(plan, i, &digest, &key_json, result);
                 index.record_success(&record, &object_sizes(&record, cache))?;
                 index.release(&digest, &owner)?;
                 progress.println(&format!(
@@ -397,17 +433,35 @@ pub fn run(
                     record,
                     ran: Some((started.elapsed().as_secs_f64(), reasons)),
                 };
+                continue;
             }
-            Err(JobError::BadInput {
+            JobOutcome::Failed(failure) => failure,
+        };
+        index.release(&digest, &owner)?;
+        match failure.reason {
+            FailureReason::BadInput {
                 producer_key,
                 producer_stage,
-                source,
-            }) => {
-                index.release(&digest, &owner)?;
+            } => {
+                let rounds = bad_input_rounds.entry(i).or_insert(0);
+                *rounds += 1;
                 progress.println(&format!(
-                    "corrupt input of {label} from {producer_stage}: {source}; recomputing it"
+                    "corrupt input of {label} from {producer_stage}: {}; recomputing it",
+                    failure.message
                 ));
                 index.forget(&producer_key)?;
+                if *rounds > MAX_BAD_INPUT_ROUNDS {
+                    let message = format!(
+                        "its input from {producer_stage} was unreadable {MAX_BAD_INPUT_ROUNDS}                          times in a row, even after recomputing it ({}); check the disk under                          the cache",
+                        failure.message
+                    );
+                    states[i] = State::Failed { reason: message };
+                    progress.inc();
+                    if !options.keep_going {
+                        stop_launching = true;
+                    }
+                    continue;
+                }
                 for (j, s) in states.iter_mut().enumerate() {
                     if let State::Done { record, .. } = s {
                         if record.key == producer_key {
@@ -418,31 +472,41 @@ pub fn run(
                 }
                 states[i] = State::Waiting;
             }
-            Err(error) => {
-                let interrupted = matches!(
-                    &error,
-                    JobError::Stage(crate::kind::StageError::Interrupted)
-                );
-                index.release(&digest, &owner)?;
-                let inst = &plan.instances()[i];
-                let message = error.to_string();
-                if !interrupted {
-                    let record = failed_record(plan, i, &digest, &key_json, &started);
-                    index.record_failure(&record, &message)?;
-                    progress.println(&format!(
-                        "failed  {label}\n  params: {}\n  error: {message}",
-                        serde_json::to_string(&inst.params.0).unwrap_or_default()
-                    ));
-                }
-                states[i] = if interrupted {
-                    State::Skipped {
-                        reason: "interrupted (Ctrl-C)".into(),
-                    }
-                } else {
-                    State::Failed { reason: message }
+            FailureReason::Interrupted => {
+                states[i] = State::Skipped {
+                    reason: "interrupted (Ctrl-C)".into(),
                 };
                 progress.inc();
-                if !options.keep_going || interrupted {
+                stop_launching = true;
+            }
+            reason => {
+                let tried = attempts.entry(i).or_insert(0);
+                if reason.retryable() && *tried < options.retries && !stop_launching {
+                    *tried += 1;
+                    progress.println(&format!(
+                        "retry   {label} ({} of {}): {}",
+                        tried, options.retries, failure.message
+                    ));
+                    states[i] = State::Waiting;
+                    fingerprints.remove(&i);
+                    continue;
+                }
+                let inst = &plan.instances()[i];
+                let mut message = failure.message.clone();
+                if let Some(tail) = &failure.log_tail {
+                    message = format!("{message}\n  log (last lines):\n    {}", tail.replace('\n', "\n    "));
+                }
+                let record = failed_record(plan, i, &digest, &key_json, &started);
+                index.record_failure(&record, &failure.message)?;
+                progress.println(&format!(
+                    "failed  {label}\n  params: {}\n  error: {message}",
+                    serde_json::to_string(&inst.params.0).unwrap_or_default()
+                ));
+                states[i] = State::Failed {
+                    reason: failure.message,
+                };
+                progress.inc();
+                if !options.keep_going {
                     stop_launching = true;
                 }
             }
@@ -494,23 +558,14 @@ pub fn run(
     })
 }
 
-/// The devices stages may run on: every CUDA device, or the CPU as one slot.
-fn device_slots() -> Vec<tch::Device> {
-    let n = tch::Cuda::device_count();
-    if n > 0 {
-        (0..n as usize).map(tch::Device::Cuda).collect()
-    } else {
-        vec![tch::Device::Cpu]
-    }
-}
-
 fn make_job(
     plan: &Plan,
     i: usize,
     key: &crate::cache::StageKey,
     digest: &str,
     states: &[State],
-    device: tch::Device,
+    cache: &Cache,
+    class: crate::kind::Resource,
 ) -> Job {
     let inst = &plan.instances()[i];
     let mut inputs = BTreeMap::new();
@@ -521,23 +576,61 @@ fn make_job(
                 let State::Done { record, .. } = &states[u] else {
                     unreachable!("inputs are done")
                 };
-                (artifact(plan, u, record), record.clone())
+                let up = &plan.instances()[u];
+                JobInput {
+                    stage: up.stage.clone(),
+                    kind: up.kind.clone(),
+                    binding: up.binding.clone(),
+                    params: up.params.clone(),
+                    key: record.key.clone(),
+                    metrics: record.metrics.clone(),
+                    outputs: record.outputs.clone(),
+                }
             })
             .collect();
         inputs.insert(slot.clone(), list);
     }
     Job {
-        index: i,
+        key: digest.to_string(),
+        key_json: key.canonical_json(),
         label: inst.label(),
+        pipeline: plan.spec().name.clone(),
+        stage: inst.stage.clone(),
+        kind: inst.kind.clone(),
+        binding: inst.binding.clone(),
+        params: inst.params.clone(),
+        inputs,
+        resources: Resources {
+            class,
+            device: Device::Cpu,
+            threads: 1,
+        },
+        project_dir: plan.spec().project_dir.clone(),
+        cache_dir: cache.dir().to_path_buf(),
+    }
+}
+
+fn success_record(
+    plan: &Plan,
+    i: usize,
+    digest: &str,
+    key_json: &str,
+    result: JobResult,
+) -> RunRecord {
+    let inst = &plan.instances()[i];
+    RunRecord {
+        key: digest.to_string(),
         stage: inst.stage.clone(),
         kind: inst.kind.clone(),
         pipeline: plan.spec().name.clone(),
         binding: binding_json(inst),
-        params: inst.params.clone(),
-        key: digest.to_string(),
-        key_json: key.canonical_json(),
-        inputs,
-        device,
+        key_json: key_json.to_string(),
+        started: result.started,
+        finished: result.finished,
+        duration: result.finished - result.started,
+        device: result.provenance.device,
+        outputs: result.outputs,
+        metrics: result.metrics,
     }
 }
 
@@ -574,7 +667,7 @@ fn failed_record(
         started: now - started.elapsed().as_secs_f64(),
         finished: now,
         duration: started.elapsed().as_secs_f64(),
-        device: device_name(tch::Device::Cpu),
+        device: Device::Cpu.to_string(),
         outputs: BTreeMap::new(),
         metrics: BTreeMap::new(),
     }

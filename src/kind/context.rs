@@ -8,7 +8,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use super::{ParamError, Params};
+use super::{Device, ParamError, Params};
+
+/// Where a running stage's progress goes: a terminal bar in the engine, protocol messages in a
+/// worker.
+pub trait ProgressSink: Send {
+    /// Starts counting `len` steps of `message` (epochs, batches).
+    fn start(&self, len: u64, message: &str);
+    /// One more step done.
+    fn tick(&self);
+}
 
 /// Why a stage failed.
 #[derive(Debug, thiserror::Error)]
@@ -43,9 +52,9 @@ pub enum StageError {
     /// A data set could not be read.
     #[error(transparent)]
     Data(#[from] crate::data::DataError),
-    /// libtorch reported an error.
+    /// The tensor library reported an error.
     #[error("libtorch: {0}")]
-    Torch(#[from] tch::TchError),
+    Torch(String),
     /// The run was interrupted (Ctrl-C); nothing is recorded.
     #[error("interrupted")]
     Interrupted,
@@ -120,11 +129,12 @@ pub struct StageContext<'a> {
     out_dir: PathBuf,
     project_dir: &'a Path,
     stage_name: &'a str,
-    device: tch::Device,
+    device: Device,
     cancel: &'a AtomicBool,
     metrics: BTreeMap<String, f64>,
+    telemetry: BTreeMap<String, f64>,
     log: Option<std::fs::File>,
-    progress: Option<indicatif::ProgressBar>,
+    progress: Option<Box<dyn ProgressSink>>,
 }
 
 impl<'a> StageContext<'a> {
@@ -136,9 +146,9 @@ impl<'a> StageContext<'a> {
         inputs: &'a Inputs,
         out_dir: PathBuf,
         project_dir: &'a Path,
-        device: tch::Device,
+        device: Device,
         cancel: &'a AtomicBool,
-        progress: Option<indicatif::ProgressBar>,
+        progress: Option<Box<dyn ProgressSink>>,
     ) -> Self {
         let log = std::fs::File::create(out_dir.join(LOG_OUTPUT)).ok();
         StageContext {
@@ -150,6 +160,7 @@ impl<'a> StageContext<'a> {
             device,
             cancel,
             metrics: BTreeMap::new(),
+            telemetry: BTreeMap::new(),
             log,
             progress,
         }
@@ -212,13 +223,20 @@ impl<'a> StageContext<'a> {
     }
 
     /// The device to compute on (a GPU slot, or the CPU).
-    pub fn device(&self) -> tch::Device {
+    pub fn device(&self) -> Device {
         self.device
     }
 
-    /// Records a metric (also written to the `metrics.json` output).
+    /// Records a metric (also written to the `metrics.json` output). Metrics are results:
+    /// the same inputs must give the same value, since downstream keys depend on them.
     pub fn metric(&mut self, name: &str, value: f64) {
         self.metrics.insert(name.to_string(), value);
+    }
+
+    /// Records a volatile measurement (seconds, images per second): stored with the result
+    /// and shown, never written to `metrics.json`, so it never enters a downstream key.
+    pub fn telemetry(&mut self, name: &str, value: f64) {
+        self.telemetry.insert(name.to_string(), value);
     }
 
     /// The metrics recorded so far.
@@ -237,17 +255,15 @@ impl<'a> StageContext<'a> {
 
     /// Sets up the progress bar for `len` steps with a message (epochs, batches).
     pub fn progress_start(&self, len: u64, message: &str) {
-        if let Some(bar) = &self.progress {
-            bar.set_length(len);
-            bar.set_position(0);
-            bar.set_message(format!("{} {message}", self.stage_name));
+        if let Some(sink) = &self.progress {
+            sink.start(len, message);
         }
     }
 
     /// Advances the progress bar by one step.
     pub fn progress_tick(&self) {
-        if let Some(bar) = &self.progress {
-            bar.inc(1);
+        if let Some(sink) = &self.progress {
+            sink.tick();
         }
     }
 
@@ -268,9 +284,9 @@ impl<'a> StageContext<'a> {
         std::fs::write(&path, text).map_err(|e| StageError::io(path, e))
     }
 
-    /// Consumes the context, returning the metrics.
-    pub fn finish(self) -> BTreeMap<String, f64> {
-        self.metrics
+    /// Consumes the context, returning the metrics and the telemetry.
+    pub fn finish(self) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+        (self.metrics, self.telemetry)
     }
 }
 

@@ -17,7 +17,9 @@
 mod context;
 mod params;
 
-pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
+pub use context::{
+    read_json, InputArtifact, Inputs, ProgressSink, StageContext, StageError, LOG_OUTPUT,
+};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
 
 use std::path::Path;
@@ -143,7 +145,14 @@ pub trait Stage: Send + Sync {
         Ok(None)
     }
 
-    /// Does the work, writing outputs into `ctx.out_dir()`.
+}
+
+/// How a kind does its work, writing outputs into `ctx.out_dir()`. Separate from [`Stage`]
+/// because a declaration is all the engine needs to plan and key an instance: the kinds that
+/// need tensors are declared here and run in the tensor crate's worker processes, so the engine
+/// never loads libtorch.
+pub trait Run: Send + Sync {
+    /// Does the work.
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError>;
 }
 
@@ -152,21 +161,38 @@ pub fn param_decl<'a>(stage: &'a dyn Stage, name: &str) -> Option<&'a ParamDecl>
     stage.params().iter().find(|p| p.name == name)
 }
 
-/// Maps kind names to implementations.
+/// Maps kind names to their declarations, and to runners for the kinds this process can run.
 pub struct Registry {
     kinds: Vec<Box<dyn Stage>>,
+    runners: Vec<(&'static str, Box<dyn Run>)>,
 }
 
 impl Registry {
     /// An empty registry (tests add their own kinds).
     pub fn empty() -> Self {
-        Registry { kinds: Vec::new() }
+        Registry {
+            kinds: Vec::new(),
+            runners: Vec::new(),
+        }
     }
 
-    /// Adds a kind; a later kind of the same name replaces the earlier one.
+    /// Adds a kind's declaration; a later kind of the same name replaces the earlier one.
     pub fn register(&mut self, stage: Box<dyn Stage>) {
         self.kinds.retain(|k| k.kind() != stage.kind());
         self.kinds.push(stage);
+    }
+
+    /// Adds the runner of a declared kind (`kind` is its name).
+    pub fn register_runner(&mut self, kind: &'static str, run: Box<dyn Run>) {
+        self.runners.retain(|(k, _)| *k != kind);
+        self.runners.push((kind, run));
+    }
+
+    /// Adds a kind that declares and runs itself.
+    pub fn register_runnable<T: Stage + Run + Clone + 'static>(&mut self, stage: T) {
+        let kind = stage.kind();
+        self.register(Box::new(stage.clone()));
+        self.register_runner(kind, Box::new(stage));
     }
 
     /// The kind called `name`.
@@ -175,6 +201,14 @@ impl Registry {
             .iter()
             .find(|k| k.kind() == name)
             .map(|k| k.as_ref())
+    }
+
+    /// The runner of kind `name`, if this process can run it.
+    pub fn runner(&self, name: &str) -> Option<&dyn Run> {
+        self.runners
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, r)| r.as_ref())
     }
 
     /// Every kind, in registration order.
@@ -187,4 +221,3 @@ impl Registry {
         self.kinds.iter().map(|k| k.kind()).collect()
     }
 }
-

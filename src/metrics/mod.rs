@@ -1,67 +1,9 @@
-//! Evaluation metrics: retrieval, verification, open-set identification, re-identification,
-//! compatibility and update gain.
+//! Metrics computed from recorded results, without tensors: the compatibility criterion and
+//! the update gain of backward-compatible training.
 //!
-//! Every protocol reads two [`EmbeddingSet`]s, queries and a database (gallery), possibly
-//! produced by two different models: that is how backward compatibility is measured, queries
-//! embedded by the new model against a gallery embedded by the old one. Similarity is the dot
-//! product.
-//!
-//! Conventions shared by every protocol (METHODS.md, "Metric conventions"):
-//! - ties are broken by database index, deterministically ([`ranking`]);
-//! - a query without a positive is left out of the averages and reported as a count;
-//! - the similarity matrix is never built whole: scores are computed a block of queries at a
-//!   time ([`scores`]), so a 60,000 x 60,000 evaluation needs memory for one block only;
-//! - pairs that must not count (a query against itself, the same identity seen by the same
-//!   camera in re-identification) are removed before ranking ([`Exclusion`]).
+//! The evaluation protocols over embeddings (retrieval, verification, identification,
+//! re-identification) need tensors and live in the tensor crate (`asymflow_tensor::metrics`).
 
 mod compatibility;
-mod embeddings;
-mod exclusion;
-mod identification;
-mod operating_point;
-pub mod ranking;
-mod reid;
-mod retrieval;
-pub mod scores;
-mod templates;
-mod verification;
 
 pub use compatibility::{update_gain, UpdateGain};
-pub use embeddings::EmbeddingSet;
-pub use exclusion::Exclusion;
-pub use identification::{tpir_at_fpir, TpirAtFpir};
-pub use operating_point::{operating_point, OperatingPoint};
-pub use reid::{reid, ReidResult};
-pub use retrieval::{retrieval, RetrievalResult};
-pub use templates::Templates;
-pub use verification::{tar_at_far, tar_at_far_from_scores, TarAtFar};
-
-/// Why a metric could not be computed.
-#[derive(Debug, thiserror::Error)]
-pub enum MetricsError {
-    /// Query and database embeddings have different sizes.
-    #[error(
-        "query embeddings are {query}-dimensional but database embeddings are {database}-dimensional; \
-         embed both with models of the same output size (or a compatible model pair)"
-    )]
-    DimensionMismatch {
-        /// The query dimension.
-        query: usize,
-        /// The database dimension.
-        database: usize,
-    },
-    /// An embeddings file is missing a tensor or holds one of the wrong shape or type.
-    #[error("{path}: {message}")]
-    BadFile {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The protocol needs something the data does not have (cameras, impostor pairs, ...).
-    #[error("{0}")]
-    Unsupported(String),
-    /// libtorch reported an error.
-    #[error("libtorch: {0}")]
-    Torch(#[from] tch::TchError),
-}

@@ -8,12 +8,8 @@
 //! plot the imported model's query cost).
 
 use serde_json::{json, Value};
-use tch::{Kind, Tensor};
 
-use super::embed::{write_embeddings, EMBEDDINGS_OUTPUT};
-use super::training::resolve;
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError};
-use crate::nn::l2n;
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageError};
 
 /// See the module docs.
 pub struct Import;
@@ -79,74 +75,5 @@ impl Stage for Import {
             .map_err(|e| StageError::io(&full, e))?;
         Ok(Some(json!({ "file": hash })))
     }
-
-    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let p = ctx.params().clone();
-        let path = resolve(ctx, p.str("file")?);
-        let bad = |msg: String| StageError::bad_param("file", format!("{}: {msg}", path.display()));
-        let tensors = Tensor::read_safetensors(&path)
-            .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
-        let get = |name: &str| {
-            tensors
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, t)| t.shallow_clone())
-        };
-        let names = || {
-            tensors
-                .iter()
-                .map(|(n, _)| n.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let emb = get("embeddings")
-            .ok_or_else(|| bad(format!("no `embeddings` tensor (it has: {})", names())))?;
-        let labels = get("labels")
-            .ok_or_else(|| bad(format!("no `labels` tensor (it has: {})", names())))?;
-        if emb.dim() != 2 || !emb.is_floating_point() {
-            return Err(bad(format!(
-                "`embeddings` must be a float [N, D] matrix, got {:?} {:?}",
-                emb.kind(),
-                emb.size()
-            )));
-        }
-        let n = emb.size()[0];
-        let as_ids = |t: &Tensor, name: &str| -> Result<Vec<i64>, StageError> {
-            if t.dim() != 1 || t.size()[0] != n || t.is_floating_point() {
-                return Err(bad(format!(
-                    "`{name}` must be an integer vector of {n} entries, got {:?} {:?}",
-                    t.kind(),
-                    t.size()
-                )));
-            }
-            Ok(Vec::<i64>::try_from(&t.to_kind(Kind::Int64))?)
-        };
-        let labels = as_ids(&labels, "labels")?;
-        let cameras = match get("cameras") {
-            Some(c) => as_ids(&c, "cameras")?,
-            None => vec![-1; n as usize],
-        };
-        let mut emb = emb.to_kind(Kind::Float);
-        if emb.isfinite().logical_not().any().int64_value(&[]) != 0 {
-            return Err(bad("`embeddings` holds NaN or infinite values".into()));
-        }
-        if p.bool("normalize")? {
-            emb = l2n(&emb);
-        }
-        write_embeddings(&ctx.out_path(EMBEDDINGS_OUTPUT), &emb, &labels, &cameras)?;
-        ctx.log(format!(
-            "imported {n} embeddings of {} dimensions",
-            emb.size()[1]
-        ));
-        ctx.metric("count", n as f64);
-        let gflops = p.float("gflops")?;
-        if gflops > 0.0 {
-            ctx.metric("gflops", gflops);
-        }
-        let resolution = p.int("resolution")?;
-        if resolution > 0 {
-            ctx.metric("resolution", resolution as f64);
-        }
-        Ok(())
-    }
 }
+

@@ -2,45 +2,38 @@
 //!
 //! What a kind declares and what a running stage sees is the protocol in [`crate::kind`].
 
-mod distill;
-mod embed;
+pub mod distill;
+pub mod embed;
 pub mod evaluate;
-mod import;
-mod report;
-mod split;
-#[cfg(test)]
-pub(crate) mod test_support;
+pub mod import;
+pub mod report;
+pub mod split;
 pub mod testing;
 pub mod train_bct;
 pub mod train_classifier;
-mod train_teacher;
-mod training;
+pub mod train_teacher;
+pub mod training;
 pub mod update_gain;
 
-use crate::kind::{read_json, Params, Registry, Stage};
+use crate::kind::Registry;
 
-/// The registry of every built-in kind.
+/// Every built-in kind's declaration, with the runners of the kinds that need no tensors
+/// (`split`, `update-gain`, `report`): the engine runs those itself. The kinds that need
+/// tensors run in worker processes, whose registry (`asymflow_tensor::registry`) adds their
+/// runners to this one.
 pub fn registry() -> Registry {
     let mut registry = Registry::empty();
-    for stage in builtin_kinds() {
-        registry.register(stage);
-    }
+    registry.register_runnable(split::Split);
+    registry.register(Box::new(train_teacher::TrainTeacher));
+    registry.register(Box::new(distill::Distill));
+    registry.register(Box::new(embed::Embed));
+    registry.register(Box::new(import::Import));
+    registry.register(Box::new(evaluate::Evaluate));
+    registry.register_runnable(update_gain::UpdateGainStage);
+    registry.register(Box::new(train_classifier::TrainClassifier));
+    registry.register(Box::new(train_bct::TrainBct));
+    registry.register_runnable(report::Report);
     registry
-}
-
-fn builtin_kinds() -> Vec<Box<dyn Stage>> {
-    vec![
-        Box::new(split::Split),
-        Box::new(train_teacher::TrainTeacher),
-        Box::new(distill::Distill),
-        Box::new(embed::Embed),
-        Box::new(import::Import),
-        Box::new(evaluate::Evaluate),
-        Box::new(update_gain::UpdateGainStage),
-        Box::new(train_classifier::TrainClassifier),
-        Box::new(train_bct::TrainBct),
-        Box::new(report::Report),
-    ]
 }
 
 #[cfg(test)]

@@ -20,9 +20,10 @@ use crate::report::{
     Layout, ReportError, Table,
 };
 
-use crate::kind::{InputDecl, ParamDecl, Stage, StageContext, StageError};
+use crate::kind::{InputDecl, ParamDecl, Run, Stage, StageContext, StageError};
 
 /// See the module docs.
+#[derive(Clone)]
 pub struct Report;
 
 const INPUTS: &[InputDecl] = &[
@@ -78,7 +79,9 @@ impl Stage for Report {
     fn publishes(&self) -> bool {
         true
     }
+}
 
+impl Run for Report {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let layout = Layout::from_params(ctx.params()).map_err(stage_error)?;
         let results = ctx.input_all("results").to_vec();

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError};
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Run, Stage, StageContext, StageError};
 use crate::data::listing::Part;
 use crate::data::protocol::{self, Protocol, SplitOptions};
 use crate::data::{
@@ -18,6 +18,7 @@ use crate::data::{
 };
 
 /// The `split` stage kind.
+#[derive(Clone)]
 pub struct Split;
 
 const PARAMS: &[ParamDecl] = &[
@@ -186,7 +187,9 @@ impl Stage for Split {
             }
         }
     }
+}
 
+impl Run for Split {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let params = ctx.params().clone();
         let opts = options(&params)?;

@@ -10,20 +10,19 @@ use std::io::Write;
 
 use serde_json::Value;
 
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
+use crate::kind::{InputDecl, Registry, ParamDecl, ParamType, Params, Resource, Run, Stage, StageContext, StageError};
 
 /// The test kinds.
-pub fn kinds() -> Vec<Box<dyn Stage>> {
-    vec![
-        Box::new(Echo {
-            kind: "test-echo",
-            version: echo_version(),
-        }),
-        Box::new(Strict),
-    ]
+pub fn register(registry: &mut Registry) {
+    registry.register_runnable(Echo {
+        kind: "test-echo",
+        version: echo_version(),
+    });
+    registry.register_runnable(Strict);
 }
 
 /// `test-strict`: a required parameter and a required input, for error-message tests.
+#[derive(Clone)]
 pub struct Strict;
 
 const STRICT_PARAMS: &[ParamDecl] = &[ParamDecl::required(
@@ -54,6 +53,9 @@ impl Stage for Strict {
     fn inputs(&self) -> &'static [InputDecl] {
         STRICT_INPUTS
     }
+}
+
+impl Run for Strict {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let count = ctx.params().int("count")?;
         ctx.metric("count", count as f64);
@@ -69,6 +71,7 @@ fn echo_version() -> u32 {
 }
 
 /// See the module docs.
+#[derive(Clone)]
 pub struct Echo {
     kind: &'static str,
     version: u32,
@@ -133,6 +136,9 @@ impl Stage for Echo {
             Resource::Cpu
         }
     }
+}
+
+impl Run for Echo {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let params = ctx.params().clone();
         if let Some(trace) = params.opt_str("trace") {

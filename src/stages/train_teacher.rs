@@ -7,20 +7,10 @@
 //! `batch_size / per_class` classes (0: plain shuffling). AdamW with the one-cycle schedule by
 //! default. Outputs `model.safetensors` + `model.json` (with the head, if any) and `loss.json`.
 
-use std::time::Instant;
-
 use serde_json::{json, Value};
-use tch::Tensor;
 
-use super::training::{
-    augment_config, images_per_epoch, net_config, open_partition, optim_config, positive, resolve,
-    weight_fingerprint, EpochLoss, LossCurve, Means, ARCHS, POOLS, STEMS,
-};
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
-use crate::data::{dense_labels, Sampling, TrainConfig, TrainLoader};
-use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
-use crate::nn::train::{TeacherLoss, TeacherStep};
-use crate::nn::{gflops, ClassifierConfig, HeadKind, Optim};
+use super::training::*;
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageError};
 
 /// See the module docs.
 pub struct TrainTeacher;
@@ -188,141 +178,5 @@ impl Stage for TrainTeacher {
     ) -> Result<Option<Value>, StageError> {
         Ok(weight_fingerprint(params, "pretrained", env)?.map(|(k, v)| json!({ k: v })))
     }
-
-    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let p = ctx.params().clone();
-        let net = net_config(&p)?;
-        let seed = p.int("seed")?;
-        let epochs = positive(&p, "epochs")?;
-        let batch_size = positive(&p, "batch_size")?;
-        let accumulate = positive(&p, "accumulate")?;
-        let resolution = positive(&p, "resolution")?;
-        let per_class = p.int("per_class")?;
-        let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
-        let (_, classes) = dense_labels(&items);
-
-        let loss_name = p.str("loss")?.to_string();
-        let head = match loss_name.as_str() {
-            "triplet" => None,
-            other => Some(ClassifierConfig {
-                kind: HeadKind::parse(other).unwrap_or(HeadKind::NormSoftmax),
-                classes: classes.len() as i64,
-                dim: net.embed_dim,
-                scale: p.float("scale")?,
-                margin: p.float("cos_margin")?,
-            }),
-        };
-        let loss = match head {
-            None => {
-                if per_class < 2 {
-                    return Err(StageError::bad_param(
-                        "per_class",
-                        "the triplet loss needs at least 2 images per class in a batch",
-                    ));
-                }
-                TeacherLoss::Triplet {
-                    margin: p.float("margin")?,
-                    negatives: p.int("negatives")?.max(1),
-                }
-            }
-            Some(_) => TeacherLoss::Classifier,
-        };
-        let sampling = if per_class > 0 {
-            if batch_size % per_class as usize != 0 || batch_size < 2 * per_class as usize {
-                return Err(StageError::bad_param(
-                    "batch_size",
-                    format!("must be a multiple of per_class ({per_class}) holding at least two classes"),
-                ));
-            }
-            Sampling::ClassBalanced {
-                per_class: per_class as usize,
-            }
-        } else {
-            Sampling::Shuffle
-        };
-
-        tch::manual_seed(seed);
-        let device = ctx.device();
-        let model = Model::new(ModelMeta::new(net.clone(), head), device);
-        if let Some(path) = p.opt_str("pretrained") {
-            let loaded = load_pretrained(&model.vs, &resolve(ctx, path))?;
-            ctx.log(format!("loaded {} tensors from {path}", loaded.len()));
-        }
-        let loader = TrainLoader::new(
-            dataset,
-            &items,
-            TrainConfig {
-                resolution: resolution as u32,
-                batch_size,
-                sampling,
-                images_per_epoch: images_per_epoch(&p)?,
-                augment: augment_config(&p)?,
-                seed: seed as u64,
-            },
-        )?;
-        let batches = loader.batches_per_epoch();
-        let steps = epochs * batches.div_ceil(accumulate);
-        let optim = Optim::new(&model.vs, &optim_config(&p)?, steps)?;
-        let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?;
-        ctx.log(format!(
-            "train-teacher: {} images of {} classes, {batches} batches/epoch, {epochs} epochs, loss {loss_name}",
-            items.len(),
-            classes.len()
-        ));
-
-        let mut curve = LossCurve::default();
-        ctx.progress_start(epochs as u64, "epochs");
-        for epoch in 0..epochs {
-            let start = Instant::now();
-            let mut means = Means::default();
-            for batch in loader.epoch(epoch as u64) {
-                ctx.check_cancelled()?;
-                let batch = batch?;
-                let labels = match loss {
-                    TeacherLoss::Classifier => dense(&batch.labels, &classes)?,
-                    TeacherLoss::Triplet { .. } => batch.labels,
-                };
-                let value = step.batch(&batch.images.to_device(device), &labels.to_device(device));
-                if !value.is_finite() {
-                    return Err(StageError::Other(format!(
-                        "the loss became {value} in epoch {}; lower `lr`",
-                        epoch + 1
-                    )));
-                }
-                means.add(&[("loss", value)]);
-            }
-            step.flush();
-            let loss = means.means().get("loss").copied().unwrap_or(f64::NAN);
-            ctx.log(format!("epoch {}: loss {loss:.4}", epoch + 1));
-            curve.epochs.push(EpochLoss {
-                epoch: epoch + 1,
-                loss,
-                terms: Default::default(),
-                lr: step.lr(),
-                seconds: start.elapsed().as_secs_f64(),
-            });
-            ctx.progress_tick();
-        }
-        curve.write(ctx)?;
-        step.model.save(ctx.out_dir())?;
-        let last = curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN);
-        ctx.metric("final_loss", last);
-        ctx.metric("gflops", gflops(&net, resolution as i64));
-        ctx.metric("resolution", resolution as f64);
-        Ok(())
-    }
 }
 
-/// Labels mapped to classifier indices through the sorted class list.
-fn dense(labels: &Tensor, classes: &[i64]) -> Result<Tensor, StageError> {
-    let raw = Vec::<i64>::try_from(labels)?;
-    let idx = raw
-        .iter()
-        .map(|l| {
-            classes.binary_search(l).map(|i| i as i64).map_err(|_| {
-                StageError::Other(format!("label {l} is not among the partition's classes"))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Tensor::from_slice(&idx))
-}

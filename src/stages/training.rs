@@ -11,7 +11,6 @@ use serde_json::Value;
 
 use crate::kind::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
 use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
-use crate::nn::{Arch, NetConfig, OptimConfig, OptimKind, Pool, Stem};
 
 /// The loss-curve output of the training stages.
 pub const LOSS_OUTPUT: &str = "loss.json";
@@ -22,55 +21,6 @@ pub const ARCHS: &[&str] = &["resnet18", "resnet34", "resnet50"];
 pub const STEMS: &[&str] = &["imagenet", "small"];
 /// Pooling choices.
 pub const POOLS: &[&str] = &["gem", "avg"];
-
-/// Reads `optimizer`, `lr`, `weight_decay`, `schedule`, `div_factor`.
-pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
-    let kind = OptimKind::parse(params.str("optimizer")?)
-        .ok_or_else(|| StageError::bad_param("optimizer", "expected \"adamw\" or \"adam\""))?;
-    let lr = params.float("lr")?;
-    if !(lr > 0.0 && lr.is_finite()) {
-        return Err(StageError::bad_param(
-            "lr",
-            format!("must be a positive number, got {lr}"),
-        ));
-    }
-    let div_factor = params.float("div_factor")?;
-    if div_factor <= 0.0 {
-        return Err(StageError::bad_param("div_factor", "must be positive"));
-    }
-    Ok(OptimConfig {
-        kind,
-        lr,
-        weight_decay: params.float("weight_decay")?,
-        one_cycle: params.str("schedule")? == "one-cycle",
-        div_factor,
-    })
-}
-
-/// A [`NetConfig`] from `arch`, `width`, `stem`, `pool`, `embed_dim`.
-pub fn net_config(params: &Params) -> Result<NetConfig, StageError> {
-    let arch = Arch::parse(params.str("arch")?).ok_or_else(|| {
-        StageError::bad_param("arch", format!("expected one of {}", ARCHS.join(", ")))
-    })?;
-    let stem = Stem::parse(params.str("stem")?).ok_or_else(|| {
-        StageError::bad_param("stem", format!("expected one of {}", STEMS.join(", ")))
-    })?;
-    let pool = Pool::parse(params.str("pool")?).ok_or_else(|| {
-        StageError::bad_param("pool", format!("expected one of {}", POOLS.join(", ")))
-    })?;
-    let cfg = NetConfig {
-        arch,
-        width: params.int("width")?,
-        stem,
-        pool,
-        embed_dim: params.int("embed_dim")?,
-        gem_p: 3.0,
-        pool_l2n: pool == Pool::Gem,
-    };
-    cfg.validate()
-        .map_err(|e| StageError::bad_param("arch", e))?;
-    Ok(cfg)
-}
 
 /// A positive integer parameter as `usize`.
 pub fn positive(params: &Params, name: &str) -> Result<usize, StageError> {

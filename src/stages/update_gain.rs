@@ -12,13 +12,14 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::kind::{InputArtifact, InputDecl, ParamDecl, ParamType, Stage, StageContext, StageError};
+use crate::kind::{InputArtifact, InputDecl, ParamDecl, ParamType, Run, Stage, StageContext, StageError};
 use crate::metrics::update_gain;
 
 /// The details output of `update-gain`.
 pub const UPDATE_GAIN_OUTPUT: &str = "update_gain.json";
 
 /// The `update-gain` kind.
+#[derive(Clone)]
 pub struct UpdateGainStage;
 
 const PARAMS: &[ParamDecl] = &[ParamDecl::optional(
@@ -85,7 +86,9 @@ impl Stage for UpdateGainStage {
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
     }
+}
 
+impl Run for UpdateGainStage {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let new_old = ctx.input("new_old")?.clone();
         let old_old = ctx.input("old_old")?.clone();

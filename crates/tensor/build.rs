@@ -1,4 +1,4 @@
-//! Bakes the location of libtorch into the binary (an rpath), so `asymflow` runs without
+//! Bakes the location of libtorch into the worker binary (an rpath), so `asymflow` runs without
 //! LD_LIBRARY_PATH or any other variable. `scripts/libtorch.sh` exports LIBTORCH before the
 //! build; torch-sys reads the same variable to find the headers and libraries.
 

@@ -1,0 +1,327 @@
+//! `distill`: the query network, distilled at the small resolution from the frozen teacher,
+//! without labels (Suma & Tolias, WACV 2023).
+//!
+//! Each image gives P augmentations, coupled by default (the same crop box, flip, colour jitter
+//! and mixup weight for the teacher's view at R and the student's at r) or separate. The loss
+//! is any subset of `L_abs`, `L_rel-ts` (weight `lambda_t`) and `L_rel-ss` (weight `lambda_s`),
+//! exactly as METHODS.md. The student starts from the teacher's weights by default, or from
+//! ImageNet weights, another checkpoint (input slot `init`), or random; a lighter `arch` gives
+//! network asymmetry (then the initialisation cannot be the teacher). Outputs the student's
+//! `model.safetensors` + `model.json` and `loss.json`.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::training::{
+    augment_config, images_per_epoch, open_partition, optim_config, positive, resolve,
+    upstream_int, weight_fingerprint, EpochLoss, LossCurve, Means,
+};
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
+use crate::data::{DistillConfig, DistillLoader};
+use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
+use crate::nn::train::DistillStep;
+use crate::nn::{gflops, Arch, DistillLoss, NetConfig, Optim, Stem};
+
+/// See the module docs.
+pub(crate) struct Distill;
+
+
+impl Run for Distill {
+    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
+        let p = ctx.params().clone();
+        let device = ctx.device();
+        let seed = p.int("seed")?;
+        let epochs = positive(&p, "epochs")?;
+        let batch_size = positive(&p, "batch_size")?;
+        let accumulate = positive(&p, "accumulate")?;
+        let resolution = positive(&p, "resolution")?;
+        let augmentations = positive(&p, "augmentations")?;
+        let loss = distill_loss(&p)?;
+
+        let teacher_input = ctx.input("teacher")?.clone();
+        let teacher_resolution = match p.int("teacher_resolution")? {
+            0 => upstream_int(&teacher_input, "resolution").ok_or_else(|| {
+                StageError::bad_param(
+                    "teacher_resolution",
+                    format!(
+                        "stage `{}` has no `resolution` parameter; set it here",
+                        teacher_input.stage
+                    ),
+                )
+            })?,
+            r => r,
+        };
+        if teacher_resolution < 1 {
+            return Err(StageError::bad_param(
+                "teacher_resolution",
+                "must be positive",
+            ));
+        }
+        tch::manual_seed(seed);
+        let teacher = Model::load(
+            teacher_input.output(WEIGHTS_FILE)?,
+            teacher_input.output(META_FILE)?,
+            device,
+        )?;
+        let student = self.student(ctx, &p, &teacher)?;
+        if student.meta.net.embed_dim != teacher.meta.net.embed_dim {
+            return Err(StageError::Other(format!(
+                "the student's embedding size {} differs from the teacher's {}; \
+                 asymmetric retrieval needs one space",
+                student.meta.net.embed_dim, teacher.meta.net.embed_dim
+            )));
+        }
+
+        let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
+        let loader = DistillLoader::new(
+            dataset,
+            &items,
+            DistillConfig {
+                teacher_resolution: teacher_resolution as u32,
+                student_resolution: resolution as u32,
+                batch_size,
+                augmentations,
+                coupled: p.bool("coupled")?,
+                augment: augment_config(&p)?,
+                images_per_epoch: images_per_epoch(&p)?,
+                seed: seed as u64,
+            },
+        )?;
+        let batches = loader.batches_per_epoch();
+        let steps = epochs * batches.div_ceil(accumulate);
+        let optim = Optim::new(&student.vs, &optim_config(&p)?, steps)?;
+        let net = student.meta.net.clone();
+        let mut step = DistillStep::new(
+            student,
+            teacher,
+            optim,
+            loss,
+            augmentations as i64,
+            p.bool("freeze_bn")?,
+            accumulate,
+        );
+        ctx.log(format!(
+            "distill: {} images, {batches} batches/epoch of {batch_size} x {augmentations} views, \
+             teacher {teacher_resolution} px -> student {resolution} px, {epochs} epochs",
+            items.len()
+        ));
+
+        let mut curve = LossCurve::default();
+        ctx.progress_start(epochs as u64, "epochs");
+        for epoch in 0..epochs {
+            let start = Instant::now();
+            let mut means = Means::default();
+            for batch in loader.epoch(epoch as u64) {
+                ctx.check_cancelled()?;
+                let batch = batch?;
+                let terms = step.batch(
+                    &batch.teacher.to_device(device),
+                    &batch.student.to_device(device),
+                );
+                let total = terms.total.double_value(&[]);
+                if !total.is_finite() {
+                    return Err(StageError::Other(format!(
+                        "the loss became {total} in epoch {}; lower `lr`",
+                        epoch + 1
+                    )));
+                }
+                let mut values = vec![("loss", total)];
+                values.extend(terms.abs.map(|v| ("abs", v)));
+                values.extend(terms.rel_ts.map(|v| ("rel_ts", v)));
+                values.extend(terms.rel_ss.map(|v| ("rel_ss", v)));
+                means.add(&values);
+            }
+            step.flush();
+            let mut terms = means.means();
+            let loss = terms.remove("loss").unwrap_or(f64::NAN);
+            ctx.log(format!("epoch {}: loss {loss:.5}", epoch + 1));
+            curve.epochs.push(EpochLoss {
+                epoch: epoch + 1,
+                loss,
+                terms,
+                lr: step.lr(),
+                seconds: start.elapsed().as_secs_f64(),
+            });
+            ctx.progress_tick();
+        }
+        curve.write(ctx)?;
+        step.student.save(ctx.out_dir())?;
+        ctx.metric(
+            "final_loss",
+            curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN),
+        );
+        ctx.metric("gflops", gflops(&net, resolution as i64));
+        ctx.metric("resolution", resolution as f64);
+        Ok(())
+    }
+}
+
+impl Distill {
+    /// The student network, initialised as `init` says.
+    fn student(
+        &self,
+        ctx: &mut StageContext<'_>,
+        p: &Params,
+        teacher: &Model,
+    ) -> Result<Model, StageError> {
+        let device = ctx.device();
+        let mut net: NetConfig = teacher.meta.net.clone();
+        match p.str("arch")? {
+            "teacher" => {}
+            name => {
+                net.arch =
+                    Arch::parse(name).ok_or_else(|| StageError::bad_param("arch", "unknown"))?
+            }
+        }
+        match p.int("width")? {
+            0 => {}
+            w if w > 0 => net.width = w,
+            w => {
+                return Err(StageError::bad_param(
+                    "width",
+                    format!("must be positive (or 0), got {w}"),
+                ))
+            }
+        }
+        match p.str("stem")? {
+            "teacher" => {}
+            name => {
+                net.stem =
+                    Stem::parse(name).ok_or_else(|| StageError::bad_param("stem", "unknown"))?
+            }
+        }
+        let init = p.str("init")?;
+        let student = match init {
+            "teacher" => {
+                if net != teacher.meta.net {
+                    return Err(StageError::bad_param(
+                        "init",
+                        "a student of another architecture cannot start from the teacher's weights; \
+                         use init = \"imagenet\" or \"random\"",
+                    ));
+                }
+                let student = Model::new(ModelMeta::new(net, None), device);
+                crate::nn::checkpoint::copy_vars(&teacher.vs, &student.vs)?;
+                student
+            }
+            "imagenet" => {
+                let path = p.opt_str("pretrained").ok_or_else(|| {
+                    StageError::bad_param("pretrained", "init = \"imagenet\" needs a weight file")
+                })?;
+                let student = Model::new(ModelMeta::new(net, None), device);
+                let loaded = load_pretrained(&student.vs, &resolve(ctx, path))?;
+                ctx.log(format!(
+                    "student: loaded {} tensors from {path}",
+                    loaded.len()
+                ));
+                student
+            }
+            "checkpoint" => {
+                let input = ctx.input("init").map_err(|_| {
+                    StageError::bad_param(
+                        "init",
+                        "init = \"checkpoint\" needs the `init` input connected",
+                    )
+                })?;
+                let source = Model::load(
+                    input.output(WEIGHTS_FILE)?,
+                    input.output(META_FILE)?,
+                    device,
+                )?;
+                let student = Model::new(ModelMeta::new(source.meta.net.clone(), None), device);
+                crate::nn::checkpoint::copy_vars(&source.vs, &student.vs)?;
+                student
+            }
+            _ => Model::new(ModelMeta::new(net, None), device),
+        };
+        Ok(student)
+    }
+}
+
+/// The enabled terms and weights from `losses`, `lambda_t`, `lambda_s`.
+fn distill_loss(p: &Params) -> Result<DistillLoss, StageError> {
+    let terms = p.strs("losses")?;
+    if terms.is_empty() {
+        return Err(StageError::bad_param(
+            "losses",
+            "enable at least one of abs, rel_ts, rel_ss",
+        ));
+    }
+    for t in &terms {
+        if !LOSS_TERMS.contains(&t.as_str()) {
+            return Err(StageError::bad_param(
+                "losses",
+                format!("unknown term `{t}`; use abs, rel_ts, rel_ss"),
+            ));
+        }
+    }
+    let on = |name: &str| terms.iter().any(|t| t == name);
+    Ok(DistillLoss {
+        abs: on("abs"),
+        lambda_t: if on("rel_ts") {
+            Some(p.float("lambda_t")?)
+        } else {
+            None
+        },
+        lambda_s: if on("rel_ss") {
+            Some(p.float("lambda_s")?)
+        } else {
+            None
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(losses: Value) -> Params {
+        let mut p = Params::default();
+        for decl in PARAMS {
+            if let Some(v) = decl.default_value() {
+                p.0.insert(decl.name.to_string(), v);
+            }
+        }
+        p.0.insert("losses".into(), losses);
+        p
+    }
+
+    #[test]
+    fn any_subset_of_loss_terms_can_be_enabled() {
+        let all = distill_loss(&params(json!(["abs", "rel_ts", "rel_ss"]))).unwrap();
+        assert_eq!(
+            all,
+            DistillLoss {
+                abs: true,
+                lambda_t: Some(0.7),
+                lambda_s: Some(0.7)
+            }
+        );
+        let rel = distill_loss(&params(json!(["rel_ss"]))).unwrap();
+        assert_eq!(
+            rel,
+            DistillLoss {
+                abs: false,
+                lambda_t: None,
+                lambda_s: Some(0.7)
+            }
+        );
+        let err = distill_loss(&params(json!([]))).unwrap_err().to_string();
+        assert!(err.contains("at least one"), "{err}");
+    }
+
+    #[test]
+    fn paper_defaults_are_declared() {
+        let p = params(json!(["abs"]));
+        assert_eq!(p.int("augmentations").unwrap(), 8);
+        assert_eq!(p.float("lambda_t").unwrap(), 0.7);
+        assert_eq!(p.float("lr").unwrap(), 1.1e-4);
+        assert_eq!(p.float("jitter").unwrap(), 0.5);
+        assert_eq!(p.float("mixup").unwrap(), 0.2);
+        assert_eq!(p.int("images_per_epoch").unwrap(), 8000);
+        assert!(p.bool("coupled").unwrap());
+    }
+}
+

@@ -1,0 +1,421 @@
+//! `evaluate`: one evaluation protocol of query embeddings against database embeddings.
+//!
+//! The two inputs may come from different models (and resolutions): that is how asymmetric
+//! setups (student queries against a teacher database) and backward compatibility (new-model
+//! queries against an old-model gallery) are measured, as ordinary evaluate instances sharing
+//! cached embeddings. When both sides are the same images (the same split partition embedded
+//! twice, or one embedding stage on both slots), each query is excluded from its own database.
+//!
+//! Protocols (METHODS.md): `retrieval` (mAP, standard AP, R@k), `verification` (TAR at FAR over
+//! template pairs), `identification` (open-set TPIR at FPIR), `reid` (retrieval with
+//! same-identity same-camera gallery items excluded). Metrics are written under the agreed
+//! names (`map`, `map_std`, `r1`, `r5`, ..., `no_positive`, `query_gflops`, `tar_at_far`,
+//! `tpir_at_fpir`); a rate target that cannot be measured with the available negatives is
+//! reported as such in `evaluation.json` and recorded as no number.
+
+use serde_json::{json, Value};
+
+use crate::kind::{InputDecl, ParamDecl, ParamType, Stage, StageContext, StageError};
+use crate::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
+use crate::metrics::{self, EmbeddingSet, Exclusion, MetricsError};
+
+/// The `evaluate` kind.
+pub(crate) struct Evaluate;
+
+fn metrics_error(e: MetricsError) -> StageError {
+    StageError::Other(e.to_string())
+}
+
+fn read_side(
+    ctx: &StageContext<'_>,
+    slot: &str,
+) -> Result<(EmbeddingSet, Option<f64>, String), StageError> {
+    let input = ctx.input(slot)?;
+    let path = input.output(EMBEDDINGS_OUTPUT)?;
+    let set = EmbeddingSet::read(path).map_err(|e| StageError::Input {
+        slot: slot.to_string(),
+        message: e.to_string(),
+    })?;
+    Ok((set, input.metrics.get("gflops").copied(), input.key.clone()))
+}
+
+impl Run for Evaluate {
+    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
+        let params = ctx.params().clone();
+        let protocol = params.str("protocol")?.to_string();
+        let (mut query, gflops, query_key) = read_side(ctx, "query")?;
+        let (mut db, _, db_key) = read_side(ctx, "database")?;
+        if query.dim != db.dim && params.bool("truncate")? {
+            let dim = query.dim.min(db.dim);
+            ctx.log(format!(
+                "truncating {}-d and {}-d embeddings to their first {dim} components",
+                query.dim, db.dim
+            ));
+            query = query.truncated(dim);
+            db = db.truncated(dim);
+        }
+        if query.dim != db.dim {
+            return Err(metrics_error(MetricsError::DimensionMismatch {
+                query: query.dim,
+                database: db.dim,
+            }));
+        }
+        let same_images = query_key == db_key || query.same_items(&db);
+        let self_match = match params.str("exclude_self")? {
+            "always" => {
+                if query.len() != db.len() {
+                    return Err(StageError::bad_param(
+                        "exclude_self",
+                        format!(
+                            "\"always\" needs query and database of one size (the same images); got {} and {}",
+                            query.len(),
+                            db.len()
+                        ),
+                    ));
+                }
+                true
+            }
+            "never" => false,
+            _ => same_images,
+        };
+        let rows = block_rows(db.len(), DEFAULT_BLOCK_BYTES);
+        ctx.log(format!(
+            "{protocol}: {} queries x {} database items, {}-d, query excluded from its own database: {self_match}",
+            query.len(),
+            db.len(),
+            query.dim
+        ));
+        if let Some(g) = gflops {
+            ctx.metric("query_gflops", g);
+        }
+        let mut details = serde_json::Map::new();
+        details.insert("protocol".into(), json!(protocol));
+        details.insert("queries".into(), json!(query.len()));
+        details.insert("database".into(), json!(db.len()));
+        details.insert("exclude_self".into(), json!(self_match));
+        match protocol.as_str() {
+            "retrieval" | "reid" => {
+                let ks = positive_ks(&params.ints("ks")?)?;
+                let result = if protocol == "reid" {
+                    metrics::reid(&query, &db, &ks, self_match, rows)
+                } else {
+                    let ex = Exclusion {
+                        self_match,
+                        same_camera: false,
+                    };
+                    metrics::retrieval(&query, &db, &ks, ex, rows)
+                }
+                .map_err(metrics_error)?;
+                if result.queries > 0 {
+                    ctx.metric("map", result.map);
+                    ctx.metric("map_std", result.map_std);
+                    for (k, v) in &result.recall {
+                        ctx.metric(&format!("r{k}"), *v);
+                    }
+                }
+                ctx.metric("no_positive", result.no_positive as f64);
+                ctx.metric("queries", result.queries as f64);
+                ctx.log(format!(
+                    "mAP {:.4} (standard {:.4}), R@{:?} {:?}, {} queries without positives left out",
+                    result.map,
+                    result.map_std,
+                    result.recall.keys().collect::<Vec<_>>(),
+                    result.recall.values().map(|v| format!("{v:.4}")).collect::<Vec<_>>(),
+                    result.no_positive
+                ));
+                details.insert("map".into(), json!(result.map));
+                details.insert("map_std".into(), json!(result.map_std));
+                details.insert(
+                    "recall".into(),
+                    Value::Object(
+                        result
+                            .recall
+                            .iter()
+                            .map(|(k, v)| (format!("r{k}"), json!(v)))
+                            .collect(),
+                    ),
+                );
+                details.insert("evaluated_queries".into(), json!(result.queries));
+                details.insert("no_positive".into(), json!(result.no_positive));
+            }
+            "verification" => {
+                let far = rate(&params, "far")?;
+                let size = template_size(&params)?;
+                let ex = Exclusion {
+                    self_match,
+                    same_camera: false,
+                };
+                let t =
+                    metrics::tar_at_far(&query, &db, far, size, ex, rows).map_err(metrics_error)?;
+                ctx.metric("genuine_pairs", t.genuine as f64);
+                ctx.metric("impostor_pairs", t.impostor as f64);
+                ctx.metric("far_achieved", t.far);
+                if t.resolvable {
+                    ctx.metric("tar_at_far", t.tar);
+                    ctx.log(format!(
+                        "TAR {:.4} at FAR {far:e} ({} genuine, {} impostor pairs)",
+                        t.tar, t.genuine, t.impostor
+                    ));
+                } else {
+                    let note = format!(
+                        "FAR {far:e} is below 1 / {} impostor pairs: not measurable here, no tar_at_far recorded \
+                         (TAR at FAR 0 is {:.4})",
+                        t.impostor, t.tar
+                    );
+                    ctx.log(&note);
+                    details.insert("note".into(), json!(note));
+                }
+                details.insert(
+                    "tar_at_far".into(),
+                    if t.resolvable {
+                        json!(t.tar)
+                    } else {
+                        Value::Null
+                    },
+                );
+                details.insert("far_target".into(), json!(far));
+                details.insert("far_achieved".into(), json!(t.far));
+                details.insert("threshold".into(), json!(t.threshold));
+                details.insert("genuine_pairs".into(), json!(t.genuine));
+                details.insert("impostor_pairs".into(), json!(t.impostor));
+                details.insert("template_size".into(), json!(size));
+            }
+            "identification" => {
+                let fpir = rate(&params, "fpir")?;
+                let size = template_size(&params)?;
+                let ex = Exclusion {
+                    self_match,
+                    same_camera: false,
+                };
+                let t = metrics::tpir_at_fpir(&query, &db, fpir, size, ex, rows)
+                    .map_err(metrics_error)?;
+                ctx.metric("r1", t.rank1);
+                ctx.metric("mated_probes", t.mated as f64);
+                ctx.metric("non_mated_probes", t.non_mated as f64);
+                ctx.metric("fpir_achieved", t.fpir);
+                if t.resolvable {
+                    ctx.metric("tpir_at_fpir", t.tpir);
+                    ctx.log(format!(
+                        "TPIR {:.4} at FPIR {fpir:e}, closed-set rank-1 {:.4}",
+                        t.tpir, t.rank1
+                    ));
+                } else {
+                    let note = format!(
+                        "FPIR {fpir:e} is below 1 / {} non-mated probes: not measurable here, no tpir_at_fpir \
+                         recorded (TPIR at FPIR 0 is {:.4})",
+                        t.non_mated, t.tpir
+                    );
+                    ctx.log(&note);
+                    details.insert("note".into(), json!(note));
+                }
+                details.insert(
+                    "tpir_at_fpir".into(),
+                    if t.resolvable {
+                        json!(t.tpir)
+                    } else {
+                        Value::Null
+                    },
+                );
+                details.insert("fpir_target".into(), json!(fpir));
+                details.insert("fpir_achieved".into(), json!(t.fpir));
+                details.insert("threshold".into(), json!(t.threshold));
+                details.insert("rank1".into(), json!(t.rank1));
+                details.insert("mated_probes".into(), json!(t.mated));
+                details.insert("non_mated_probes".into(), json!(t.non_mated));
+                details.insert("template_size".into(), json!(size));
+            }
+            other => {
+                return Err(StageError::bad_param(
+                    "protocol",
+                    format!("unknown protocol `{other}`"),
+                ));
+            }
+        }
+        ctx.write_json(EVALUATION_OUTPUT, &Value::Object(details))
+    }
+}
+
+fn positive_ks(ks: &[i64]) -> Result<Vec<usize>, StageError> {
+    if ks.is_empty() || ks.iter().any(|&k| k < 1) {
+        return Err(StageError::bad_param(
+            "ks",
+            format!("{ks:?}: give one or more k >= 1, e.g. [1, 5, 10]"),
+        ));
+    }
+    Ok(ks.iter().map(|&k| k as usize).collect())
+}
+
+fn rate(params: &super::Params, name: &str) -> Result<f64, StageError> {
+    let v = params.float(name)?;
+    if v.is_nan() || v <= 0.0 || v > 1.0 {
+        return Err(StageError::bad_param(
+            name,
+            format!("{v}: a rate in (0, 1], e.g. 1e-4"),
+        ));
+    }
+    Ok(v)
+}
+
+fn template_size(params: &super::Params) -> Result<usize, StageError> {
+    let v = params.int("template_size")?;
+    usize::try_from(v).map_err(|_| {
+        StageError::bad_param(
+            "template_size",
+            format!("{v}: images per template, >= 0 (0 = one per identity)"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::test_support::{artifact, run_stage};
+
+    fn write(dir: &std::path::Path, name: &str, set: &EmbeddingSet) -> std::path::PathBuf {
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        let path = sub.join(EMBEDDINGS_OUTPUT);
+        set.write(&path).unwrap();
+        path
+    }
+
+    #[test]
+    fn retrieval_of_one_stage_against_itself_excludes_each_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = EmbeddingSet::new(vec![1.0, 0.9, 0.95, -1.0], 1, vec![0, 0, 1, 2], None);
+        let path = write(dir.path(), "emb", &set);
+        let mut emb = artifact("embed", "k1", &[(EMBEDDINGS_OUTPUT, &path)]);
+        emb.metrics.insert("gflops".into(), 0.25);
+        let (metrics, out) = run_stage(
+            &Evaluate,
+            json!({"ks": [1, 2]}),
+            &[("query", vec![emb.clone()]), ("database", vec![emb])],
+        )
+        .unwrap();
+        // The hand-worked case of metrics::retrieval's tests.
+        assert!((metrics["map"] - 0.625).abs() < 1e-9);
+        assert!((metrics["map_std"] - 0.75).abs() < 1e-9);
+        assert_eq!(metrics["r1"], 0.5);
+        assert_eq!(metrics["r2"], 1.0);
+        assert_eq!(metrics["no_positive"], 2.0);
+        assert_eq!(metrics["query_gflops"], 0.25);
+        let details: Value = crate::stages::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
+        assert_eq!(details["exclude_self"], true);
+    }
+
+    #[test]
+    fn two_models_on_the_same_images_exclude_the_diagonal_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = EmbeddingSet::new(vec![1.0, 0.0, 0.0, 1.0], 2, vec![0, 1], None);
+        let new = EmbeddingSet::new(vec![0.0, 1.0, 1.0, 0.0], 2, vec![0, 1], None);
+        let q = artifact(
+            "new",
+            "a",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "n", &new))],
+        );
+        let d = artifact(
+            "old",
+            "b",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "o", &old))],
+        );
+        let (metrics, _) = run_stage(
+            &Evaluate,
+            json!({}),
+            &[("query", vec![q.clone()]), ("database", vec![d.clone()])],
+        )
+        .unwrap();
+        assert_eq!(
+            metrics["no_positive"], 2.0,
+            "each query's only positive is its own image"
+        );
+        assert!(
+            !metrics.contains_key("map"),
+            "no query to average over: no number"
+        );
+        let (metrics, _) = run_stage(
+            &Evaluate,
+            json!({"exclude_self": "never"}),
+            &[("query", vec![q]), ("database", vec![d])],
+        )
+        .unwrap();
+        assert_eq!(metrics["r1"], 0.0, "new(0) is closest to old(1)");
+    }
+
+    #[test]
+    fn a_larger_query_dimension_needs_truncate() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = EmbeddingSet::new(vec![1.0, 0.0, 0.5, 0.0, 1.0, 0.5], 3, vec![0, 1], None);
+        let old = EmbeddingSet::new(vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0], 2, vec![0, 1, 0], None);
+        let q = artifact(
+            "new",
+            "a",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "n", &new))],
+        );
+        let d = artifact(
+            "old",
+            "b",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "o", &old))],
+        );
+        let inputs = [("query", vec![q]), ("database", vec![d])];
+        let err = run_stage(&Evaluate, json!({}), &inputs)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("3-dimensional but database embeddings are 2-dimensional"),
+            "{err}"
+        );
+        let (metrics, _) = run_stage(&Evaluate, json!({"truncate": true}), &inputs).unwrap();
+        assert_eq!(
+            metrics["r1"], 1.0,
+            "first two components match each query's class"
+        );
+    }
+
+    #[test]
+    fn an_unmeasurable_far_is_reported_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = EmbeddingSet::new(vec![1.0, 0.9, -1.0, -0.8], 1, vec![0, 0, 1, 1], None);
+        let e = artifact(
+            "e",
+            "k",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "e", &set))],
+        );
+        let inputs = [("query", vec![e.clone()]), ("database", vec![e])];
+        let (metrics, out) =
+            run_stage(&Evaluate, json!({"protocol": "verification"}), &inputs).unwrap();
+        assert!(!metrics.contains_key("tar_at_far"));
+        assert_eq!(metrics["impostor_pairs"], 8.0);
+        let details: Value = crate::stages::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
+        assert!(details["note"]
+            .as_str()
+            .unwrap()
+            .contains("below 1 / 8 impostor pairs"));
+        let (metrics, _) = run_stage(
+            &Evaluate,
+            json!({"protocol": "verification", "far": 0.125}),
+            &inputs,
+        )
+        .unwrap();
+        assert_eq!(metrics["tar_at_far"], 1.0);
+    }
+
+    #[test]
+    fn reid_without_cameras_says_how_to_fix_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = EmbeddingSet::new(vec![1.0, 0.9], 1, vec![0, 0], None);
+        let e = artifact(
+            "e",
+            "k",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "e", &set))],
+        );
+        let err = run_stage(
+            &Evaluate,
+            json!({"protocol": "reid"}),
+            &[("query", vec![e.clone()]), ("database", vec![e])],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("needs the camera"), "{err}");
+    }
+}
+

@@ -1,0 +1,437 @@
+//! `train-classifier`: an embedding network trained with a classification loss (softmax,
+//! normalised softmax with scale s, or CosFace with margin m), the way BCT's models are trained.
+//!
+//! It produces the old model phi_old (on an identity subset such as `train-50`) and the
+//! paragon phi_new* (on all of `train`, without BCT). The checkpoint keeps the trained
+//! classifier (`classifier.*` in `model.safetensors`) because BCT's influence loss runs new
+//! features through it; `classes.json` maps each classifier row to the data set's label, so a
+//! later model trained on a superset knows which of its classes the old classifier has.
+//!
+//! The network is the BCT head of METHODS.md: backbone, global average pooling, a linear layer
+//! to D, L2 normalisation (`pool = "avg"`, no inner normalisation). The training loop here is
+//! shared with `train-bct`, which adds its influence term to the same loss.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, Tensor};
+
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
+use crate::data::{
+    AugmentConfig, Dataset, Sampling, SplitItem, SplitManifest, TrainConfig, TrainLoader,
+};
+use crate::nn::{
+    gflops, Arch, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig,
+    OptimKind, Pool, Stem,
+};
+
+/// The content of `classes.json`: row `i` of the classifier is label `labels[i]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassList {
+    /// Data set labels, in classifier-row order.
+    pub labels: Vec<i64>,
+}
+
+impl ClassList {
+    /// Label -> classifier row.
+    pub fn index(&self) -> HashMap<i64, i64> {
+        self.labels
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (l, i as i64))
+            .collect()
+    }
+}
+
+
+/// The `train-classifier` kind.
+pub(crate) struct TrainClassifier;
+
+/// The training settings read from the shared parameters.
+#[derive(Debug, Clone)]
+pub(crate) struct Setup {
+    pub net: NetConfig,
+    pub head: HeadKind,
+    pub scale: f64,
+    pub margin: f64,
+    pub resolution: u32,
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub optim: OptimConfig,
+    /// The training augmentation (`AugmentConfig::none()` when `augment` is off).
+    pub augment: AugmentConfig,
+    pub seed: u64,
+    /// Seed of the initial weights: `seed` mixed with every other parameter, so two stages
+    /// with one `seed` but different roles (old and new model) start from independent
+    /// initialisations, as independently trained models do, while a rerun starts identically.
+    pub init_seed: i64,
+}
+
+fn positive(params: &Params, name: &str) -> Result<i64, StageError> {
+    let v = params.int(name)?;
+    if v < 1 {
+        return Err(StageError::bad_param(
+            name,
+            format!("{v}: must be at least 1"),
+        ));
+    }
+    Ok(v)
+}
+
+/// The augmentation from `augment`, `crop_min` and `flip`.
+fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
+    if !params.bool("augment")? {
+        return Ok(AugmentConfig::none());
+    }
+    let crop_min = params.float("crop_min")?;
+    if !(crop_min > 0.0 && crop_min <= 1.0) {
+        return Err(StageError::bad_param(
+            "crop_min",
+            format!("{crop_min}: the smallest crop's share of the image must be in (0, 1]"),
+        ));
+    }
+    Ok(AugmentConfig {
+        crop_scale: (crop_min, 1.0),
+        flip: params.bool("flip")?,
+        ..AugmentConfig::default()
+    })
+}
+
+fn init_seed(params: &Params) -> i64 {
+    let text = serde_json::to_string(&params.0).unwrap_or_default();
+    let hash = blake3::hash(text.as_bytes());
+    let bytes: [u8; 8] = hash.as_bytes()[..8].try_into().unwrap_or([0; 8]);
+    (u64::from_le_bytes(bytes) >> 1) as i64
+}
+
+impl Setup {
+    /// Reads and checks the shared parameters.
+    pub fn from_params(params: &Params) -> Result<Setup, StageError> {
+        let choice = |name: &str| params.str(name).map(str::to_string);
+        let arch = choice("arch")?;
+        let net = NetConfig {
+            arch: Arch::parse(&arch)
+                .ok_or_else(|| StageError::bad_param("arch", format!("unknown `{arch}`")))?,
+            width: positive(params, "width")?,
+            stem: Stem::parse(&choice("stem")?).unwrap_or(Stem::Imagenet),
+            pool: Pool::Avg,
+            embed_dim: positive(params, "embed_dim")?,
+            gem_p: 3.0,
+            pool_l2n: false,
+        };
+        let head = choice("head")?;
+        let optimizer = choice("optimizer")?;
+        let lr = params.float("lr")?;
+        if lr.is_nan() || lr <= 0.0 {
+            return Err(StageError::bad_param(
+                "lr",
+                format!("{lr}: must be positive"),
+            ));
+        }
+        Ok(Setup {
+            net,
+            head: HeadKind::parse(&head)
+                .ok_or_else(|| StageError::bad_param("head", format!("unknown `{head}`")))?,
+            scale: params.float("scale")?,
+            margin: params.float("margin")?,
+            resolution: positive(params, "resolution")? as u32,
+            epochs: positive(params, "epochs")? as usize,
+            batch_size: positive(params, "batch_size")? as usize,
+            optim: OptimConfig {
+                kind: OptimKind::parse(&optimizer).unwrap_or(OptimKind::Adam),
+                lr,
+                weight_decay: params.float("weight_decay")?,
+                one_cycle: params.bool("one_cycle")?,
+                div_factor: 25.0,
+            },
+            augment: augment_config(params)?,
+            seed: params.int("seed")? as u64,
+            init_seed: init_seed(params),
+        })
+    }
+
+    /// The classifier configuration for `classes` classes.
+    pub fn classifier(&self, classes: usize) -> ClassifierConfig {
+        ClassifierConfig {
+            kind: self.head,
+            classes: classes as i64,
+            dim: self.net.embed_dim,
+            scale: self.scale,
+            margin: if self.head == HeadKind::Cosface {
+                self.margin
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// A fresh model (seeded) with a head over `classes` classes.
+    pub fn model(&self, classes: usize, device: Device) -> Model {
+        tch::manual_seed(self.init_seed);
+        Model::new(
+            ModelMeta::new(self.net.clone(), Some(self.classifier(classes))),
+            device,
+        )
+    }
+
+    /// The training loader over `items`.
+    pub fn loader(
+        &self,
+        dataset: Arc<dyn Dataset>,
+        items: &[SplitItem],
+    ) -> Result<TrainLoader, StageError> {
+        Ok(TrainLoader::new(
+            dataset,
+            items,
+            TrainConfig {
+                resolution: self.resolution,
+                batch_size: self.batch_size.min(items.len()),
+                sampling: Sampling::Shuffle,
+                images_per_epoch: None,
+                augment: self.augment,
+                seed: self.seed,
+            },
+        )?)
+    }
+}
+
+/// A training partition: its items, the data set they come from, and its classes.
+pub(crate) type TrainingData = (Vec<SplitItem>, Arc<dyn Dataset>, ClassList);
+
+/// The training partition of the `split` input, its data set and its classes (sorted labels).
+pub(crate) fn training_items(ctx: &StageContext<'_>) -> Result<TrainingData, StageError> {
+    let manifest = SplitManifest::from_input(ctx.input("split")?)?;
+    let partition = ctx.params().str("partition")?;
+    let items = manifest.partition(partition)?.to_vec();
+    if items.is_empty() {
+        return Err(StageError::bad_param(
+            "partition",
+            format!("partition `{partition}` is empty"),
+        ));
+    }
+    let mut labels: Vec<i64> = items.iter().map(|i| i.label).collect();
+    labels.sort_unstable();
+    labels.dedup();
+    if labels.len() < 2 {
+        return Err(StageError::bad_param(
+            "partition",
+            format!(
+                "partition `{partition}` has {} class; a classifier needs at least 2",
+                labels.len()
+            ),
+        ));
+    }
+    let dataset = manifest.open(ctx.project_dir())?;
+    Ok((items, dataset, ClassList { labels }))
+}
+
+/// One epoch of `loss.json` (the report kind draws these as loss curves).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct EpochLog {
+    pub epoch: usize,
+    pub loss: f64,
+    pub influence: f64,
+    pub accuracy: f64,
+}
+
+/// What one training run measured.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TrainStats {
+    /// Mean classification loss of the last epoch.
+    pub loss: f64,
+    /// Mean extra (influence) term of the last epoch, as added to the loss (lambda included).
+    pub extra: f64,
+    /// Training accuracy of the last epoch (argmax of the logits without margin).
+    pub accuracy: f64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Every epoch.
+    pub history: Vec<EpochLog>,
+}
+
+/// An extra loss term computed from a batch: `(images, embeddings, raw labels) -> term`.
+pub(crate) type ExtraLoss<'a> = dyn FnMut(&Tensor, &Tensor, &[i64]) -> Option<Tensor> + 'a;
+
+/// Trains `model` (embedding network + its head) with cross-entropy on `items` plus `extra`,
+/// `setup.epochs` epochs, optimising every trainable variable of `model.vs` and of `extra_vs`.
+pub(crate) fn train(
+    ctx: &StageContext<'_>,
+    setup: &Setup,
+    model: &Model,
+    extra_vs: Option<&tch::nn::VarStore>,
+    loader: &TrainLoader,
+    classes: &ClassList,
+    extra: &mut ExtraLoss<'_>,
+) -> Result<TrainStats, StageError> {
+    let steps = setup.epochs * loader.batches_per_epoch();
+    let mut optim = Optim::new(&model.vs, &setup.optim, steps)?;
+    let mut extra_optim = match extra_vs {
+        Some(vs) => Some(Optim::new(vs, &setup.optim, steps)?),
+        None => None,
+    };
+    let head = model
+        .classifier
+        .as_ref()
+        .ok_or_else(|| StageError::Other("internal: a classifier model without a head".into()))?;
+    let index = classes.index();
+    let device = ctx.device();
+    let start = Instant::now();
+    let mut stats = TrainStats::default();
+    ctx.progress_start(steps as u64, "batches");
+    for epoch in 0..setup.epochs {
+        let (mut loss_sum, mut extra_sum, mut correct, mut seen, mut batches) =
+            (0.0, 0.0, 0i64, 0usize, 0usize);
+        for batch in loader.epoch(epoch as u64) {
+            ctx.check_cancelled()?;
+            let batch = batch?;
+            let raw: Vec<i64> = Vec::<i64>::try_from(&batch.labels)?;
+            let dense: Vec<i64> = raw
+                .iter()
+                .map(|l| {
+                    index.get(l).copied().ok_or_else(|| {
+                        StageError::Other(format!(
+                            "internal: label {l} missing from the class list"
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            let images = batch.images.to_device(device);
+            let targets = Tensor::from_slice(&dense).to_device(device);
+            let emb = model.net.forward_t(&images, true);
+            let ce = head.loss(&emb, &targets);
+            let mut loss = ce.shallow_clone();
+            if let Some(term) = extra(&images, &emb, &raw) {
+                extra_sum += term.double_value(&[]);
+                loss += term;
+            }
+            optim.zero_grad();
+            if let Some(o) = extra_optim.as_mut() {
+                o.zero_grad();
+            }
+            loss.backward();
+            optim.step();
+            if let Some(o) = extra_optim.as_mut() {
+                o.step();
+            }
+            loss_sum += ce.double_value(&[]);
+            let predicted = tch::no_grad(|| head.logits(&emb, None).argmax(-1, false));
+            correct += predicted
+                .eq_tensor(&targets)
+                .to_kind(Kind::Int64)
+                .sum(Kind::Int64)
+                .int64_value(&[]);
+            seen += raw.len();
+            batches += 1;
+            ctx.progress_tick();
+        }
+        let b = batches.max(1) as f64;
+        stats.loss = loss_sum / b;
+        stats.extra = extra_sum / b;
+        stats.accuracy = correct as f64 / seen.max(1) as f64;
+        stats.seconds = start.elapsed().as_secs_f64();
+        stats.history.push(EpochLog {
+            epoch: epoch + 1,
+            loss: stats.loss,
+            influence: stats.extra,
+            accuracy: stats.accuracy,
+        });
+        if !stats.loss.is_finite() {
+            return Err(StageError::Other(format!(
+                "training diverged at epoch {epoch} (loss {}); lower `lr`",
+                stats.loss
+            )));
+        }
+    }
+    Ok(stats)
+}
+
+/// Records the metrics every classifier-training stage reports and saves the checkpoint.
+pub(crate) fn finish(
+    ctx: &mut StageContext<'_>,
+    setup: &Setup,
+    model: &Model,
+    classes: &ClassList,
+    stats: &TrainStats,
+) -> Result<(), StageError> {
+    ctx.metric("train_loss", stats.loss);
+    ctx.metric("train_accuracy", stats.accuracy);
+    ctx.telemetry("train_seconds", stats.seconds);
+    ctx.metric("classes", classes.labels.len() as f64);
+    ctx.metric("gflops", gflops(&setup.net, setup.resolution as i64));
+    ctx.log(format!(
+        "{} epochs in {:.1} s: loss {:.4}, training accuracy {:.3}, {} classes",
+        setup.epochs,
+        stats.seconds,
+        stats.loss,
+        stats.accuracy,
+        classes.labels.len()
+    ));
+    model.save(ctx.out_dir())?;
+    ctx.write_json(LOSS_OUTPUT, &stats.history)?;
+    ctx.write_json(CLASSES_OUTPUT, classes)
+}
+
+impl Run for TrainClassifier {
+    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
+        let setup = Setup::from_params(ctx.params())?;
+        let (items, dataset, classes) = training_items(ctx)?;
+        ctx.log(format!(
+            "training on `{}`: {} images of {} classes",
+            ctx.params().str("partition")?,
+            items.len(),
+            classes.labels.len()
+        ));
+        let model = setup.model(classes.labels.len(), ctx.device());
+        let loader = setup.loader(dataset, &items)?;
+        let stats = train(
+            ctx,
+            &setup,
+            &model,
+            None,
+            &loader,
+            &classes,
+            &mut |_, _, _| None,
+        )?;
+        finish(ctx, &setup, &model, &classes, &stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::test_support::params_with_defaults;
+    use serde_json::json;
+
+    #[test]
+    fn augmentation_follows_crop_min_and_flip() {
+        let params =
+            params_with_defaults(&TrainClassifier, json!({"crop_min": 0.6, "flip": false}));
+        let setup = Setup::from_params(&params).unwrap();
+        assert_eq!(setup.augment.crop_scale, (0.6, 1.0));
+        assert!(!setup.augment.flip);
+        assert!(setup.augment.geometric);
+
+        let defaults =
+            Setup::from_params(&params_with_defaults(&TrainClassifier, json!({}))).unwrap();
+        assert_eq!(defaults.augment, AugmentConfig::default());
+
+        let off =
+            params_with_defaults(&TrainClassifier, json!({"augment": false, "crop_min": 0.6}));
+        assert_eq!(
+            Setup::from_params(&off).unwrap().augment,
+            AugmentConfig::none()
+        );
+    }
+
+    #[test]
+    fn a_crop_min_outside_the_unit_interval_is_refused_by_name() {
+        for bad in [0.0, -0.5, 1.5] {
+            let params = params_with_defaults(&TrainClassifier, json!({ "crop_min": bad }));
+            let err = Setup::from_params(&params).unwrap_err().to_string();
+            assert!(err.contains("crop_min"), "{err}");
+        }
+    }
+}
+

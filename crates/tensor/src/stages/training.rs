@@ -1,0 +1,58 @@
+//! The tensor side of what the network stages share: the network and optimiser
+//! configurations read from parameters. The rest (opening the split, augmentation parameters,
+//! the loss curve) is the engine's, re-exported here.
+
+pub use asymflow::stages::training::*;
+
+use crate::kind::{Params, StageError};
+use crate::nn::{Arch, NetConfig, OptimConfig, OptimKind, Pool, Stem};
+
+/// Reads `optimizer`, `lr`, `weight_decay`, `schedule`, `div_factor`.
+pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
+    let kind = OptimKind::parse(params.str("optimizer")?)
+        .ok_or_else(|| StageError::bad_param("optimizer", "expected \"adamw\" or \"adam\""))?;
+    let lr = params.float("lr")?;
+    if !(lr > 0.0 && lr.is_finite()) {
+        return Err(StageError::bad_param(
+            "lr",
+            format!("must be a positive number, got {lr}"),
+        ));
+    }
+    let div_factor = params.float("div_factor")?;
+    if div_factor <= 0.0 {
+        return Err(StageError::bad_param("div_factor", "must be positive"));
+    }
+    Ok(OptimConfig {
+        kind,
+        lr,
+        weight_decay: params.float("weight_decay")?,
+        one_cycle: params.str("schedule")? == "one-cycle",
+        div_factor,
+    })
+}
+
+/// A [`NetConfig`] from `arch`, `width`, `stem`, `pool`, `embed_dim`.
+pub fn net_config(params: &Params) -> Result<NetConfig, StageError> {
+    let arch = Arch::parse(params.str("arch")?).ok_or_else(|| {
+        StageError::bad_param("arch", format!("expected one of {}", ARCHS.join(", ")))
+    })?;
+    let stem = Stem::parse(params.str("stem")?).ok_or_else(|| {
+        StageError::bad_param("stem", format!("expected one of {}", STEMS.join(", ")))
+    })?;
+    let pool = Pool::parse(params.str("pool")?).ok_or_else(|| {
+        StageError::bad_param("pool", format!("expected one of {}", POOLS.join(", ")))
+    })?;
+    let cfg = NetConfig {
+        arch,
+        width: params.int("width")?,
+        stem,
+        pool,
+        embed_dim: params.int("embed_dim")?,
+        gem_p: 3.0,
+        pool_l2n: pool == Pool::Gem,
+    };
+    cfg.validate()
+        .map_err(|e| StageError::bad_param("arch", e))?;
+    Ok(cfg)
+}
+
