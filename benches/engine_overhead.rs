@@ -21,9 +21,7 @@ use asymflow::stages::{registry, testing};
 
 fn test_registry() -> Arc<Registry> {
     let mut r = registry();
-    for k in testing::kinds() {
-        r.register(k);
-    }
+    testing::register(&mut r);
     Arc::new(r)
 }
 
@@ -46,11 +44,7 @@ fn load(path: &Path, registry: &Registry) -> Plan {
 fn run_once(path: &Path, registry: &Arc<Registry>, cache: &Cache) -> (Duration, usize) {
     let clock = Instant::now();
     let plan = load(path, registry);
-    let options = RunOptions {
-        jobs: 2,
-        keep_going: false,
-        progress: false,
-    };
+    let options = RunOptions::new(2, false, false);
     let summary = asymflow::exec::run(
         &plan,
         registry,

@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/libtorch.sh
-cargo build --release --bin asymflow
+cargo build --release --bins
 exec target/release/asymflow run pipelines/quickstart.toml "$@"

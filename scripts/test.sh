@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/libtorch.sh
-# libtorch threads wait passively, as the binary sets for itself (see src/main.rs).
+# libtorch threads wait passively, as the engine sets for its workers (src/exec/local.rs); the
+# integration tests also run tensor kinds in-process.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
-exec cargo test --release "$@"
+# Both crates: the engine and the tensor crate with the worker binary the engine starts.
+exec cargo test --release --workspace "$@"

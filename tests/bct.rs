@@ -5,14 +5,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use asymflow::data::{EvalLoader, SplitManifest};
-use asymflow::metrics::EmbeddingSet;
-use asymflow::nn::Model;
+use asymflow::data::SplitManifest;
 use asymflow::spec::Override;
+use asymflow_tensor::data::EvalLoader;
+use asymflow_tensor::metrics::EmbeddingSet;
+use asymflow_tensor::nn::Model;
 
 use crate::support::expand;
 use asymflow::kind::{InputArtifact, Inputs, Params, StageContext, StageError};
-use asymflow::stages::registry;
+use asymflow_tensor::registry;
 use serde_json::{json, Value};
 
 fn params(kind: &str, overrides: Value) -> Params {
@@ -39,7 +40,7 @@ fn try_run(
     inputs: &[(&str, &InputArtifact)],
 ) -> Result<InputArtifact, StageError> {
     let reg = registry();
-    let stage = reg.get(kind).unwrap();
+    let stage = reg.runner(kind).unwrap();
     let params = params(kind, p);
     let inputs: Inputs = inputs
         .iter()
@@ -55,12 +56,12 @@ fn try_run(
         &inputs,
         out.clone(),
         &project,
-        tch::Device::Cpu,
+        asymflow::kind::Device::Cpu,
         &cancel,
         None,
     );
     stage.run(&mut ctx)?;
-    let metrics = ctx.finish();
+    let (metrics, _telemetry) = ctx.finish();
     let outputs = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap())

@@ -8,7 +8,7 @@ use asymflow::data::augment::apply;
 use asymflow::data::image_ops::resize_largest_side;
 use asymflow::data::listing::{self, Part};
 use asymflow::data::protocol::{split, Protocol, SplitOptions};
-use asymflow::data::{
+use asymflow_tensor::data::{
     AugmentConfig, Dataset, DatasetKind, DistillConfig, DistillLoader, EvalLoader, FileDataset,
     Sampling, SplitItem, SyntheticDataset, SyntheticParams, TrainConfig, TrainLoader,
 };

@@ -11,7 +11,7 @@ use asymflow::data::{
     DatasetSource, DirectHasher, SplitManifest, SyntheticParams, MANIFEST_OUTPUT,
 };
 use asymflow::kind::{FingerprintEnv, InputArtifact, Inputs, Params, StageContext, StageError};
-use asymflow::stages::registry;
+use asymflow_tensor::registry;
 use serde_json::{json, Value};
 
 use crate::data_fixtures as fx;
@@ -33,7 +33,7 @@ fn params(overrides: Value) -> Params {
 
 fn run_split(project: &Path, params: &Params) -> Result<SplitManifest, StageError> {
     let reg = registry();
-    let stage = reg.get("split").unwrap();
+    let stage = reg.runner("split").unwrap();
     let out = tempfile::tempdir().unwrap();
     let inputs = Inputs::new();
     let cancel = AtomicBool::new(false);
@@ -43,12 +43,12 @@ fn run_split(project: &Path, params: &Params) -> Result<SplitManifest, StageErro
         &inputs,
         out.path().to_path_buf(),
         project,
-        tch::Device::Cpu,
+        asymflow::kind::Device::Cpu,
         &cancel,
         None,
     );
     stage.run(&mut ctx)?;
-    let metrics = ctx.finish();
+    let (metrics, _telemetry) = ctx.finish();
     let manifest = SplitManifest::read(&out.path().join(MANIFEST_OUTPUT)).unwrap();
     assert_eq!(
         metrics["train_images"],

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use asymflow::kind::{InputArtifact, Inputs, Params, StageContext, StageError};
-use asymflow::stages::registry;
+use asymflow_tensor::registry;
 use serde_json::{json, Value};
 
 /// An evaluation instance; no metrics means it has not run (as `asymflow report` passes it).
@@ -98,19 +98,19 @@ fn run_report(
     let params = Params(serde_json::from_value(params).unwrap());
     let cancel = AtomicBool::new(false);
     let registry = registry();
-    let stage = registry.get("report").expect("report kind registered");
+    let stage = registry.runner("report").expect("report kind registered");
     let mut ctx = StageContext::new(
         "table",
         &params,
         &inputs,
         out.clone(),
         dir,
-        tch::Device::Cpu,
+        asymflow::kind::Device::Cpu,
         &cancel,
         None,
     );
     stage.run(&mut ctx)?;
-    Ok((out, ctx.finish()))
+    Ok((out, ctx.finish().0))
 }
 
 fn results(inputs: Vec<InputArtifact>) -> Inputs {

@@ -137,7 +137,7 @@ pub fn expand(
     file: &str,
     overrides: &[asymflow::spec::Override],
 ) -> BTreeMap<String, Vec<asymflow::kind::Params>> {
-    let registry = asymflow::stages::registry();
+    let registry = asymflow_tensor::registry();
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
     let spec =
         asymflow::spec::load(&path, overrides, &registry).unwrap_or_else(|e| panic!("{file}: {e}"));

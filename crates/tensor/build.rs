@@ -5,6 +5,17 @@
 fn main() {
     println!("cargo:rerun-if-env-changed=LIBTORCH");
     if let Ok(libtorch) = std::env::var("LIBTORCH") {
+        // The wheel's `torch/version.py` names the libtorch version, kept in provenance.
+        let version = std::path::Path::new(&libtorch).join("version.py");
+        if let Ok(text) = std::fs::read_to_string(&version) {
+            if let Some(v) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("__version__ = "))
+                .map(|v| v.trim_matches(|c| c == '\'' || c == '"'))
+            {
+                println!("cargo:rustc-env=ASYMFLOW_LIBTORCH_VERSION={v}");
+            }
+        }
         let lib = std::path::Path::new(&libtorch).join("lib");
         // `--no-as-needed` keeps libtorch_cuda in the binary's dependencies even though no
         // symbol of it is referenced directly: without it CUDA would never be registered.

@@ -8,15 +8,19 @@ use anyhow::Context;
 use super::{CacheArgs, PipelineArgs};
 use crate::cache::Cache;
 use crate::graph::Plan;
-use crate::spec::{self, Override};
 use crate::kind::Registry;
+use crate::spec::{self, Override};
 
 /// The registry the binary uses: every built-in kind, plus the test kinds when
-/// `ASYMFLOW_TEST_KINDS=1` (for the engine's own tests of crashes and concurrency).
+/// `ASYMFLOW_TEST_KINDS` is set (for the engine's own tests of crashes and concurrency): with
+/// `1` the engine runs them itself, with `worker` only their declarations are registered here,
+/// so they run in worker processes as the tensor kinds do.
 pub fn registry() -> Arc<Registry> {
     let mut registry = crate::stages::registry();
-    if std::env::var("ASYMFLOW_TEST_KINDS").is_ok_and(|v| v == "1") {
-        crate::stages::testing::register(&mut registry);
+    match std::env::var("ASYMFLOW_TEST_KINDS").as_deref() {
+        Ok("1") => crate::stages::testing::register(&mut registry),
+        Ok("worker") => crate::stages::testing::declare(&mut registry),
+        _ => {}
     }
     Arc::new(registry)
 }

@@ -114,7 +114,12 @@ impl LocalExecutor {
         if gpus.is_empty() {
             let n = options.device_slots.max(1);
             for _ in 0..n {
-                slots.push(Slot::new(Resource::Device, Device::Cpu, None, (cores / n).max(1)));
+                slots.push(Slot::new(
+                    Resource::Device,
+                    Device::Cpu,
+                    None,
+                    (cores / n).max(1),
+                ));
             }
         } else {
             let threads = (cores / gpus.len()).max(1);
@@ -292,7 +297,10 @@ pub fn worker_program() -> Result<PathBuf, ExecutorError> {
     }
     let exe = std::env::current_exe().map_err(|e| ExecutorError::Other(e.to_string()))?;
     let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
-    let candidates = [dir.join(WORKER_PROGRAM), dir.join("..").join(WORKER_PROGRAM)];
+    let candidates = [
+        dir.join(WORKER_PROGRAM),
+        dir.join("..").join(WORKER_PROGRAM),
+    ];
     candidates
         .iter()
         .find(|p| p.is_file())

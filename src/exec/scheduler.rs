@@ -386,7 +386,10 @@ pub fn run_with(
         let (i, outcome) = match event {
             None => continue,
             Some(JobEvent::Note { id, message }) => {
-                progress.println(&format!("note    {}: {message}", plan.instances()[id].label()));
+                progress.println(&format!(
+                    "note    {}: {message}",
+                    plan.instances()[id].label()
+                ));
                 continue;
             }
             Some(JobEvent::Progress {
@@ -494,7 +497,10 @@ pub fn run_with(
                 let inst = &plan.instances()[i];
                 let mut message = failure.message.clone();
                 if let Some(tail) = &failure.log_tail {
-                    message = format!("{message}\n  log (last lines):\n    {}", tail.replace('\n', "\n    "));
+                    message = format!(
+                        "{message}\n  log (last lines):\n    {}",
+                        tail.replace('\n', "\n    ")
+                    );
                 }
                 let record = failed_record(plan, i, &digest, &key_json, &started);
                 index.record_failure(&record, &failure.message)?;

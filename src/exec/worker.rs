@@ -407,8 +407,8 @@ pub fn exec_file(
         source,
     };
     let dir = result.parent().filter(|p| !p.as_os_str().is_empty());
-    let mut tmp = tempfile::NamedTempFile::new_in(dir.unwrap_or(Path::new(".")))
-        .map_err(write_error)?;
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir.unwrap_or(Path::new("."))).map_err(write_error)?;
     tmp.write_all(text.as_bytes()).map_err(write_error)?;
     tmp.as_file().sync_all().map_err(write_error)?;
     tmp.persist(result).map_err(|e| write_error(e.error))?;

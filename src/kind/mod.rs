@@ -144,7 +144,6 @@ pub trait Stage: Send + Sync {
     ) -> Result<Option<Value>, StageError> {
         Ok(None)
     }
-
 }
 
 /// How a kind does its work, writing outputs into `ctx.out_dir()`. Separate from [`Stage`]

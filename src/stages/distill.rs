@@ -12,7 +12,9 @@
 use serde_json::{json, Value};
 
 use super::training::*;
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageError};
+use crate::kind::{
+    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageError,
+};
 
 /// See the module docs.
 pub struct Distill;
@@ -214,4 +216,3 @@ impl Stage for Distill {
         }
     }
 }
-

@@ -8,9 +8,8 @@
 //! `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where unknown). Metrics: `gflops` (one forward
 //! pass at the resolution), `resolution`, `count`.
 
-
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 use crate::data::EvalView;
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
 /// File name of the embeddings output.
 pub const EMBEDDINGS_OUTPUT: &str = "embeddings.safetensors";
@@ -78,4 +77,3 @@ impl Stage for Embed {
         Resource::Device
     }
 }
-

@@ -13,7 +13,6 @@
 //! `tpir_at_fpir`); a rate target that cannot be measured with the available negatives is
 //! reported as such in `evaluation.json` and recorded as no number.
 
-
 use crate::kind::{InputDecl, ParamDecl, ParamType, Stage};
 
 /// The embeddings output every embedding stage writes.
@@ -104,4 +103,3 @@ impl Stage for Evaluate {
         INPUTS
     }
 }
-

@@ -76,4 +76,3 @@ impl Stage for Import {
         Ok(Some(json!({ "file": hash })))
     }
 }
-

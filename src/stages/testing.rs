@@ -6,19 +6,36 @@
 //! Ctrl-C), fail on purpose, take a device slot, and append a line to a file every time it
 //! really runs, so tests can count executions across processes.
 
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
 
-use crate::kind::{InputDecl, Registry, ParamDecl, ParamType, Params, Resource, Run, Stage, StageContext, StageError};
+use crate::kind::{
+    Device, InputArtifact, InputDecl, Inputs, ParamDecl, ParamType, Params, Registry, Resource,
+    Run, Stage, StageContext, StageError,
+};
 
-/// The test kinds.
+/// The test kinds, declared and run by this process.
 pub fn register(registry: &mut Registry) {
-    registry.register_runnable(Echo {
+    declare(registry);
+    registry.register_runner("test-echo", Box::new(echo()));
+    registry.register_runner("test-strict", Box::new(Strict));
+}
+
+/// The test kinds' declarations only: they run elsewhere (in a worker).
+pub fn declare(registry: &mut Registry) {
+    registry.register(Box::new(echo()));
+    registry.register(Box::new(Strict));
+}
+
+fn echo() -> Echo {
+    Echo {
         kind: "test-echo",
         version: echo_version(),
-    });
-    registry.register_runnable(Strict);
+    }
 }
 
 /// `test-strict`: a required parameter and a required input, for error-message tests.
@@ -187,4 +204,66 @@ impl Run for Echo {
         ctx.log(format!("echo total {total}"));
         Ok(())
     }
+}
+
+// Helpers for unit tests of stage kinds (in both crates): a fake upstream artifact and a
+// one-call stage run with declared defaults filled in, as the engine would.
+
+/// An upstream artifact named `stage` with the given outputs.
+pub fn artifact(stage: &str, key: &str, outputs: &[(&str, &Path)]) -> InputArtifact {
+    InputArtifact {
+        stage: stage.to_string(),
+        kind: "test".to_string(),
+        binding: BTreeMap::new(),
+        params: Params::default(),
+        key: key.to_string(),
+        outputs: outputs
+            .iter()
+            .map(|(n, p)| (n.to_string(), p.to_path_buf()))
+            .collect(),
+        metrics: BTreeMap::new(),
+    }
+}
+
+/// The stage's declared defaults overlaid with `overrides` (a JSON object).
+pub fn params_with_defaults(stage: &dyn Stage, overrides: Value) -> Params {
+    let mut map: BTreeMap<String, Value> = stage
+        .params()
+        .iter()
+        .filter_map(|d| d.default_value().map(|v| (d.name.to_string(), v)))
+        .collect();
+    if let Value::Object(o) = overrides {
+        map.extend(o);
+    }
+    Params(map)
+}
+
+/// Runs `stage` (declared by `stage`, run by `run`) on CPU with `overrides` over its defaults; returns its metrics and the output
+/// folder (kept alive by the returned guard).
+pub fn run_stage(
+    stage: &dyn Stage,
+    run: &dyn Run,
+    overrides: Value,
+    inputs: &[(&str, Vec<InputArtifact>)],
+) -> Result<(BTreeMap<String, f64>, tempfile::TempDir), StageError> {
+    let params = params_with_defaults(stage, overrides);
+    let inputs: Inputs = inputs
+        .iter()
+        .map(|(s, a)| (s.to_string(), a.clone()))
+        .collect();
+    let out = tempfile::tempdir().unwrap();
+    let project = PathBuf::from(".");
+    let cancel = AtomicBool::new(false);
+    let mut ctx = StageContext::new(
+        stage.kind(),
+        &params,
+        &inputs,
+        out.path().to_path_buf(),
+        &project,
+        Device::Cpu,
+        &cancel,
+        None,
+    );
+    run.run(&mut ctx)?;
+    Ok((ctx.finish().0, out))
 }

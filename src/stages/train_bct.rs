@@ -19,9 +19,8 @@
 //! labels on all new data). The old model itself never trains: its variables are frozen and
 //! its features computed in eval mode without gradient.
 
-
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 use super::train_classifier::classifier_params;
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
 /// The `train-bct` kind.
 pub struct TrainBct;
@@ -77,4 +76,3 @@ impl Stage for TrainBct {
         Resource::Device
     }
 }
-

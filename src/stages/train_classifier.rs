@@ -11,7 +11,6 @@
 //! to D, L2 normalisation (`pool = "avg"`, no inner normalisation). The training loop here is
 //! shared with `train-bct`, which adds its influence term to the same loss.
 
-
 use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
 /// The parameters `train-classifier` and `train-bct` share, then the kind's own.
@@ -91,4 +90,3 @@ impl Stage for TrainClassifier {
         Resource::Device
     }
 }
-

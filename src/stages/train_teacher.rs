@@ -10,7 +10,9 @@
 use serde_json::{json, Value};
 
 use super::training::*;
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageError};
+use crate::kind::{
+    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageError,
+};
 
 /// See the module docs.
 pub struct TrainTeacher;
@@ -179,4 +181,3 @@ impl Stage for TrainTeacher {
         Ok(weight_fingerprint(params, "pretrained", env)?.map(|(k, v)| json!({ k: v })))
     }
 }
-

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::kind::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
 use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
+use crate::kind::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
 
 /// The loss-curve output of the training stages.
 pub const LOSS_OUTPUT: &str = "loss.json";
@@ -185,50 +185,6 @@ pub fn resolve(ctx: &StageContext<'_>, path: &str) -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn params(pairs: &[(&str, Value)]) -> Params {
-        Params(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn optimiser_and_network_parameters_are_checked() {
-        let good = params(&[
-            ("optimizer", json!("adamw")),
-            ("lr", json!(1e-3)),
-            ("weight_decay", json!(0.0)),
-            ("schedule", json!("one-cycle")),
-            ("div_factor", json!(25.0)),
-        ]);
-        let cfg = optim_config(&good).unwrap();
-        assert!(cfg.one_cycle && cfg.kind == OptimKind::Adamw);
-        let mut bad = good.clone();
-        bad.0.insert("lr".into(), json!(0.0));
-        assert!(optim_config(&bad).unwrap_err().to_string().contains("lr"));
-
-        let net = params(&[
-            ("arch", json!("resnet34")),
-            ("width", json!(8)),
-            ("stem", json!("small")),
-            ("pool", json!("avg")),
-            ("embed_dim", json!(32)),
-        ]);
-        let cfg = net_config(&net).unwrap();
-        assert_eq!(cfg.arch, Arch::Resnet34);
-        assert!(
-            !cfg.pool_l2n,
-            "average pooling is the BCT head: no inner L2N"
-        );
-        let mut bad = net.clone();
-        bad.0.insert("width".into(), json!(0));
-        assert!(net_config(&bad).unwrap_err().to_string().contains("width"));
-    }
-
     #[test]
     fn epoch_means_average_each_term() {
         let mut m = Means::default();

@@ -12,7 +12,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::kind::{InputArtifact, InputDecl, ParamDecl, ParamType, Run, Stage, StageContext, StageError};
+use crate::kind::{
+    InputArtifact, InputDecl, ParamDecl, ParamType, Run, Stage, StageContext, StageError,
+};
 use crate::metrics::update_gain;
 
 /// The details output of `update-gain`.
@@ -161,7 +163,7 @@ impl Run for UpdateGainStage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::test_support::{artifact, run_stage};
+    use crate::stages::testing::{artifact, run_stage};
 
     fn eval(stage: &str, map: f64, r1: f64) -> InputArtifact {
         let mut a = artifact(stage, stage, &[]);
@@ -174,6 +176,7 @@ mod tests {
     #[test]
     fn gain_where_the_criterion_holds_and_none_where_it_fails() {
         let (metrics, out) = run_stage(
+            &UpdateGainStage,
             &UpdateGainStage,
             json!({}),
             &[
@@ -195,8 +198,7 @@ mod tests {
             !metrics.contains_key("gain_no_positive"),
             "counts are not compared"
         );
-        let details: Value =
-            crate::stages::read_json(&out.path().join(UPDATE_GAIN_OUTPUT)).unwrap();
+        let details: Value = crate::kind::read_json(&out.path().join(UPDATE_GAIN_OUTPUT)).unwrap();
         assert_eq!(details["r1"]["gain"], Value::Null);
         assert!(details["r1"]["not_applicable"]
             .as_str()
@@ -207,6 +209,7 @@ mod tests {
     #[test]
     fn a_named_metric_missing_upstream_is_an_error_naming_it() {
         let err = run_stage(
+            &UpdateGainStage,
             &UpdateGainStage,
             json!({"metrics": ["tar_at_far"]}),
             &[

@@ -19,6 +19,19 @@ pub mod stages;
 pub mod worker;
 
 // The engine's modules under their old paths, so code moved here reads as it did.
-pub(crate) use asymflow::{cache, kind};
+pub(crate) use asymflow::kind;
 
 pub use stages::registry;
+
+/// `?` for libtorch errors in stage code. `StageError` is the engine's and `TchError` is tch's,
+/// so neither crate can hold a `From` between them; `.torch()` converts.
+pub(crate) trait TorchResult<T> {
+    /// The error as a [`asymflow::kind::StageError::Torch`].
+    fn torch(self) -> Result<T, asymflow::kind::StageError>;
+}
+
+impl<T> TorchResult<T> for Result<T, tch::TchError> {
+    fn torch(self) -> Result<T, asymflow::kind::StageError> {
+        self.map_err(|e| asymflow::kind::StageError::Torch(e.to_string()))
+    }
+}

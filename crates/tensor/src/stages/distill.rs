@@ -11,26 +11,25 @@
 
 use std::time::Instant;
 
-use serde_json::{json, Value};
-
 use super::training::{
     augment_config, images_per_epoch, open_partition, optim_config, positive, resolve,
-    upstream_int, weight_fingerprint, EpochLoss, LossCurve, Means,
+    upstream_int, EpochLoss, LossCurve, Means,
 };
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{DistillConfig, DistillLoader};
+use crate::kind::{Params, Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
 use crate::nn::train::DistillStep;
 use crate::nn::{gflops, Arch, DistillLoss, NetConfig, Optim, Stem};
+use crate::TorchResult;
+use asymflow::stages::distill::*;
 
 /// See the module docs.
 pub(crate) struct Distill;
 
-
 impl Run for Distill {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let p = ctx.params().clone();
-        let device = ctx.device();
+        let device = crate::worker::torch_device(ctx.device());
         let seed = p.int("seed")?;
         let epochs = positive(&p, "epochs")?;
         let batch_size = positive(&p, "batch_size")?;
@@ -90,7 +89,7 @@ impl Run for Distill {
         )?;
         let batches = loader.batches_per_epoch();
         let steps = epochs * batches.div_ceil(accumulate);
-        let optim = Optim::new(&student.vs, &optim_config(&p)?, steps)?;
+        let optim = Optim::new(&student.vs, &optim_config(&p)?, steps).torch()?;
         let net = student.meta.net.clone();
         let mut step = DistillStep::new(
             student,
@@ -165,7 +164,7 @@ impl Distill {
         p: &Params,
         teacher: &Model,
     ) -> Result<Model, StageError> {
-        let device = ctx.device();
+        let device = crate::worker::torch_device(ctx.device());
         let mut net: NetConfig = teacher.meta.net.clone();
         match p.str("arch")? {
             "teacher" => {}
@@ -275,11 +274,12 @@ fn distill_loss(p: &Params) -> Result<DistillLoss, StageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use asymflow::kind::Stage;
+    use serde_json::{json, Value};
 
     fn params(losses: Value) -> Params {
         let mut p = Params::default();
-        for decl in PARAMS {
+        for decl in asymflow::stages::distill::Distill.params() {
             if let Some(v) = decl.default_value() {
                 p.0.insert(decl.name.to_string(), v);
             }
@@ -324,4 +324,3 @@ mod tests {
         assert!(p.bool("coupled").unwrap());
     }
 }
-

@@ -13,10 +13,12 @@ use std::path::Path;
 use tch::{Kind, Tensor};
 
 use super::training::{open_partition, positive};
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{EvalLoader, EvalView};
+use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{Model, META_FILE, WEIGHTS_FILE};
 use crate::nn::gflops;
+use crate::TorchResult;
+use asymflow::stages::embed::*;
 
 /// See the module docs.
 pub(crate) struct Embed;
@@ -26,7 +28,7 @@ impl Run for Embed {
         let p = ctx.params().clone();
         let resolution = positive(&p, "resolution")?;
         let batch_size = positive(&p, "batch_size")?;
-        let device = ctx.device();
+        let device = crate::worker::torch_device(ctx.device());
         let input = ctx.input("model")?.clone();
         let model = Model::load(
             input.output(WEIGHTS_FILE)?,
@@ -95,7 +97,6 @@ pub fn write_embeddings(
         ("labels", Tensor::from_slice(labels)),
         ("cameras", Tensor::from_slice(cameras)),
     ];
-    Tensor::write_safetensors(&tensors, path)?;
+    Tensor::write_safetensors(&tensors, path).torch()?;
     Ok(())
 }
-

@@ -15,9 +15,10 @@
 
 use serde_json::{json, Value};
 
-use crate::kind::{InputDecl, ParamDecl, ParamType, Stage, StageContext, StageError};
+use crate::kind::{Run, StageContext, StageError};
 use crate::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
 use crate::metrics::{self, EmbeddingSet, Exclusion, MetricsError};
+use asymflow::stages::evaluate::*;
 
 /// The `evaluate` kind.
 pub(crate) struct Evaluate;
@@ -245,7 +246,7 @@ fn positive_ks(ks: &[i64]) -> Result<Vec<usize>, StageError> {
     Ok(ks.iter().map(|&k| k as usize).collect())
 }
 
-fn rate(params: &super::Params, name: &str) -> Result<f64, StageError> {
+fn rate(params: &crate::kind::Params, name: &str) -> Result<f64, StageError> {
     let v = params.float(name)?;
     if v.is_nan() || v <= 0.0 || v > 1.0 {
         return Err(StageError::bad_param(
@@ -256,7 +257,7 @@ fn rate(params: &super::Params, name: &str) -> Result<f64, StageError> {
     Ok(v)
 }
 
-fn template_size(params: &super::Params) -> Result<usize, StageError> {
+fn template_size(params: &crate::kind::Params) -> Result<usize, StageError> {
     let v = params.int("template_size")?;
     usize::try_from(v).map_err(|_| {
         StageError::bad_param(
@@ -269,7 +270,7 @@ fn template_size(params: &super::Params) -> Result<usize, StageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::test_support::{artifact, run_stage};
+    use asymflow::stages::testing::{artifact, run_stage};
 
     fn write(dir: &std::path::Path, name: &str, set: &EmbeddingSet) -> std::path::PathBuf {
         let sub = dir.join(name);
@@ -287,6 +288,7 @@ mod tests {
         let mut emb = artifact("embed", "k1", &[(EMBEDDINGS_OUTPUT, &path)]);
         emb.metrics.insert("gflops".into(), 0.25);
         let (metrics, out) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
             &Evaluate,
             json!({"ks": [1, 2]}),
             &[("query", vec![emb.clone()]), ("database", vec![emb])],
@@ -299,7 +301,7 @@ mod tests {
         assert_eq!(metrics["r2"], 1.0);
         assert_eq!(metrics["no_positive"], 2.0);
         assert_eq!(metrics["query_gflops"], 0.25);
-        let details: Value = crate::stages::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
+        let details: Value = crate::kind::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
         assert_eq!(details["exclude_self"], true);
     }
 
@@ -319,6 +321,7 @@ mod tests {
             &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "o", &old))],
         );
         let (metrics, _) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
             &Evaluate,
             json!({}),
             &[("query", vec![q.clone()]), ("database", vec![d.clone()])],
@@ -333,6 +336,7 @@ mod tests {
             "no query to average over: no number"
         );
         let (metrics, _) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
             &Evaluate,
             json!({"exclude_self": "never"}),
             &[("query", vec![q]), ("database", vec![d])],
@@ -357,14 +361,25 @@ mod tests {
             &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "o", &old))],
         );
         let inputs = [("query", vec![q]), ("database", vec![d])];
-        let err = run_stage(&Evaluate, json!({}), &inputs)
-            .unwrap_err()
-            .to_string();
+        let err = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
+            &Evaluate,
+            json!({}),
+            &inputs,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("3-dimensional but database embeddings are 2-dimensional"),
             "{err}"
         );
-        let (metrics, _) = run_stage(&Evaluate, json!({"truncate": true}), &inputs).unwrap();
+        let (metrics, _) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
+            &Evaluate,
+            json!({"truncate": true}),
+            &inputs,
+        )
+        .unwrap();
         assert_eq!(
             metrics["r1"], 1.0,
             "first two components match each query's class"
@@ -381,16 +396,22 @@ mod tests {
             &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "e", &set))],
         );
         let inputs = [("query", vec![e.clone()]), ("database", vec![e])];
-        let (metrics, out) =
-            run_stage(&Evaluate, json!({"protocol": "verification"}), &inputs).unwrap();
+        let (metrics, out) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
+            &Evaluate,
+            json!({"protocol": "verification"}),
+            &inputs,
+        )
+        .unwrap();
         assert!(!metrics.contains_key("tar_at_far"));
         assert_eq!(metrics["impostor_pairs"], 8.0);
-        let details: Value = crate::stages::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
+        let details: Value = crate::kind::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
         assert!(details["note"]
             .as_str()
             .unwrap()
             .contains("below 1 / 8 impostor pairs"));
         let (metrics, _) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
             &Evaluate,
             json!({"protocol": "verification", "far": 0.125}),
             &inputs,
@@ -409,6 +430,7 @@ mod tests {
             &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "e", &set))],
         );
         let err = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
             &Evaluate,
             json!({"protocol": "reid"}),
             &[("query", vec![e.clone()]), ("database", vec![e])],
@@ -418,4 +440,3 @@ mod tests {
         assert!(err.contains("needs the camera"), "{err}");
     }
 }
-

@@ -7,13 +7,14 @@
 //! path. `gflops` and `resolution`, when given, become metrics like `embed`'s (so a report can
 //! plot the imported model's query cost).
 
-use serde_json::{json, Value};
 use tch::{Kind, Tensor};
 
-use super::embed::{write_embeddings, EMBEDDINGS_OUTPUT};
+use super::embed::write_embeddings;
 use super::training::resolve;
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError};
+use crate::kind::{Run, StageContext, StageError};
 use crate::nn::l2n;
+use crate::TorchResult;
+use asymflow::stages::embed::EMBEDDINGS_OUTPUT;
 
 /// See the module docs.
 pub(crate) struct Import;
@@ -58,7 +59,7 @@ impl Run for Import {
                     t.size()
                 )));
             }
-            Ok(Vec::<i64>::try_from(&t.to_kind(Kind::Int64))?)
+            Ok(Vec::<i64>::try_from(&t.to_kind(Kind::Int64)).torch()?)
         };
         let labels = as_ids(&labels, "labels")?;
         let cameras = match get("cameras") {
@@ -89,4 +90,3 @@ impl Run for Import {
         Ok(())
     }
 }
-

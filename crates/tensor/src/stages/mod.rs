@@ -6,8 +6,6 @@ mod distill;
 mod embed;
 mod evaluate;
 mod import;
-#[cfg(test)]
-pub(crate) mod test_support;
 mod train_bct;
 mod train_classifier;
 mod train_teacher;
@@ -20,12 +18,18 @@ use asymflow::stages as decl;
 pub fn registry() -> Registry {
     let mut registry = asymflow::stages::registry();
     let runners: [(&dyn Stage, Box<dyn Run>); 7] = [
-        (&decl::train_teacher::TrainTeacher, Box::new(train_teacher::TrainTeacher)),
+        (
+            &decl::train_teacher::TrainTeacher,
+            Box::new(train_teacher::TrainTeacher),
+        ),
         (&decl::distill::Distill, Box::new(distill::Distill)),
         (&decl::embed::Embed, Box::new(embed::Embed)),
         (&decl::import::Import, Box::new(import::Import)),
         (&decl::evaluate::Evaluate, Box::new(evaluate::Evaluate)),
-        (&decl::train_classifier::TrainClassifier, Box::new(train_classifier::TrainClassifier)),
+        (
+            &decl::train_classifier::TrainClassifier,
+            Box::new(train_classifier::TrainClassifier),
+        ),
         (&decl::train_bct::TrainBct, Box::new(train_bct::TrainBct)),
     ];
     for (stage, run) in runners {

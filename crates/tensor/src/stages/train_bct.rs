@@ -23,12 +23,11 @@ use std::collections::HashMap;
 
 use tch::{Kind, Tensor};
 
-use super::train_classifier::{
-    finish, train, training_items, ClassList, Setup, CLASSES_OUTPUT,
-};
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
+use super::train_classifier::{finish, train, training_items, ClassList, Setup};
 use crate::data::{EvalLoader, EvalView};
+use crate::kind::{read_json, Run, StageContext, StageError};
 use crate::nn::{l2n, Classifier, ClassifierConfig, Model};
+use asymflow::stages::train_classifier::CLASSES_OUTPUT;
 
 /// How the influence term is computed. See the module docs.
 #[derive(Debug)]
@@ -233,10 +232,10 @@ fn load_old(ctx: &StageContext<'_>) -> Result<OldModel, StageError> {
     let mut model = Model::load(
         input.output(crate::nn::checkpoint::WEIGHTS_FILE)?,
         input.output(crate::nn::checkpoint::META_FILE)?,
-        ctx.device(),
+        crate::worker::torch_device(ctx.device()),
     )?;
     model.vs.freeze();
-    let classes: ClassList = super::read_json(input.output(CLASSES_OUTPUT)?)?;
+    let classes: ClassList = read_json(input.output(CLASSES_OUTPUT)?)?;
     let head = match model.classifier.take() {
         Some(h) => h,
         None => {
@@ -283,7 +282,10 @@ fn old_features(
         ctx.check_cancelled()?;
         let (images, l) = batch?;
         feats.push(tch::no_grad(|| {
-            old.net.forward_t(&images.to_device(ctx.device()), false)
+            old.net.forward_t(
+                &images.to_device(crate::worker::torch_device(ctx.device())),
+                false,
+            )
         }));
         labels.extend(l);
     }
@@ -338,7 +340,10 @@ impl Run for TrainBct {
                 "no training class is known to the old classifier, so T_old is empty; train on a superset of the old model's classes",
             ));
         }
-        let model = setup.model(classes.labels.len(), ctx.device());
+        let model = setup.model(
+            classes.labels.len(),
+            crate::worker::torch_device(ctx.device()),
+        );
         let mut lwf_vs = None;
         let mut class_of = old.classes.index();
         let kind = match (method.as_str(), t_bct.as_str(), rule.as_str()) {
@@ -347,7 +352,7 @@ impl Run for TrainBct {
             ("bct", "new", _) => InfluenceKind::Classifier,
             ("l2", _, _) => InfluenceKind::L2,
             _ => {
-                let vs = tch::nn::VarStore::new(ctx.device());
+                let vs = tch::nn::VarStore::new(crate::worker::torch_device(ctx.device()));
                 let head = Classifier::new(&(vs.root() / "lwf_head"), old.head.config());
                 tch::no_grad(|| {
                     head.weight.shallow_clone().copy_(&old.head.weight);
@@ -634,4 +639,3 @@ mod tests {
         ));
     }
 }
-

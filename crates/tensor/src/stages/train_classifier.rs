@@ -18,14 +18,16 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{
     AugmentConfig, Dataset, Sampling, SplitItem, SplitManifest, TrainConfig, TrainLoader,
 };
+use crate::kind::{Params, Run, StageContext, StageError};
 use crate::nn::{
     gflops, Arch, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig,
     OptimKind, Pool, Stem,
 };
+use crate::TorchResult;
+use asymflow::stages::train_classifier::*;
 
 /// The content of `classes.json`: row `i` of the classifier is label `labels[i]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,7 +46,6 @@ impl ClassList {
             .collect()
     }
 }
-
 
 /// The `train-classifier` kind.
 pub(crate) struct TrainClassifier;
@@ -266,9 +267,9 @@ pub(crate) fn train(
     extra: &mut ExtraLoss<'_>,
 ) -> Result<TrainStats, StageError> {
     let steps = setup.epochs * loader.batches_per_epoch();
-    let mut optim = Optim::new(&model.vs, &setup.optim, steps)?;
+    let mut optim = Optim::new(&model.vs, &setup.optim, steps).torch()?;
     let mut extra_optim = match extra_vs {
-        Some(vs) => Some(Optim::new(vs, &setup.optim, steps)?),
+        Some(vs) => Some(Optim::new(vs, &setup.optim, steps).torch()?),
         None => None,
     };
     let head = model
@@ -276,7 +277,7 @@ pub(crate) fn train(
         .as_ref()
         .ok_or_else(|| StageError::Other("internal: a classifier model without a head".into()))?;
     let index = classes.index();
-    let device = ctx.device();
+    let device = crate::worker::torch_device(ctx.device());
     let start = Instant::now();
     let mut stats = TrainStats::default();
     ctx.progress_start(steps as u64, "batches");
@@ -286,7 +287,7 @@ pub(crate) fn train(
         for batch in loader.epoch(epoch as u64) {
             ctx.check_cancelled()?;
             let batch = batch?;
-            let raw: Vec<i64> = Vec::<i64>::try_from(&batch.labels)?;
+            let raw: Vec<i64> = Vec::<i64>::try_from(&batch.labels).torch()?;
             let dense: Vec<i64> = raw
                 .iter()
                 .map(|l| {
@@ -383,7 +384,10 @@ impl Run for TrainClassifier {
             items.len(),
             classes.labels.len()
         ));
-        let model = setup.model(classes.labels.len(), ctx.device());
+        let model = setup.model(
+            classes.labels.len(),
+            crate::worker::torch_device(ctx.device()),
+        );
         let loader = setup.loader(dataset, &items)?;
         let stats = train(
             ctx,
@@ -401,24 +405,31 @@ impl Run for TrainClassifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::test_support::params_with_defaults;
+    use asymflow::stages::testing::params_with_defaults;
     use serde_json::json;
 
     #[test]
     fn augmentation_follows_crop_min_and_flip() {
-        let params =
-            params_with_defaults(&TrainClassifier, json!({"crop_min": 0.6, "flip": false}));
+        let params = params_with_defaults(
+            &asymflow::stages::train_classifier::TrainClassifier,
+            json!({"crop_min": 0.6, "flip": false}),
+        );
         let setup = Setup::from_params(&params).unwrap();
         assert_eq!(setup.augment.crop_scale, (0.6, 1.0));
         assert!(!setup.augment.flip);
         assert!(setup.augment.geometric);
 
-        let defaults =
-            Setup::from_params(&params_with_defaults(&TrainClassifier, json!({}))).unwrap();
+        let defaults = Setup::from_params(&params_with_defaults(
+            &asymflow::stages::train_classifier::TrainClassifier,
+            json!({}),
+        ))
+        .unwrap();
         assert_eq!(defaults.augment, AugmentConfig::default());
 
-        let off =
-            params_with_defaults(&TrainClassifier, json!({"augment": false, "crop_min": 0.6}));
+        let off = params_with_defaults(
+            &asymflow::stages::train_classifier::TrainClassifier,
+            json!({"augment": false, "crop_min": 0.6}),
+        );
         assert_eq!(
             Setup::from_params(&off).unwrap().augment,
             AugmentConfig::none()
@@ -428,10 +439,12 @@ mod tests {
     #[test]
     fn a_crop_min_outside_the_unit_interval_is_refused_by_name() {
         for bad in [0.0, -0.5, 1.5] {
-            let params = params_with_defaults(&TrainClassifier, json!({ "crop_min": bad }));
+            let params = params_with_defaults(
+                &asymflow::stages::train_classifier::TrainClassifier,
+                json!({ "crop_min": bad }),
+            );
             let err = Setup::from_params(&params).unwrap_err().to_string();
             assert!(err.contains("crop_min"), "{err}");
         }
     }
 }
-

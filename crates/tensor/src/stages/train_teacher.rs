@@ -9,18 +9,18 @@
 
 use std::time::Instant;
 
-use serde_json::{json, Value};
 use tch::Tensor;
 
 use super::training::{
     augment_config, images_per_epoch, net_config, open_partition, optim_config, positive, resolve,
-    weight_fingerprint, EpochLoss, LossCurve, Means, ARCHS, POOLS, STEMS,
+    EpochLoss, LossCurve, Means,
 };
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{dense_labels, Sampling, TrainConfig, TrainLoader};
+use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
 use crate::nn::train::{TeacherLoss, TeacherStep};
 use crate::nn::{gflops, ClassifierConfig, HeadKind, Optim};
+use crate::TorchResult;
 
 /// See the module docs.
 pub(crate) struct TrainTeacher;
@@ -79,7 +79,7 @@ impl Run for TrainTeacher {
         };
 
         tch::manual_seed(seed);
-        let device = ctx.device();
+        let device = crate::worker::torch_device(ctx.device());
         let model = Model::new(ModelMeta::new(net.clone(), head), device);
         if let Some(path) = p.opt_str("pretrained") {
             let loaded = load_pretrained(&model.vs, &resolve(ctx, path))?;
@@ -99,7 +99,7 @@ impl Run for TrainTeacher {
         )?;
         let batches = loader.batches_per_epoch();
         let steps = epochs * batches.div_ceil(accumulate);
-        let optim = Optim::new(&model.vs, &optim_config(&p)?, steps)?;
+        let optim = Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?;
         let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?;
         ctx.log(format!(
             "train-teacher: {} images of {} classes, {batches} batches/epoch, {epochs} epochs, loss {loss_name}",
@@ -152,7 +152,7 @@ impl Run for TrainTeacher {
 
 /// Labels mapped to classifier indices through the sorted class list.
 fn dense(labels: &Tensor, classes: &[i64]) -> Result<Tensor, StageError> {
-    let raw = Vec::<i64>::try_from(labels)?;
+    let raw = Vec::<i64>::try_from(labels).torch()?;
     let idx = raw
         .iter()
         .map(|l| {
@@ -163,4 +163,3 @@ fn dense(labels: &Tensor, classes: &[i64]) -> Result<Tensor, StageError> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Tensor::from_slice(&idx))
 }
-

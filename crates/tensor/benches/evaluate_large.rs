@@ -1,4 +1,4 @@
-//! Large retrieval evaluation: time and peak memory of `asymflow::metrics::retrieval` on
+//! Large retrieval evaluation: time and peak memory of `asymflow_tensor::metrics::retrieval` on
 //! N x N embeddings (60,000 x 60,000, 512-d by default), against a brute-force numpy
 //! reference (full similarity rows, full sort per query) on a subset of queries.
 //!
@@ -17,8 +17,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use asymflow::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
-use asymflow::metrics::{retrieval, EmbeddingSet, Exclusion};
+use asymflow_tensor::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
+use asymflow_tensor::metrics::{retrieval, EmbeddingSet, Exclusion};
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 

@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use asymflow::data::image_ops::{resize, Filter};
 use asymflow::data::listing::image_folder;
-use asymflow::data::{
+use asymflow_tensor::data::{
     AugmentConfig, FileDataset, Sampling, SplitItem, SyntheticParams, TrainConfig, TrainLoader,
 };
 

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use asymflow::nn::checkpoint::{copy_vars, Model, ModelMeta};
-use asymflow::nn::train::{DistillStep, TeacherLoss, TeacherStep};
-use asymflow::nn::{
+use asymflow_tensor::nn::checkpoint::{copy_vars, Model, ModelMeta};
+use asymflow_tensor::nn::train::{DistillStep, TeacherLoss, TeacherStep};
+use asymflow_tensor::nn::{
     Arch, ClassifierConfig, DistillLoss, HeadKind, NetConfig, Optim, OptimConfig, OptimKind, Pool,
     Stem,
 };
