@@ -1,14 +1,25 @@
 //! Execution: from a sealed [`crate::graph::Plan`] to cached results.
 //!
+//! The engine decides what runs; an [`executor::Executor`] decides where:
+//!
+//! ```text
+//! engine (one per `asymflow run`)                          workers
+//!   plan -> ready queue -> Executor::submit(Job) ---------> asymflow-worker serve  (persistent,
+//!         <- JobEvent: progress, outcome (digests) -------    one per slot: LocalExecutor)
+//!                                                          asymflow exec JOB.json (one process
+//!                                                            per job: a cluster executor)
+//! ```
+//!
 //! - [`freshness`]: keys, hits, and dirty reasons (the rules are written there).
 //! - [`plan_status`]: `asymflow plan` (what would run, and why).
-//! - [`scheduler`]: the ready queue, worker pool, device slots, leases, Ctrl-C.
-//! - [`local`]: runs one instance in this process.
-//! - [`progress`]: progress bars.
-//!
-//! Submitting instances to a cluster scheduler (`asymflow exec --key K` under Slurm) is the
-//! planned next executor beside [`local`]; it needs only a job's key, since inputs and results
-//! travel through the cache.
+//! - [`scheduler`] (over the pure state machine in `schedule`): the ready queue, leases, retries, Ctrl-C; records results, one transaction
+//!   each. The engine alone writes the index.
+//! - [`executor`]: the `Executor` trait and the plain serde `Job` and `JobOutcome` that cross it.
+//! - [`local`]: `LocalExecutor`, kinds without tensors on engine threads and the tensor kinds in
+//!   persistent worker processes ([`protocol`]), one per device slot.
+//! - [`worker`]: running one job anywhere (inputs verified from the object store, outputs moved
+//!   into it); `asymflow worker` and `asymflow exec`.
+//! - [`progress`]: progress bars; [`publish`]: reports copied out of the cache.
 
 pub mod executor;
 pub mod freshness;
@@ -17,6 +28,7 @@ pub mod plan_status;
 pub mod progress;
 pub mod protocol;
 pub mod publish;
+mod schedule;
 pub mod scheduler;
 pub mod worker;
 

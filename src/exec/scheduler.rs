@@ -1,18 +1,20 @@
-//! The scheduler: walks the instance DAG, skipping what the cache holds and running the rest.
+//! The scheduler's driver: walks the instance DAG, skipping what the cache holds and handing
+//! the rest to an [`Executor`].
 //!
-//! A ready queue over the plan: an instance becomes ready when every input is done; its key is
-//! computed then (inputs enter the key by content) and looked up. Misses are dispatched to a
-//! pool of `jobs` worker threads; instances of kinds that need a device also take one of the
-//! device slots (one per GPU, or a single CPU slot), so two trainings never share a device.
+//! The rules live in the state machine ([`super::schedule`]); this file does the I/O around
+//! it. An instance becomes ready when every input is done; its key is computed then (inputs
+//! enter the key by content) and looked up. A miss is submitted to the executor once it has
+//! room (a device slot for the kinds that need one).
 //!
 //! Before a miss runs, the scheduler takes the key's lease in the index. If another process
 //! holds it, the instance waits and checks again; when that process finishes, the result is a
 //! cache hit, so no key is ever computed twice. A lease whose process died is taken over.
 //! Within one process, two instances with the same key (same work) run once.
 //!
-//! Results are recorded by this thread only, one transaction per instance, after the worker
-//! moved every output into the object store. Ctrl-C stops dispatching; running stages see the
-//! flag and stop; nothing half-done is recorded.
+//! Results are recorded by this thread only, one transaction per instance, after the job moved
+//! every output into the object store. A job whose process died is tried again `--retries`
+//! times; an input found corrupt sends its producer back to run, a bounded number of times.
+//! Ctrl-C stops dispatching and cancels what runs; nothing half-done is recorded.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +29,7 @@ use super::executor::{
 use super::freshness::{binding_json, dirty_reasons, fingerprint, instance_key, outputs_present};
 use super::local::{LocalExecutor, LocalOptions};
 use super::progress::Progress;
+use super::schedule::{Schedule, State, STOPPED_BY_FAILURE, STOPPED_BY_INTERRUPT};
 use crate::cache::{Cache, IndexHasher, Lease, RunRecord};
 use crate::graph::Plan;
 use crate::kind::{Device, InputArtifact, Registry};
@@ -132,32 +135,6 @@ pub enum ExecError {
     Executor(#[from] super::executor::ExecutorError),
 }
 
-#[derive(Debug, Clone)]
-enum State {
-    Waiting,
-    Ready {
-        key: crate::cache::StageKey,
-        digest: String,
-        reasons: Vec<String>,
-    },
-    Running {
-        digest: String,
-        key_json: String,
-        reasons: Vec<String>,
-        started: Instant,
-    },
-    Done {
-        record: RunRecord,
-        ran: Option<(f64, Vec<String>)>,
-    },
-    Failed {
-        reason: String,
-    },
-    Skipped {
-        reason: String,
-    },
-}
-
 /// Runs `plan` against `cache` on this machine ([`LocalExecutor`]).
 pub fn run(
     plan: &Plan,
@@ -196,43 +173,37 @@ pub fn run_with(
         rand::random::<u64>()
     );
     let n = plan.instances().len();
-    let mut states = vec![State::Waiting; n];
+    let mut schedule = Schedule::new(
+        plan.instances().iter().map(|inst| inst.label()).collect(),
+        plan.instances()
+            .iter()
+            .map(|inst| inst.inputs.values().flatten().copied().collect())
+            .collect(),
+        plan.order().to_vec(),
+        options.keep_going,
+    );
     let progress = Progress::new(options.progress, n as u64);
     let pipeline = plan.spec().name.clone();
-    let mut running = 0usize;
-    let mut cancelled = false;
     let mut bars: HashMap<usize, indicatif::ProgressBar> = HashMap::new();
     let mut attempts: HashMap<usize, usize> = HashMap::new();
     let mut bad_input_rounds: HashMap<usize, usize> = HashMap::new();
-    let mut stop_launching = false;
     let mut last_heartbeat = Instant::now();
     let mut lease_wait: HashMap<usize, Instant> = HashMap::new();
     let mut fingerprints: HashMap<usize, serde_json::Value> = HashMap::new();
 
     loop {
-        if cancel.load(Ordering::Relaxed) {
-            stop_launching = true;
+        if cancel.load(Ordering::Relaxed) && !schedule.stopping() {
+            for i in schedule.cancel() {
+                executor.cancel(i);
+            }
         }
-        // 1. Promote waiting instances whose inputs are all done.
-        for &i in plan.order() {
-            if !matches!(states[i], State::Waiting) {
-                continue;
-            }
+        // 1. Key the instances whose inputs are all done; skip those whose inputs failed.
+        let (promotable, skipped) = schedule.promotable();
+        for _ in skipped {
+            progress.inc();
+        }
+        for i in promotable {
             let inst = &plan.instances()[i];
-            let ups: Vec<usize> = inst.inputs.values().flatten().copied().collect();
-            if let Some(&bad) = ups
-                .iter()
-                .find(|&&u| matches!(states[u], State::Failed { .. } | State::Skipped { .. }))
-            {
-                states[i] = State::Skipped {
-                    reason: format!("input {} did not complete", plan.instances()[bad].label()),
-                };
-                progress.inc();
-                continue;
-            }
-            if !ups.iter().all(|&u| matches!(states[u], State::Done { .. })) {
-                continue;
-            }
             let fp = match fingerprints.get(&i) {
                 Some(fp) => fp.clone(),
                 None => match fingerprint(plan, inst, registry, &hasher) {
@@ -241,140 +212,87 @@ pub fn run_with(
                         fp
                     }
                     Err(e) => {
-                        states[i] = State::Failed {
-                            reason: format!("fingerprint: {e}"),
-                        };
                         progress.println(&format!("failed  {}: {e}", inst.label()));
                         progress.inc();
-                        if !options.keep_going {
-                            stop_launching = true;
-                        }
+                        schedule.fail(i, format!("fingerprint: {e}"));
                         continue;
                     }
                 },
             };
-            let upstream = |u: usize| match &states[u] {
-                State::Done { record, .. } => Some(record.clone()),
-                _ => None,
-            };
-            let key = instance_key(plan, inst, registry, &upstream, fp)
+            let key = instance_key(plan, inst, registry, &|u| schedule.record(u).cloned(), fp)
                 .expect("inputs are done and the kind is registered");
             let digest = key.digest();
             match index.lookup(&digest)? {
                 Some(record) if outputs_present(cache, &record) => {
-                    states[i] = State::Done { record, ran: None };
+                    schedule.hit(i, record);
                     progress.inc();
                 }
                 _ => {
                     let reasons = dirty_reasons(&index, cache, &pipeline, inst, &key);
-                    states[i] = State::Ready {
-                        key,
-                        digest,
-                        reasons,
-                    };
+                    schedule.ready(i, key, digest, reasons);
                 }
             }
         }
 
-        // 2. Dispatch ready instances while there is room.
-        if !stop_launching {
-            for &i in plan.order() {
-                let State::Ready {
-                    key,
-                    digest,
-                    reasons,
-                } = &states[i]
-                else {
-                    continue;
-                };
-                if let Some(since) = lease_wait.get(&i) {
-                    if since.elapsed() < Duration::from_millis(500) {
-                        continue;
+        // 2. Start ready instances while the executor has room.
+        for i in schedule.startable() {
+            let State::Ready { key, digest, .. } = schedule.state(i).clone() else {
+                continue;
+            };
+            if lease_wait
+                .get(&i)
+                .is_some_and(|since| since.elapsed() < Duration::from_millis(500))
+            {
+                continue;
+            }
+            let inst = &plan.instances()[i];
+            let stage = registry.get(&inst.kind).expect("kinds are resolved");
+            let class = stage.resource(&inst.params);
+            if !executor.has_room(class) {
+                continue;
+            }
+            match index.try_lease(&digest, &owner)? {
+                Lease::HeldBy { host, pid } => {
+                    if lease_wait.insert(i, Instant::now()).is_none() {
+                        progress.println(&format!(
+                            "waiting {}: another asymflow (pid {pid} on {host}) is computing it",
+                            inst.label()
+                        ));
                     }
-                }
-                let same_key_running = states
-                    .iter()
-                    .any(|s| matches!(s, State::Running { digest: d, .. } if d == digest));
-                if same_key_running {
                     continue;
                 }
-                let inst = &plan.instances()[i];
-                let stage = registry.get(&inst.kind).expect("kinds are resolved");
-                let class = stage.resource(&inst.params);
-                if !executor.has_room(class) {
-                    continue;
-                }
-                match index.try_lease(digest, &owner)? {
-                    Lease::HeldBy { host, pid } => {
-                        if lease_wait.insert(i, Instant::now()).is_none() {
-                            progress.println(&format!(
-                                "waiting {}: another asymflow (pid {pid} on {host}) is computing it",
-                                inst.label()
-                            ));
-                        }
-                        continue;
-                    }
-                    Lease::Acquired => {}
-                }
-                lease_wait.remove(&i);
-                // Another process may have finished it while we waited for the lease.
-                if let Some(record) = index.lookup(digest)? {
-                    if outputs_present(cache, &record) {
-                        index.release(digest, &owner)?;
-                        states[i] = State::Done { record, ran: None };
-                        progress.inc();
-                        continue;
-                    }
-                }
-                let job = make_job(plan, i, key, digest, &states, cache, class);
-                let reasons = reasons.clone();
-                let digest = digest.clone();
-                let key_json = job.key_json.clone();
-                if let Err(e) = executor.submit(i, job) {
+                Lease::Acquired => {}
+            }
+            lease_wait.remove(&i);
+            // Another process may have finished it while we waited for the lease.
+            if let Some(record) = index.lookup(&digest)? {
+                if outputs_present(cache, &record) {
                     index.release(&digest, &owner)?;
-                    return Err(e.into());
+                    schedule.hit(i, record);
+                    progress.inc();
+                    continue;
                 }
-                states[i] = State::Running {
-                    digest,
-                    key_json,
-                    reasons,
-                    started: Instant::now(),
-                };
-                running += 1;
-                if let Some(bar) = progress.stage_bar(&inst.label()) {
-                    bars.insert(i, bar);
-                }
+            }
+            let job = make_job(plan, i, &key, &digest, &schedule, cache, class);
+            let key_json = job.key_json.clone();
+            if let Err(e) = executor.submit(i, job) {
+                index.release(&digest, &owner)?;
+                return Err(e.into());
+            }
+            schedule.start(i, key_json, Instant::now());
+            if let Some(bar) = progress.stage_bar(&inst.label()) {
+                bars.insert(i, bar);
             }
         }
 
         // 3. Done?
-        let blocked_on_lease = !lease_wait.is_empty() && !stop_launching;
-        let pending = states
-            .iter()
-            .any(|s| matches!(s, State::Waiting | State::Ready { .. }));
-        if running == 0 && !blocked_on_lease && (!pending || stop_launching) {
-            // Stopped with work left: everything not finished is skipped.
-            let reason = if cancel.load(Ordering::Relaxed) {
-                "interrupted (Ctrl-C)".to_string()
+        if schedule.finished(!lease_wait.is_empty()) {
+            schedule.close(if cancel.load(Ordering::Relaxed) {
+                STOPPED_BY_INTERRUPT
             } else {
-                "not started: an earlier stage failed (use --keep-going to run independent branches)".to_string()
-            };
-            for s in states.iter_mut() {
-                if matches!(s, State::Waiting | State::Ready { .. }) {
-                    *s = State::Skipped {
-                        reason: reason.clone(),
-                    };
-                }
-            }
+                STOPPED_BY_FAILURE
+            });
             break;
-        }
-        if cancel.load(Ordering::Relaxed) && !cancelled {
-            cancelled = true;
-            for (i, s) in states.iter().enumerate() {
-                if matches!(s, State::Running { .. }) {
-                    executor.cancel(i);
-                }
-            }
         }
 
         // 4. Wait for an executor event (or a timeout for leases, heartbeats and Ctrl-C).
@@ -407,7 +325,6 @@ pub fn run_with(
             }
             Some(JobEvent::Finished { id, outcome }) => (id, outcome),
         };
-        running -= 1;
         if let Some(bar) = bars.remove(&i) {
             bar.finish_and_clear();
         }
@@ -416,82 +333,70 @@ pub fn run_with(
             key_json,
             reasons,
             started,
-        } = states[i].clone()
+        } = schedule.state(i).clone()
         else {
-            unreachable!("only running instances finish")
+            continue;
         };
         let label = plan.instances()[i].label();
+        index.release(&digest, &owner)?;
         let failure = match outcome {
             JobOutcome::Done(result) => {
                 let record = success_record(plan, i, &digest, &key_json, result);
                 index.record_success(&record, &object_sizes(&record, cache))?;
-                index.release(&digest, &owner)?;
+                let seconds = started.elapsed().as_secs_f64();
                 progress.println(&format!(
-                    "ran     {label} in {:.1}s ({})",
-                    started.elapsed().as_secs_f64(),
+                    "ran     {label} in {seconds:.1}s ({})",
                     reasons.join("; ")
                 ));
                 progress.inc();
-                states[i] = State::Done {
-                    record,
-                    ran: Some((started.elapsed().as_secs_f64(), reasons)),
-                };
+                schedule.succeed(i, record, seconds);
                 continue;
             }
             JobOutcome::Failed(failure) => failure,
         };
-        index.release(&digest, &owner)?;
         match failure.reason {
             FailureReason::BadInput {
                 producer_key,
                 producer_stage,
             } => {
-                let rounds = bad_input_rounds.entry(i).or_insert(0);
-                *rounds += 1;
                 progress.println(&format!(
                     "corrupt input of {label} from {producer_stage}: {}; recomputing it",
                     failure.message
                 ));
                 index.forget(&producer_key)?;
+                let rounds = bad_input_rounds.entry(i).or_insert(0);
+                *rounds += 1;
                 if *rounds > MAX_BAD_INPUT_ROUNDS {
-                    let message = format!(
-                        "its input from {producer_stage} was unreadable {MAX_BAD_INPUT_ROUNDS}                          times in a row, even after recomputing it ({}); check the disk under                          the cache",
-                        failure.message
-                    );
-                    states[i] = State::Failed { reason: message };
                     progress.inc();
-                    if !options.keep_going {
-                        stop_launching = true;
-                    }
+                    schedule.fail(
+                        i,
+                        format!(
+                            "its input from {producer_stage} was unreadable {MAX_BAD_INPUT_ROUNDS} \
+                             times in a row, even after recomputing it ({}); check the disk \
+                             under the cache",
+                            failure.message
+                        ),
+                    );
                     continue;
                 }
-                for (j, s) in states.iter_mut().enumerate() {
-                    if let State::Done { record, .. } = s {
-                        if record.key == producer_key {
-                            *s = State::Waiting;
-                            fingerprints.remove(&j);
-                        }
-                    }
+                for j in schedule.invalidate(&producer_key) {
+                    fingerprints.remove(&j);
                 }
-                states[i] = State::Waiting;
+                schedule.requeue(i);
             }
             FailureReason::Interrupted => {
-                states[i] = State::Skipped {
-                    reason: "interrupted (Ctrl-C)".into(),
-                };
                 progress.inc();
-                stop_launching = true;
+                schedule.interrupted(i);
             }
             reason => {
                 let tried = attempts.entry(i).or_insert(0);
-                if reason.retryable() && *tried < options.retries && !stop_launching {
+                if reason.retryable() && *tried < options.retries && !schedule.stopping() {
                     *tried += 1;
                     progress.println(&format!(
-                        "retry   {label} ({} of {}): {}",
-                        tried, options.retries, failure.message
+                        "retry   {label} ({tried} of {}): {}",
+                        options.retries, failure.message
                     ));
-                    states[i] = State::Waiting;
-                    fingerprints.remove(&i);
+                    schedule.requeue(i);
                     continue;
                 }
                 let inst = &plan.instances()[i];
@@ -508,13 +413,8 @@ pub fn run_with(
                     "failed  {label}\n  params: {}\n  error: {message}",
                     serde_json::to_string(&inst.params.0).unwrap_or_default()
                 ));
-                states[i] = State::Failed {
-                    reason: failure.message,
-                };
                 progress.inc();
-                if !options.keep_going {
-                    stop_launching = true;
-                }
+                schedule.fail(i, failure.message);
             }
         }
     }
@@ -525,7 +425,7 @@ pub fn run_with(
         .instances()
         .iter()
         .map(|inst| {
-            let (status, key, reason, seconds) = match &states[inst.index] {
+            let (status, key, reason, seconds) = match schedule.state(inst.index) {
                 State::Done { record, ran: None } => (
                     Status::Cached,
                     Some(record.key.clone()),
@@ -569,7 +469,7 @@ fn make_job(
     i: usize,
     key: &crate::cache::StageKey,
     digest: &str,
-    states: &[State],
+    schedule: &Schedule,
     cache: &Cache,
     class: crate::kind::Resource,
 ) -> Job {
@@ -579,9 +479,7 @@ fn make_job(
         let list = ups
             .iter()
             .map(|&u| {
-                let State::Done { record, .. } = &states[u] else {
-                    unreachable!("inputs are done")
-                };
+                let record = schedule.record(u).expect("inputs are done");
                 let up = &plan.instances()[u];
                 JobInput {
                     stage: up.stage.clone(),

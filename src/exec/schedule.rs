@@ -1,0 +1,410 @@
+//! The scheduler's state machine, without I/O: which instances wait, are ready, run, are done,
+//! failed or were skipped, and what follows from each event.
+//!
+//! The driver ([`super::scheduler`]) does everything that touches the world (the index, leases,
+//! the executor, the clock) and tells this struct what happened; this struct answers what may
+//! happen next. That keeps the rules in one place and testable without processes: an
+//! instance is promoted when all its inputs are done, skipped when one failed, never started
+//! twice for one key at a time, and once the run is stopping (a failure without
+//! `--keep-going`, or Ctrl-C) nothing new starts and whatever never started is skipped.
+
+use std::time::Instant;
+
+use crate::cache::{RunRecord, StageKey};
+
+/// Where one instance is.
+#[derive(Debug, Clone)]
+pub(crate) enum State {
+    /// Some input is not done yet.
+    Waiting,
+    /// Its key missed the cache; it may start.
+    Ready {
+        key: Box<StageKey>,
+        digest: String,
+        reasons: Vec<String>,
+    },
+    /// Submitted to the executor.
+    Running {
+        digest: String,
+        key_json: String,
+        reasons: Vec<String>,
+        started: Instant,
+    },
+    /// Its result is in the cache; `ran` holds the seconds and reasons when it ran now.
+    Done {
+        record: Box<RunRecord>,
+        ran: Option<(f64, Vec<String>)>,
+    },
+    /// It failed.
+    Failed { reason: String },
+    /// It never ran: an input failed, or the run stopped first.
+    Skipped { reason: String },
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct Schedule {
+    /// Upstream instances of each instance.
+    inputs: Vec<Vec<usize>>,
+    /// Plan order (topological).
+    order: Vec<usize>,
+    /// Instance labels, for reasons.
+    labels: Vec<String>,
+    states: Vec<State>,
+    keep_going: bool,
+    stopping: bool,
+}
+
+/// Why the instances that never started are skipped when the run stops.
+pub(crate) const STOPPED_BY_FAILURE: &str =
+    "not started: an earlier stage failed (use --keep-going to run independent branches)";
+/// Likewise, after Ctrl-C.
+pub(crate) const STOPPED_BY_INTERRUPT: &str = "interrupted (Ctrl-C)";
+
+impl Schedule {
+    /// A schedule over instances (with these labels and upstream lists), walked in `order`.
+    pub(crate) fn new(
+        labels: Vec<String>,
+        inputs: Vec<Vec<usize>>,
+        order: Vec<usize>,
+        keep_going: bool,
+    ) -> Self {
+        let n = inputs.len();
+        Schedule {
+            inputs,
+            order,
+            labels,
+            states: vec![State::Waiting; n],
+            keep_going,
+            stopping: false,
+        }
+    }
+
+    /// Instance `i`'s state.
+    pub(crate) fn state(&self, i: usize) -> &State {
+        &self.states[i]
+    }
+
+    /// Every state, by instance.
+    pub(crate) fn states(&self) -> &[State] {
+        &self.states
+    }
+
+    /// The record of a done instance.
+    pub(crate) fn record(&self, i: usize) -> Option<&RunRecord> {
+        match &self.states[i] {
+            State::Done { record, .. } => Some(record),
+            _ => None,
+        }
+    }
+
+    /// Whether nothing new may start.
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping
+    }
+
+    /// Waiting instances whose inputs are all done, in plan order, to be keyed. Waiting
+    /// instances with a failed or skipped input are skipped first; their indices come back as
+    /// the second list.
+    pub(crate) fn promotable(&mut self) -> (Vec<usize>, Vec<usize>) {
+        let mut promotable = Vec::new();
+        let mut skipped = Vec::new();
+        for idx in 0..self.order.len() {
+            let i = self.order[idx];
+            if !matches!(self.states[i], State::Waiting) {
+                continue;
+            }
+            let bad = self.inputs[i]
+                .iter()
+                .copied()
+                .find(|&u| matches!(self.states[u], State::Failed { .. } | State::Skipped { .. }));
+            if let Some(bad) = bad {
+                self.states[i] = State::Skipped {
+                    reason: format!("input {} did not complete", self.labels[bad]),
+                };
+                skipped.push(i);
+            } else if self.inputs[i]
+                .iter()
+                .all(|&u| matches!(self.states[u], State::Done { .. }))
+            {
+                promotable.push(i);
+            }
+        }
+        (promotable, skipped)
+    }
+
+    /// Instance `i`'s key hit the cache.
+    pub(crate) fn hit(&mut self, i: usize, record: RunRecord) {
+        self.states[i] = State::Done {
+            record: Box::new(record),
+            ran: None,
+        };
+    }
+
+    /// Instance `i`'s key missed; it may start.
+    pub(crate) fn ready(&mut self, i: usize, key: StageKey, digest: String, reasons: Vec<String>) {
+        self.states[i] = State::Ready {
+            key: Box::new(key),
+            digest,
+            reasons,
+        };
+    }
+
+    /// Ready instances that may start now, in plan order: none while stopping, and none whose
+    /// key is already running (two instances with one key are one piece of work).
+    pub(crate) fn startable(&self) -> Vec<usize> {
+        if self.stopping {
+            return Vec::new();
+        }
+        self.order
+            .iter()
+            .copied()
+            .filter(|&i| match &self.states[i] {
+                State::Ready { digest, .. } => !self
+                    .states
+                    .iter()
+                    .any(|s| matches!(s, State::Running { digest: d, .. } if d == digest)),
+                _ => false,
+            })
+            .collect()
+    }
+
+    /// Instance `i` (ready) was submitted.
+    pub(crate) fn start(&mut self, i: usize, key_json: String, now: Instant) {
+        let State::Ready {
+            digest, reasons, ..
+        } = std::mem::replace(&mut self.states[i], State::Waiting)
+        else {
+            panic!("instance {i} started without being ready");
+        };
+        self.states[i] = State::Running {
+            digest,
+            key_json,
+            reasons,
+            started: now,
+        };
+    }
+
+    /// Instance `i` ran and its result is recorded.
+    pub(crate) fn succeed(&mut self, i: usize, record: RunRecord, seconds: f64) {
+        let reasons = match &self.states[i] {
+            State::Running { reasons, .. } => reasons.clone(),
+            _ => Vec::new(),
+        };
+        self.states[i] = State::Done {
+            record: Box::new(record),
+            ran: Some((seconds, reasons)),
+        };
+    }
+
+    /// Instance `i` failed: without `--keep-going` the run stops launching.
+    pub(crate) fn fail(&mut self, i: usize, reason: String) {
+        self.states[i] = State::Failed { reason };
+        if !self.keep_going {
+            self.stopping = true;
+        }
+    }
+
+    /// Instance `i` was interrupted; the run stops.
+    pub(crate) fn interrupted(&mut self, i: usize) {
+        self.states[i] = State::Skipped {
+            reason: STOPPED_BY_INTERRUPT.into(),
+        };
+        self.stopping = true;
+    }
+
+    /// Instance `i` goes back to waiting (a retry, or its input is being recomputed).
+    pub(crate) fn requeue(&mut self, i: usize) {
+        self.states[i] = State::Waiting;
+    }
+
+    /// Every done instance whose result is `key` goes back to waiting (its object turned out
+    /// corrupt); returns them.
+    pub(crate) fn invalidate(&mut self, key: &str) -> Vec<usize> {
+        let mut reset = Vec::new();
+        for (j, s) in self.states.iter_mut().enumerate() {
+            if matches!(s, State::Done { record, .. } if record.key == key) {
+                *s = State::Waiting;
+                reset.push(j);
+            }
+        }
+        reset
+    }
+
+    /// Ctrl-C: nothing new starts. Returns the running instances, to cancel.
+    pub(crate) fn cancel(&mut self) -> Vec<usize> {
+        self.stopping = true;
+        self.running()
+    }
+
+    /// The running instances.
+    pub(crate) fn running(&self) -> Vec<usize> {
+        (0..self.states.len())
+            .filter(|&i| matches!(self.states[i], State::Running { .. }))
+            .collect()
+    }
+
+    /// Whether the run is over: nothing runs, and nothing may start (all settled, or
+    /// stopping). `waiting_on_others` says another process holds a lease we wait for.
+    pub(crate) fn finished(&self, waiting_on_others: bool) -> bool {
+        let running = self
+            .states
+            .iter()
+            .any(|s| matches!(s, State::Running { .. }));
+        let pending = self
+            .states
+            .iter()
+            .any(|s| matches!(s, State::Waiting | State::Ready { .. }));
+        !running && (self.stopping || (!pending && !waiting_on_others))
+    }
+
+    /// Ends the run: whatever never started is skipped with `reason`.
+    pub(crate) fn close(&mut self, reason: &str) {
+        for s in self.states.iter_mut() {
+            if matches!(s, State::Waiting | State::Ready { .. }) {
+                *s = State::Skipped {
+                    reason: reason.to_string(),
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// a -> b -> c, and d on its own.
+    fn schedule(keep_going: bool) -> Schedule {
+        Schedule::new(
+            ["a", "b", "c", "d"].map(String::from).to_vec(),
+            vec![vec![], vec![0], vec![1], vec![]],
+            vec![0, 1, 2, 3],
+            keep_going,
+        )
+    }
+
+    fn record(key: &str) -> RunRecord {
+        RunRecord {
+            key: key.into(),
+            stage: "s".into(),
+            kind: "k".into(),
+            pipeline: "p".into(),
+            binding: "{}".into(),
+            key_json: "{}".into(),
+            started: 0.0,
+            finished: 0.0,
+            duration: 0.0,
+            device: "cpu".into(),
+            outputs: BTreeMap::new(),
+            metrics: BTreeMap::new(),
+        }
+    }
+
+    fn key() -> StageKey {
+        serde_json::from_value(serde_json::json!({
+            "format": 1, "kind": "k", "impl_version": 1, "params": {}, "inputs": {},
+            "fingerprint": null
+        }))
+        .unwrap()
+    }
+
+    fn make_ready(s: &mut Schedule, i: usize, digest: &str) {
+        s.ready(i, key(), digest.into(), vec!["new".into()]);
+    }
+
+    #[test]
+    fn an_instance_is_promoted_when_its_inputs_are_done() {
+        let mut s = schedule(false);
+        assert_eq!(s.promotable(), (vec![0, 3], vec![]));
+        s.hit(0, record("a"));
+        assert_eq!(s.promotable().0, vec![1, 3]);
+        make_ready(&mut s, 1, "b");
+        assert_eq!(s.startable(), vec![1]);
+        s.start(1, "{}".into(), Instant::now());
+        assert_eq!(s.running(), vec![1]);
+        assert!(!s.finished(false));
+        s.succeed(1, record("b"), 1.5);
+        assert!(matches!(s.state(1), State::Done { ran: Some((t, _)), .. } if *t == 1.5));
+        assert_eq!(s.promotable().0, vec![2, 3]);
+    }
+
+    #[test]
+    fn a_failure_skips_its_dependants_and_stops_the_run_without_keep_going() {
+        let mut s = schedule(false);
+        make_ready(&mut s, 0, "a");
+        make_ready(&mut s, 3, "d");
+        s.start(0, "{}".into(), Instant::now());
+        s.fail(0, "boom".into());
+        assert!(s.stopping());
+        assert!(s.startable().is_empty(), "nothing new starts");
+        let (_, skipped) = s.promotable();
+        assert_eq!(skipped, vec![1, 2], "dependants of dependants too, in one pass");
+        assert!(s.finished(false));
+        s.close(STOPPED_BY_FAILURE);
+        assert!(matches!(s.state(2), State::Skipped { .. }));
+        assert!(matches!(s.state(3), State::Skipped { reason } if reason == STOPPED_BY_FAILURE));
+    }
+
+    #[test]
+    fn keep_going_runs_the_independent_branch() {
+        let mut s = schedule(true);
+        make_ready(&mut s, 0, "a");
+        make_ready(&mut s, 3, "d");
+        s.start(0, "{}".into(), Instant::now());
+        s.fail(0, "boom".into());
+        assert!(!s.stopping());
+        assert_eq!(s.startable(), vec![3]);
+        s.start(3, "{}".into(), Instant::now());
+        s.succeed(3, record("d"), 0.1);
+        let (_, skipped) = s.promotable();
+        assert_eq!(skipped, vec![1, 2]);
+        assert!(s.finished(false));
+    }
+
+    #[test]
+    fn two_instances_with_one_key_never_run_at_once() {
+        let mut s = schedule(false);
+        make_ready(&mut s, 0, "same");
+        make_ready(&mut s, 3, "same");
+        assert_eq!(s.startable(), vec![0, 3]);
+        s.start(0, "{}".into(), Instant::now());
+        assert!(s.startable().is_empty());
+    }
+
+    #[test]
+    fn cancel_stops_launching_and_returns_what_runs() {
+        let mut s = schedule(false);
+        make_ready(&mut s, 0, "a");
+        make_ready(&mut s, 3, "d");
+        s.start(0, "{}".into(), Instant::now());
+        assert_eq!(s.cancel(), vec![0]);
+        assert!(s.startable().is_empty());
+        assert!(!s.finished(false), "the running job still reports");
+        s.interrupted(0);
+        assert!(s.finished(false));
+        s.close(STOPPED_BY_INTERRUPT);
+        assert!(matches!(s.state(3), State::Skipped { reason } if reason == STOPPED_BY_INTERRUPT));
+    }
+
+    #[test]
+    fn a_corrupt_result_sends_its_instance_back_to_waiting() {
+        let mut s = schedule(false);
+        s.hit(0, record("a"));
+        make_ready(&mut s, 1, "b");
+        s.start(1, "{}".into(), Instant::now());
+        s.requeue(1);
+        assert_eq!(s.invalidate("a"), vec![0]);
+        assert_eq!(s.promotable().0, vec![0, 3]);
+    }
+
+    #[test]
+    fn waiting_on_another_process_keeps_the_run_open() {
+        let mut s = schedule(false);
+        make_ready(&mut s, 0, "a");
+        assert!(!s.finished(true));
+        assert!(!s.finished(false), "a ready instance is still pending");
+    }
+}
