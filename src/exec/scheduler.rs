@@ -37,6 +37,9 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// Show progress bars (off for `--json` and when stderr is not a terminal).
     pub progress: bool,
+    /// Instances (indices into the plan) to recompute even when the cache holds them
+    /// (`--force`); the result is recorded under the same key, the old objects stay until gc.
+    pub force: std::collections::BTreeSet<usize>,
 }
 
 /// What happened to one instance.
@@ -210,7 +213,7 @@ pub fn run(
                         states[i] = State::Failed {
                             reason: format!("fingerprint: {e}"),
                         };
-                        progress.println(&format!("failed  {}: {e}", inst.label()));
+                        progress.println(&format!("failed  {}", inst.label()));
                         progress.inc();
                         if !options.keep_going {
                             stop_launching = true;
@@ -226,13 +229,18 @@ pub fn run(
             let key = instance_key(plan, inst, registry, &upstream, fp)
                 .expect("inputs are done and the kind is registered");
             let digest = key.digest();
+            let forced = options.force.contains(&i);
             match index.lookup(&digest)? {
-                Some(record) if outputs_present(cache, &record) => {
+                Some(record) if outputs_present(cache, &record) && !forced => {
                     states[i] = State::Done { record, ran: None };
                     progress.inc();
                 }
                 _ => {
-                    let reasons = dirty_reasons(&index, cache, &pipeline, inst, &key);
+                    let reasons = if forced {
+                        vec!["forced (--force)".to_string()]
+                    } else {
+                        dirty_reasons(&index, cache, &pipeline, inst, &key)
+                    };
                     states[i] = State::Ready {
                         key,
                         digest,
@@ -293,7 +301,7 @@ pub fn run(
                 lease_wait.remove(&i);
                 // Another process may have finished it while we waited for the lease.
                 if let Some(record) = index.lookup(digest)? {
-                    if outputs_present(cache, &record) {
+                    if outputs_present(cache, &record) && !options.force.contains(&i) {
                         index.release(digest, &owner)?;
                         states[i] = State::Done { record, ran: None };
                         progress.inc();
@@ -424,15 +432,11 @@ pub fn run(
                     JobError::Stage(crate::kind::StageError::Interrupted)
                 );
                 index.release(&digest, &owner)?;
-                let inst = &plan.instances()[i];
                 let message = error.to_string();
                 if !interrupted {
                     let record = failed_record(plan, i, &digest, &key_json, &started);
                     index.record_failure(&record, &message)?;
-                    progress.println(&format!(
-                        "failed  {label}\n  params: {}\n  error: {message}",
-                        serde_json::to_string(&inst.params.0).unwrap_or_default()
-                    ));
+                    progress.println(&format!("failed  {label} (details below)"));
                 }
                 states[i] = if interrupted {
                     State::Skipped {
