@@ -3,6 +3,8 @@
 mod support;
 
 mod bct;
+mod cli;
+mod cli_examples;
 mod cli_data;
 mod concurrency;
 mod crash_safety;

@@ -26,6 +26,7 @@ pub fn init(args: &OutputArgs) {
         NORMAL
     };
     LEVEL.store(level, Ordering::Relaxed);
+    crate::exec::progress::set_quiet(level == QUIET);
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let (out, err) = match args.color {
         ColorChoice::Always => (true, true),

@@ -6,9 +6,18 @@
 //! of one stage run side by side; bars show an ETA, and the pipeline bar redraws every second
 //! so its elapsed time moves while a long training runs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `-q`: no bars and no result lines for the rest of the process (failures are still reported
+/// by the command itself).
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
 
 /// The run's progress display.
 pub struct Progress {
@@ -69,6 +78,9 @@ impl Progress {
 
     /// A line above the bars (or on stderr).
     pub fn println(&self, line: &str) {
+        if QUIET.load(Ordering::Relaxed) {
+            return;
+        }
         match &self.multi {
             Some(multi) => {
                 let _ = multi.println(line);
