@@ -18,7 +18,7 @@ mod context;
 mod params;
 
 pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
-pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
+pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params, Range};
 
 use std::path::Path;
 

@@ -366,6 +366,29 @@ fn check_type(
             )
             .hint(decl.doc.to_string()));
         }
+        if let (Some(range), Some(number)) = (decl.range, bound.as_f64()) {
+            if !range.contains(number) {
+                let via = binding
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(SpecError::at(
+                    &value.loc,
+                    format!(
+                        "parameter `{}` of kind `{kind}` must be {}, found {number}{}",
+                        decl.name,
+                        range.describe(),
+                        if via.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (with {via})")
+                        }
+                    ),
+                )
+                .hint(decl.doc.to_string()));
+            }
+        }
     }
     Ok(())
 }
