@@ -175,6 +175,11 @@ pub fn loss_figures(
             }
         };
         for (term, points) in curves {
+            // A term that is zero throughout (BCT's influence loss with lambda = 0, say) says
+            // nothing and squeezes the real curves; the total loss is always drawn.
+            if term != "loss" && points.iter().all(|p| p.1 == 0.0) {
+                continue;
+            }
             let label = match (instance.is_empty(), term == "loss") {
                 (true, _) => term,
                 (false, true) => instance.join(", "),

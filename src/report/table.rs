@@ -337,10 +337,15 @@ impl Table {
     pub fn note(&self, plus_minus: &str, dash: &str) -> String {
         let partial = self.cells.iter().flatten().any(Cell::is_partial);
         let missing = self.cells.iter().flatten().any(Cell::is_missing);
-        let mut note = format!(
-            "Mean{plus_minus}sample standard deviation (n - 1) over `{}`.",
-            self.over
-        );
+        let spread = self.cells.iter().flatten().any(|c| c.n() > 1);
+        let mut note = if spread {
+            format!(
+                "Mean{plus_minus}sample standard deviation (n - 1) over `{}`.",
+                self.over
+            )
+        } else {
+            format!("One result per cell (no spread over `{}`).", self.over)
+        };
         if partial {
             note.push_str(" (k/n): k of n expected results present.");
         }
