@@ -249,6 +249,9 @@ fn show_and_why_take_labels_and_show_paths_and_params() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc.as_array().unwrap().len(), 1);
     assert_eq!(doc[0]["params"]["sleep_ms"], 16);
+    let out = p.run(&["show", "pipelines/cli.toml", "model[seed=0]", "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc.as_array().unwrap().len(), 2, "every seed-0 instance");
     assert!(!p.path().join("cache").exists());
     let out = p.run(&["plan", "pipelines/cli.toml", "--json", "--set", "vars.res=4"]);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -265,7 +268,7 @@ fn show_and_why_take_labels_and_show_paths_and_params() {
         .and_then(|l| l.split_whitespace().last())
         .unwrap_or_else(|| panic!("{text}"));
     assert!(Path::new(path).is_file(), "{path} is not a file");
-    let out = p.run(&["why", "pipelines/cli.toml", "model[seed=0,width=8,depth=1]"]);
+    let out = p.run(&["why", "pipelines/cli.toml", "model[width=8,seed=0]"]);
     assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
     assert!(stdout(&out).contains("fresh"));
 }
@@ -380,4 +383,33 @@ fn completions_and_quiet_work() {
     assert!(stderr(&out).contains("cached   data"), "{}", stderr(&out));
     let out = p.run(&["run", "pipelines/cli.toml", "--color", "always", "-v"]);
     assert!(stderr(&out).contains("\x1b[32m"), "{}", stderr(&out));
+}
+
+#[test]
+fn declared_ranges_are_checked_at_plan_time() {
+    let p = Project::new();
+    for (stage, expected) in [
+        (
+            "[stages.t]\nkind = \"train-classifier\"\ninputs = { split = \"s\" }\nparams = { epochs = 0 }\n",
+            "parameter `epochs` of kind `train-classifier` must be >= 1, found 0",
+        ),
+        (
+            "[stages.t]\nkind = \"train-classifier\"\ninputs = { split = \"s\" }\nparams = { crop_min = 0 }\n",
+            "parameter `crop_min` of kind `train-classifier` must be in (0, 1], found 0",
+        ),
+        (
+            "[sweep]\nres = [32, 0]\n\n[stages.t]\nkind = \"train-classifier\"\ninputs = { split = \"s\" }\nparams = { resolution = \"${sweep.res}\" }\n",
+            "found 0 (with res = 0)",
+        ),
+    ] {
+        p.write(
+            "pipelines/r.toml",
+            &format!("{stage}\n[stages.s]\nkind = \"split\"\nparams = {{ dataset = \"synthetic\" }}\n"),
+        );
+        let out = p.run(&["plan", "pipelines/r.toml"]);
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert!(stderr(&out).contains(expected), "{}", stderr(&out));
+    }
+    let kinds = stdout(&p.run(&["kinds", "train-classifier"]));
+    assert!(kinds.contains("float in (0, 1]"), "{kinds}");
 }

@@ -113,14 +113,32 @@ pub fn stage_of_label(target: &str) -> &str {
     target.split('[').next().unwrap_or(target).trim()
 }
 
+
 /// Whether the instance labelled `label` is selected by `target`: a stage name selects every
-/// instance of the stage, a label (`model[seed=0]`, spaces ignored) only that instance.
+/// instance of the stage; `stage[axis=value,...]` (any order, spaces ignored) the instances
+/// with those values, so `model[seed=0]` is every seed-0 instance of `model`.
 pub fn label_selects(target: &str, label: &str) -> bool {
-    if !target.contains('[') {
-        return stage_of_label(label) == target.trim();
-    }
-    let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-    squash(target) == squash(label)
+    let (want_stage, want) = parse_label(target);
+    let (stage, have) = parse_label(label);
+    want_stage == stage && want.iter().all(|pair| have.contains(pair))
+}
+
+/// `stage[a=1,b=x]` -> (`stage`, [(a, 1), (b, x)]), spaces removed.
+fn parse_label(text: &str) -> (String, Vec<(String, String)>) {
+    let squashed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some((stage, rest)) = squashed.split_once('[') else {
+        return (squashed, Vec::new());
+    };
+    let pairs = rest
+        .trim_end_matches(']')
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.trim_matches('"').to_string()),
+            None => (p.to_string(), String::new()),
+        })
+        .collect();
+    (stage.to_string(), pairs)
 }
 
 /// The cache at `cache`, which must already exist (read-only commands never create one).
@@ -233,4 +251,21 @@ pub fn note_overrides(dest: &Path, overrides: &OverrideArgs) -> anyhow::Result<(
     std::fs::write(dest.join("overrides.txt"), format!("{text}\n"))
         .with_context(|| format!("writing {}", dest.join("overrides.txt").display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_selects;
+
+    #[test]
+    fn labels_select_by_stage_and_any_subset_of_values_in_any_order() {
+        let label = "model[depth=2,seed=1,width=16]";
+        assert!(label_selects("model", label));
+        assert!(label_selects("model[seed=1]", label));
+        assert!(label_selects("model[width=16, seed=1]", label));
+        assert!(!label_selects("model[seed=0]", label));
+        assert!(!label_selects("mode", label));
+        assert!(label_selects("eval[set=a]", "eval[set=a]"));
+        assert!(!label_selects("model[seed]", label));
+    }
 }
