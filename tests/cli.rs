@@ -85,7 +85,10 @@ fn sweeping_a_zip_group_member_names_the_group_and_the_set_form() {
     assert_eq!(out.status.code(), Some(3));
     let err = stderr(&out);
     assert!(err.contains("belongs to zip group `pair`"), "{err}");
-    assert!(err.contains("--set 'sweep.pair={ width = [8,16], depth = [1,2] }'"), "{err}");
+    assert!(
+        err.contains("--set 'sweep.pair={ width = [8,16], depth = [1,2] }'"),
+        "{err}"
+    );
     // The form it shows works.
     let out = p.run(&[
         "plan",
@@ -138,7 +141,11 @@ fn run_named_stages_runs_only_them_and_what_they_need() {
     assert!(ran.contains_key("model[depth=1,seed=0,width=8]"), "{ran:?}");
     let out = p.run(&["run", "pipelines/cli.toml", "modle"]);
     assert_eq!(out.status.code(), Some(3));
-    assert!(stderr(&out).contains("did you mean `model`?"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did you mean `model`?"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -150,7 +157,10 @@ fn force_recomputes_a_cached_stage() {
     assert!(again["other"].1.contains("forced"), "{:?}", again["other"]);
     assert_eq!(again["data"].0, "cached");
     assert_eq!(with_status(&again, "ran"), ["other"]);
-    let new = p.run_json("pipelines/cli.toml", &["--force", "model[seed=1,width=16,depth=2]"]);
+    let new = p.run_json(
+        "pipelines/cli.toml",
+        &["--force", "model[seed=1,width=16,depth=2]"],
+    );
     assert_eq!(with_status(&new, "ran"), ["model[depth=2,seed=1,width=16]"]);
 }
 
@@ -178,7 +188,11 @@ fn keep_going_renders_reports_from_what_finished_and_failures_read_well() {
     assert!(err.contains("failed: model[broken=true"), "{err}");
     assert!(err.contains("  params:\n"), "{err}");
     assert!(err.contains("    fail = true"), "{err}");
-    assert_eq!(err.matches("error: ").count(), 4, "each failure once: {err}");
+    assert_eq!(
+        err.matches("error: ").count(),
+        4,
+        "each failure once: {err}"
+    );
 }
 
 #[test]
@@ -195,9 +209,13 @@ fn runs_with_overrides_publish_beside_the_plain_reports_and_say_so() {
         .filter(|n| n.starts_with("cli+"))
         .collect();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
-    let table =
-        std::fs::read_to_string(p.path().join("reports").join(&dirs[0]).join("table/table.md"))
-            .unwrap();
+    let table = std::fs::read_to_string(
+        p.path()
+            .join("reports")
+            .join(&dirs[0])
+            .join("table/table.md"),
+    )
+    .unwrap();
     assert!(table.contains("Overrides: `--sweep seed=7`"), "{table}");
     let mine = p.path().join("mine");
     p.run_json(
@@ -232,7 +250,10 @@ fn metrics_prints_one_row_per_instance() {
     assert_eq!(lines[0], "stage,depth,seed,width,value,key");
     assert_eq!(lines.len(), 5, "{text}");
     // seed 1 with data's value 10: 1 + 10.
-    assert!(lines.iter().any(|l| l.starts_with("model,2,1,16,11,")), "{text}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("model,2,1,16,11,")),
+        "{text}"
+    );
     let out = p.run(&["metrics", "pipelines/cli.toml", "--json"]);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let all = doc["instances"].as_array().unwrap();
@@ -244,7 +265,12 @@ fn metrics_prints_one_row_per_instance() {
 fn show_and_why_take_labels_and_show_paths_and_params() {
     let p = project();
     // Before anything ran: the resolved params, and no cache is created.
-    let out = p.run(&["show", "pipelines/cli.toml", "model[seed=1,width=16,depth=2]", "--json"]);
+    let out = p.run(&[
+        "show",
+        "pipelines/cli.toml",
+        "model[seed=1,width=16,depth=2]",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc.as_array().unwrap().len(), 1);
@@ -253,13 +279,23 @@ fn show_and_why_take_labels_and_show_paths_and_params() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc.as_array().unwrap().len(), 2, "every seed-0 instance");
     assert!(!p.path().join("cache").exists());
-    let out = p.run(&["plan", "pipelines/cli.toml", "--json", "--set", "vars.res=4"]);
+    let out = p.run(&[
+        "plan",
+        "pipelines/cli.toml",
+        "--json",
+        "--set",
+        "vars.res=4",
+    ]);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["instances"][0]["params"]["value"], 4);
     assert!(!p.path().join("cache").exists());
 
     p.run_json("pipelines/cli.toml", &[]);
-    let out = p.run(&["show", "pipelines/cli.toml", "model[seed=0, width=8, depth=1]"]);
+    let out = p.run(&[
+        "show",
+        "pipelines/cli.toml",
+        "model[seed=0, width=8, depth=1]",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let path = text
@@ -330,7 +366,10 @@ fn exit_codes_tell_a_bad_file_from_a_failed_stage() {
         "pipelines/fails.toml",
         "[stages.x]\nkind = \"test-echo\"\nparams = { fail = true }\n",
     );
-    assert_eq!(p.run(&["run", "pipelines/fails.toml"]).status.code(), Some(4));
+    assert_eq!(
+        p.run(&["run", "pipelines/fails.toml"]).status.code(),
+        Some(4)
+    );
     p.write(
         "pipelines/missing.toml",
         "[stages.x]\nkind = \"import\"\nparams = { file = \"weights/none.safetensors\" }\n",
@@ -379,7 +418,14 @@ fn completions_and_quiet_work() {
     let out = p.run(&["-q", "run", "pipelines/cli.toml", "other"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
-    let out = p.run(&["run", "pipelines/cli.toml", "other", "-v", "--color", "never"]);
+    let out = p.run(&[
+        "run",
+        "pipelines/cli.toml",
+        "other",
+        "-v",
+        "--color",
+        "never",
+    ]);
     assert!(stderr(&out).contains("cached   data"), "{}", stderr(&out));
     let out = p.run(&["run", "pipelines/cli.toml", "--color", "always", "-v"]);
     assert!(stderr(&out).contains("\x1b[32m"), "{}", stderr(&out));
@@ -412,4 +458,32 @@ fn declared_ranges_are_checked_at_plan_time() {
     }
     let kinds = stdout(&p.run(&["kinds", "train-classifier"]));
     assert!(kinds.contains("float in (0, 1]"), "{kinds}");
+}
+
+#[test]
+fn every_command_help_has_examples() {
+    let p = Project::new();
+    for command in [
+        "run",
+        "plan",
+        "why",
+        "status",
+        "show",
+        "report",
+        "metrics",
+        "kinds",
+        "completions",
+        "cache verify",
+        "cache gc",
+        "data export",
+    ] {
+        let mut args: Vec<&str> = command.split(' ').collect();
+        args.push("--help");
+        let out = p.run(&args);
+        assert!(out.status.success(), "{command}: {}", stderr(&out));
+        assert!(
+            stdout(&out).contains("Examples:"),
+            "{command} --help has no examples"
+        );
+    }
 }

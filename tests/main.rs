@@ -4,8 +4,8 @@ mod support;
 
 mod bct;
 mod cli;
-mod cli_examples;
 mod cli_data;
+mod cli_examples;
 mod concurrency;
 mod crash_safety;
 mod data_fixtures;

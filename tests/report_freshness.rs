@@ -105,7 +105,10 @@ fn report_changing_only_the_layout_reruns_the_report_and_nothing_else() {
     assert_eq!(trace_lines(project), runs, "no upstream stage ran again");
     // A run with overrides publishes beside the plain pipeline's reports, not over them.
     let plain = std::fs::read_to_string(project.join("reports/rep/table/table.md")).unwrap();
-    assert!(plain.contains("| eval | 32.5 ± 0.7 | 64.5 ± 0.7 |"), "{plain}");
+    assert!(
+        plain.contains("| eval | 32.5 ± 0.7 | 64.5 ± 0.7 |"),
+        "{plain}"
+    );
     let overridden = std::fs::read_dir(project.join("reports"))
         .unwrap()
         .map(|e| e.unwrap().path())

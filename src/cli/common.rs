@@ -90,7 +90,11 @@ pub fn overrides_text(args: &OverrideArgs) -> String {
     args.set
         .iter()
         .map(|s| format!("--set {}", shell_quote(s)))
-        .chain(args.sweep.iter().map(|s| format!("--sweep {}", shell_quote(s))))
+        .chain(
+            args.sweep
+                .iter()
+                .map(|s| format!("--sweep {}", shell_quote(s))),
+        )
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -112,7 +116,6 @@ pub fn shell_quote(text: &str) -> String {
 pub fn stage_of_label(target: &str) -> &str {
     target.split('[').next().unwrap_or(target).trim()
 }
-
 
 /// Whether the instance labelled `label` is selected by `target`: a stage name selects every
 /// instance of the stage; `stage[axis=value,...]` (any order, spaces ignored) the instances

@@ -37,7 +37,9 @@ fn name_objects(cache: &Cache, index: Option<&Index>, text: &str) -> String {
             .find(|c: char| !(c.is_ascii_hexdigit() || c == '/'))
             .unwrap_or(tail.len());
         let digest: String = tail[..end].chars().filter(|c| *c != '/').collect();
-        out.push_str(&producer(index, &digest).unwrap_or_else(|| format!("{root}{}", &tail[..end])));
+        out.push_str(
+            &producer(index, &digest).unwrap_or_else(|| format!("{root}{}", &tail[..end])),
+        );
         rest = &tail[end..];
     }
     out.push_str(rest);

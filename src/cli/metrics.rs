@@ -37,7 +37,8 @@ pub fn metrics(args: PipelineArgs, csv: bool, stages: &[String]) -> anyhow::Resu
     }
     let cache = existing_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
     let planned = plan_status(&plan, &registry, &cache)?;
-    let selected = |label: &str| stages.is_empty() || stages.iter().any(|t| label_selects(t, label));
+    let selected =
+        |label: &str| stages.is_empty() || stages.iter().any(|t| label_selects(t, label));
     let mut rows = Vec::new();
     let mut not_run = 0;
     for p in planned.iter().filter(|p| selected(&p.label)) {

@@ -135,7 +135,9 @@ pub enum Command {
         kind: Option<String>,
     },
     /// Print a shell completion script (`asymflow completions bash > ~/.local/share/bash-completion/completions/asymflow`).
-    #[command(after_help = "Examples:\n  asymflow completions bash > ~/.local/share/bash-completion/completions/asymflow\n  asymflow completions zsh > ~/.zfunc/_asymflow\n  asymflow completions fish > ~/.config/fish/completions/asymflow.fish")]
+    #[command(
+        after_help = "Examples:\n  asymflow completions bash > ~/.local/share/bash-completion/completions/asymflow\n  asymflow completions zsh > ~/.zfunc/_asymflow\n  asymflow completions fish > ~/.config/fish/completions/asymflow.fish"
+    )]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
@@ -152,7 +154,9 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum DataCommand {
     /// Write the images of a split stage as an ImageFolder tree of PNGs (`OUT/PARTITION/CLASS/`).
-    #[command(after_help = "Examples:\n  asymflow data export pipelines/quickstart.toml split out/ --partition train\n  asymflow data export pipelines/quickstart.toml split out/ --json")]
+    #[command(
+        after_help = "Examples:\n  asymflow data export pipelines/quickstart.toml split out/ --partition train\n  asymflow data export pipelines/quickstart.toml split out/ --json"
+    )]
     Export {
         /// The pipeline and overrides.
         #[command(flatten)]
@@ -171,8 +175,14 @@ pub enum DataCommand {
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
     /// Rehash every object; quarantine corrupt ones and forget the results that used them.
+    #[command(
+        after_help = "Examples:\n  asymflow cache verify\n  asymflow cache verify --cache /data/asymflow-cache"
+    )]
     Verify(CacheArgs),
     /// Delete objects no recorded result references (and results older than --older-than).
+    #[command(
+        after_help = "Examples:\n  asymflow cache gc --dry-run\n  asymflow cache gc --older-than 30"
+    )]
     Gc {
         /// Only say what would be deleted.
         #[arg(long)]
@@ -334,7 +344,12 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         } => metrics::metrics(pipeline, csv, &stages),
         Command::Completions { shell } => {
             use clap::CommandFactory;
-            clap_complete::generate(shell, &mut Cli::command(), "asymflow", &mut std::io::stdout());
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "asymflow",
+                &mut std::io::stdout(),
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Why {

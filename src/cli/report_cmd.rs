@@ -70,7 +70,11 @@ pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<Exit
         let n = done.missing.len();
         eprintln!(
             "{n} {} not run yet; compute {} with: {command}",
-            if n == 1 { "instance has" } else { "instances have" },
+            if n == 1 {
+                "instance has"
+            } else {
+                "instances have"
+            },
             if n == 1 { "it" } else { "them" },
         );
     }
@@ -163,7 +167,8 @@ pub fn render(
         note_overrides(&dest, overrides)?;
         done.rendered += 1;
         if let Ok(table) = std::fs::read_to_string(dest.join("table.md")) {
-            done.tables.push((label(&inst.stage, &inst.binding), table, dest));
+            done.tables
+                .push((label(&inst.stage, &inst.binding), table, dest));
         }
     }
     done.missing.sort();

@@ -169,7 +169,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The folder of one report instance under the reports root: the stage, or its label.
-pub fn folder(stage: &str, binding: &std::collections::BTreeMap<String, serde_json::Value>) -> String {
+pub fn folder(
+    stage: &str,
+    binding: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> String {
     if binding.is_empty() {
         stage.to_string()
     } else {

@@ -44,8 +44,7 @@ pub fn show(
                 .unwrap_or_default();
             bail!("no stage `{stage}` in {file}{hint}");
         }
-        let (cache, _scratch) =
-            planning_cache(cache_for(&common.cache, &plan.spec().project_dir))?;
+        let (cache, _scratch) = planning_cache(cache_for(&common.cache, &plan.spec().project_dir))?;
         let planned = plan_status(&plan, &registry, &cache)?;
         let chosen: Vec<_> = planned
             .iter()
@@ -65,9 +64,13 @@ pub fn show(
         let mut shown = Vec::new();
         for p in chosen {
             match &p.record {
-                Some(record) => {
-                    shown.push(describe(&cache, &p.label, record, Some(&p.params), common.json)?)
-                }
+                Some(record) => shown.push(describe(
+                    &cache,
+                    &p.label,
+                    record,
+                    Some(&p.params),
+                    common.json,
+                )?),
                 None => {
                     if !common.json {
                         println!("{}: not computed ({})", p.label, p.reason);

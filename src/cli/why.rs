@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::anyhow;
 
-use super::common::{cache_for, label_selects, load_plan, planning_cache, registry, stage_of_label};
+use super::common::{
+    cache_for, label_selects, load_plan, planning_cache, registry, stage_of_label,
+};
 use super::{output, PipelineArgs};
 use crate::exec::plan_status;
 use crate::spec::error::closest;

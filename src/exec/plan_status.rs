@@ -70,10 +70,7 @@ pub fn plan_status(
                 binding: inst.binding.clone(),
                 key: None,
                 status: "to-run",
-                reason: format!(
-                    "input {} runs first",
-                    plan.instances()[u].label()
-                ),
+                reason: format!("input {} runs first", plan.instances()[u].label()),
                 record: None,
             }
         } else {

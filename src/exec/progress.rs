@@ -42,8 +42,8 @@ impl Progress {
             ProgressStyle::with_template(
                 "{prefix} [{bar:30}] {pos}/{len} instances, {elapsed} elapsed, ETA {eta}",
             )
-                .expect("static template")
-                .progress_chars("=> "),
+            .expect("static template")
+            .progress_chars("=> "),
         );
         overall.set_prefix("pipeline");
         overall.enable_steady_tick(Duration::from_secs(1));

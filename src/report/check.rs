@@ -193,12 +193,13 @@ fn check_instance(
                         stage.name
                     ),
                 );
-                return Err(match crate::spec::error::closest(
-                    name,
-                    &fields.iter().map(String::as_str).collect::<Vec<_>>(),
-                ) {
-                    Some(best) => error.hint(format!("did you mean `{best}`?")),
-                    None => error.hint(format!(
+                return Err(
+                    match crate::spec::error::closest(
+                        name,
+                        &fields.iter().map(String::as_str).collect::<Vec<_>>(),
+                    ) {
+                        Some(best) => error.hint(format!("did you mean `{best}`?")),
+                        None => error.hint(format!(
                         "a dimension is `stage`, `metric`, a sweep axis of the inputs ({}), a tag, \
                          or a parameter of the input stages",
                         if axes.is_empty() {
@@ -207,7 +208,8 @@ fn check_instance(
                             axes.join(", ")
                         }
                     )),
-                });
+                    },
+                );
             }
         }
     }
@@ -225,14 +227,28 @@ fn check_instance(
     if let Some(loc) = written_by_user(spec, stage, "metrics") {
         for metric in &layout.metrics {
             if !known(metric) {
-                return Err(unknown_metric(stage, "metrics", metric, loc, &patterns, &listed()));
+                return Err(unknown_metric(
+                    stage,
+                    "metrics",
+                    metric,
+                    loc,
+                    &patterns,
+                    &listed(),
+                ));
             }
         }
     }
     if let (Some(loc), Some((x, y))) = (written_by_user(spec, stage, "plot_xy"), &layout.plot_xy) {
         for metric in [x, y] {
             if !known(metric) {
-                return Err(unknown_metric(stage, "plot_xy", metric, loc, &patterns, &listed()));
+                return Err(unknown_metric(
+                    stage,
+                    "plot_xy",
+                    metric,
+                    loc,
+                    &patterns,
+                    &listed(),
+                ));
             }
         }
     }
@@ -260,7 +276,9 @@ fn unknown_metric(
         ),
     );
     match crate::spec::error::closest(metric, &exact) {
-        Some(best) => error.hint(format!("did you mean `{best}`? its inputs record: {listed}")),
+        Some(best) => error.hint(format!(
+            "did you mean `{best}`? its inputs record: {listed}"
+        )),
         None => error.hint(format!("its inputs record: {listed}")),
     }
 }

@@ -313,6 +313,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_colour_bar_is_labelled_as_the_cells_read() {
+        let map = HeatMap {
+            stem: "h".into(),
+            title: "t".into(),
+            rows: vec!["a".into()],
+            cols: vec!["x".into(), "y".into()],
+            axis_titles: ("r".into(), "c".into()),
+            values: vec![vec![Some(0.25), Some(0.5)]],
+            texts: vec![vec!["25.0 ± 1.0".into(), "50.0".into()]],
+            size: (320, 240),
+        };
+        assert_eq!(map.text_of(0.25), "25.0");
+        assert_eq!(map.text_of(0.5), "50.0");
+        let svg = crate::report::plot::to_svg(&map).unwrap();
+        // Each value appears in its cell and again at an end of the bar.
+        assert_eq!(svg.matches("25.0").count(), 2, "{svg}");
+        assert_eq!(svg.matches("50.0").count(), 2, "{svg}");
+    }
+
+    #[test]
     fn the_colour_scale_runs_from_white_to_dark_blue() {
         assert_eq!(blues(0.0), RGBColor(247, 251, 255));
         assert_eq!(blues(1.0), RGBColor(8, 48, 107));

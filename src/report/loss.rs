@@ -256,6 +256,29 @@ mod tests {
     }
 
     #[test]
+    fn an_all_zero_term_is_not_drawn_but_the_loss_always_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("loss.json");
+        let doc = json!([
+            {"epoch": 1, "loss": 0.0, "influence": 0.0},
+            {"epoch": 2, "loss": 0.0, "influence": 0.0}
+        ]);
+        std::fs::write(&path, doc.to_string()).unwrap();
+        let artifact = InputArtifact {
+            stage: "old".into(),
+            kind: "train-classifier".into(),
+            binding: Default::default(),
+            params: Default::default(),
+            key: String::new(),
+            outputs: [(LOSS_OUTPUT.to_string(), path)].into(),
+            metrics: Default::default(),
+        };
+        let figures = loss_figures(&[artifact], (320, 240)).unwrap();
+        let names: Vec<&str> = figures[0].series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(names, ["loss"]);
+    }
+
+    #[test]
     fn rejects_other_shapes() {
         assert!(parse_curves(&json!("loss")).is_err());
     }

@@ -134,7 +134,11 @@ fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
         lo.abs().max(1.0) * 0.5
     };
     // Quantities that cannot be negative (mAP, GFLOPs, losses) keep a non-negative axis.
-    let low = if lo >= 0.0 { (lo - pad).max(0.0) } else { lo - pad };
+    let low = if lo >= 0.0 {
+        (lo - pad).max(0.0)
+    } else {
+        lo - pad
+    };
     (low, hi + pad)
 }
 
@@ -162,9 +166,7 @@ impl Drawing for Figure {
             let grow = (y1 - y0) * legend_h / (plot_h - legend_h);
             match self.legend {
                 Corner::UpperRight => (y0, y1 + grow),
-                Corner::LowerRight if y0 >= 0.0 && y0 - grow < 0.0 => {
-                    (y0, y1 + grow)
-                }
+                Corner::LowerRight if y0 >= 0.0 && y0 - grow < 0.0 => (y0, y1 + grow),
                 Corner::LowerRight => (y0 - grow, y1),
             }
         } else {
@@ -344,6 +346,14 @@ mod tests {
     use crate::kind::Params;
     use serde_json::json;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_single_non_negative_point_keeps_a_non_negative_axis() {
+        let (lo, hi) = padded_range([0.3].into_iter());
+        assert!(lo >= 0.0 && hi > 0.3, "{lo}..{hi}");
+        let (lo, _) = padded_range([-2.0].into_iter());
+        assert!(lo < -2.0);
+    }
 
     fn artifact(stage: &str, res: i64, seed: i64, gflops: f64, map: f64) -> InputArtifact {
         InputArtifact {

@@ -150,18 +150,30 @@ fn set_path(raw: &mut RawPipeline, path: &str, loc: Loc, value: SValue) -> Resul
 }
 
 /// `--sweep AXIS=...` may only replace a plain axis the file declares.
-fn check_sweep_axis(raw: &RawPipeline, name: &str, loc: &Loc, values: &str) -> Result<(), SpecError> {
+fn check_sweep_axis(
+    raw: &RawPipeline,
+    name: &str,
+    loc: &Loc,
+    values: &str,
+) -> Result<(), SpecError> {
     match raw.sweep.iter().find(|(k, _)| k.name == name) {
-        Some((_, SValue { kind: SKind::Table(_), .. })) => Err(SpecError::at(
-            loc,
-            format!("`{name}` is a zip group, not a single axis"),
-        )
-        .hint(zip_hint(raw, name))),
+        Some((
+            _,
+            SValue {
+                kind: SKind::Table(_),
+                ..
+            },
+        )) => Err(
+            SpecError::at(loc, format!("`{name}` is a zip group, not a single axis"))
+                .hint(zip_hint(raw, name)),
+        ),
         Some(_) => Ok(()),
         None => match zip_group_of(raw, name) {
             Some(group) => Err(SpecError::at(
                 loc,
-                format!("sweep axis `{name}` belongs to zip group `{group}`; its axes vary together"),
+                format!(
+                    "sweep axis `{name}` belongs to zip group `{group}`; its axes vary together"
+                ),
             )
             .hint(format!(
                 "{} (with `{name} = [{}]`)",
@@ -175,12 +187,14 @@ fn check_sweep_axis(raw: &RawPipeline, name: &str, loc: &Loc, values: &str) -> R
 
 /// The zip group holding axis `name`, if any.
 fn zip_group_of(raw: &RawPipeline, name: &str) -> Option<String> {
-    raw.sweep.iter().find_map(|(group, value)| match &value.kind {
-        SKind::Table(members) if members.iter().any(|(m, _)| m.name == name) => {
-            Some(group.name.clone())
-        }
-        _ => None,
-    })
+    raw.sweep
+        .iter()
+        .find_map(|(group, value)| match &value.kind {
+            SKind::Table(members) if members.iter().any(|(m, _)| m.name == name) => {
+                Some(group.name.clone())
+            }
+            _ => None,
+        })
 }
 
 /// "replace the group as a whole: --set 'sweep.G={a=[..], b=[..]}'", with its current values.
@@ -217,7 +231,10 @@ fn axis_names(raw: &RawPipeline) -> Vec<String> {
 
 fn unknown_axis(raw: &RawPipeline, name: &str, loc: &Loc) -> SpecError {
     let names = axis_names(raw);
-    let error = SpecError::at(loc, format!("no sweep axis `{name}` is declared in [sweep]"));
+    let error = SpecError::at(
+        loc,
+        format!("no sweep axis `{name}` is declared in [sweep]"),
+    );
     if names.is_empty() {
         error.hint("declare the axis under [sweep] in the pipeline file first")
     } else {

@@ -16,8 +16,11 @@ use super::training::{
     augment_config, images_per_epoch, net_config, open_partition, optim_config, positive, resolve,
     weight_fingerprint, EpochLoss, LossCurve, Means, ARCHS, POOLS, STEMS,
 };
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{dense_labels, Sampling, TrainConfig, TrainLoader};
+use crate::kind::{
+    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext,
+    StageError,
+};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
 use crate::nn::train::{TeacherLoss, TeacherStep};
 use crate::nn::{gflops, ClassifierConfig, HeadKind, Optim};
@@ -126,16 +129,14 @@ const PARAMS: &[ParamDecl] = &[
         "0",
         "seed of initialisation, batches and sampling",
     ),
-    ParamDecl::optional("epochs", ParamType::Int, "200", "epochs")
-    .at_least(1.0),
+    ParamDecl::optional("epochs", ParamType::Int, "200", "epochs").at_least(1.0),
     ParamDecl::optional(
         "images_per_epoch",
         ParamType::Int,
         "0",
         "cap on images per epoch (0: all)",
     ),
-    ParamDecl::optional("batch_size", ParamType::Int, "200", "images per batch")
-    .at_least(1.0),
+    ParamDecl::optional("batch_size", ParamType::Int, "200", "images per batch").at_least(1.0),
     ParamDecl::optional(
         "accumulate",
         ParamType::Int,
