@@ -65,7 +65,11 @@ fn a_stale_lease_of_a_dead_process_is_taken_over() {
     child.wait().unwrap();
     // The dead process's lease is still recorded; a new run takes it over at once.
     let status = p.run(&["status"]);
-    assert!(String::from_utf8_lossy(&status.stdout).contains("1 leases"));
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("1 lease:") && text.contains("stale"),
+        "{text}"
+    );
     let out = p.run_json(
         "pipelines/l.toml",
         &["--set", "stages.slow.params.sleep_ms=0"],

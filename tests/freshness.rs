@@ -28,7 +28,7 @@ inputs = { input = "student", other = "other" }
 fn flip_a_byte(p: &Project, stage: &str, at: usize) -> String {
     let show = p.run(&["show", "pipelines/fresh.toml", stage, "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
-    let digest = doc[0]["outputs"]["value.json"]
+    let digest = doc[0]["outputs"]["value.json"]["digest"]
         .as_str()
         .unwrap()
         .to_string();

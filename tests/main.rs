@@ -3,7 +3,9 @@
 mod support;
 
 mod bct;
+mod cli;
 mod cli_data;
+mod cli_examples;
 mod concurrency;
 mod crash_safety;
 mod data_fixtures;

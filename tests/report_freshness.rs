@@ -103,7 +103,18 @@ fn report_changing_only_the_layout_reruns_the_report_and_nothing_else() {
         assert_eq!(status, want, "{stage} after a layout change: {second}");
     }
     assert_eq!(trace_lines(project), runs, "no upstream stage ran again");
-    let table = std::fs::read_to_string(project.join("reports/rep/table/table.md")).unwrap();
+    // A run with overrides publishes beside the plain pipeline's reports, not over them.
+    let plain = std::fs::read_to_string(project.join("reports/rep/table/table.md")).unwrap();
+    assert!(
+        plain.contains("| eval | 32.5 ± 0.7 | 64.5 ± 0.7 |"),
+        "{plain}"
+    );
+    let overridden = std::fs::read_dir(project.join("reports"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("rep+"))
+        .expect("a reports folder for the run with overrides");
+    let table = std::fs::read_to_string(overridden.join("table/table.md")).unwrap();
     assert!(
         table.contains("| eval | 32.50 ± 0.71 | 64.50 ± 0.71 |"),
         "{table}"

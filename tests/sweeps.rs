@@ -148,7 +148,7 @@ params = { value = 4, sleep_ms = 300 }
     assert_eq!(st["independent"].0, "ran");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("params:") && stderr.contains("\"fail\":true"),
+        stderr.contains("params:") && stderr.contains("fail = true"),
         "{stderr}"
     );
 }

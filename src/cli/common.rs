@@ -1,15 +1,23 @@
-//! What the commands share: loading a pipeline with its overrides, finding the cache.
+//! What the commands share: loading a pipeline with its overrides, finding the cache, naming
+//! instances, and where reports are published.
+//!
+//! Read-only commands never create a cache: [`existing_cache`] refuses a folder without an
+//! index ("no cache at X"), and [`planning_cache`] plans against a throwaway empty cache when
+//! there is none yet, so `plan` on a fresh project says what would run without writing
+//! anything.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context;
+use std::collections::BTreeSet;
 
-use super::{CacheArgs, PipelineArgs};
+use anyhow::{bail, Context};
+
+use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::Cache;
 use crate::graph::Plan;
 use crate::kind::Registry;
-use crate::spec::{self, Override};
+use crate::spec::{self, Override, SpecError};
 
 /// The registry the binary uses: every built-in kind, plus the test kinds when
 /// `ASYMFLOW_TEST_KINDS` is set (for the engine's own tests of crashes and concurrency): with
@@ -27,21 +35,137 @@ pub fn registry() -> Arc<Registry> {
 
 /// Reads, overrides, resolves and expands the pipeline named in `args`.
 pub fn load_plan(args: &PipelineArgs, registry: &Registry) -> anyhow::Result<Plan> {
-    let file = &args.file;
-    let overrides: Vec<Override> = args
-        .overrides
-        .set
+    load_plan_of(args, registry, &[])
+}
+
+/// As [`load_plan`], keeping only the stages named in `targets` and the stages they need
+/// (every stage when `targets` is empty). Dropping downstream stages changes no instance and
+/// no key: a stage's instances depend on its own params and its inputs only.
+pub fn load_plan_of(
+    args: &PipelineArgs,
+    registry: &Registry,
+    targets: &[String],
+) -> anyhow::Result<Plan> {
+    let mut spec = spec::load(&args.file, &overrides_of(&args.overrides), registry)?;
+    if !targets.is_empty() {
+        let names: Vec<&str> = spec.stages.iter().map(|s| s.name.as_str()).collect();
+        let mut keep: BTreeSet<String> = BTreeSet::new();
+        let mut todo: Vec<String> = Vec::new();
+        for target in targets {
+            let stage = stage_of_label(target);
+            if !names.contains(&stage) {
+                return Err(SpecError::nowhere(format!(
+                    "no stage `{stage}` in {}",
+                    args.file.display()
+                ))
+                .suggest(stage, names.iter().copied())
+                .into());
+            }
+            todo.push(stage.to_string());
+        }
+        while let Some(name) = todo.pop() {
+            if keep.insert(name.clone()) {
+                if let Some(stage) = spec.stage(&name) {
+                    todo.extend(stage.inputs.iter().flat_map(|i| i.stages.iter().cloned()));
+                }
+            }
+        }
+        spec.stages.retain(|s| keep.contains(&s.name));
+    }
+    let plan = Plan::build(spec)?;
+    crate::report::check::check_reports(&plan)?;
+    Ok(plan)
+}
+
+/// The overrides of the command line, `--set` first, in the order given.
+pub fn overrides_of(args: &OverrideArgs) -> Vec<Override> {
+    args.set
         .iter()
         .map(|s| Override::Set(s.clone()))
+        .chain(args.sweep.iter().map(|s| Override::Sweep(s.clone())))
+        .collect()
+}
+
+/// The overrides as a user would type them again: `--set 'a=1' --sweep 'seed=7'` (empty
+/// when there are none).
+pub fn overrides_text(args: &OverrideArgs) -> String {
+    args.set
+        .iter()
+        .map(|s| format!("--set {}", shell_quote(s)))
         .chain(
-            args.overrides
-                .sweep
+            args.sweep
                 .iter()
-                .map(|s| Override::Sweep(s.clone())),
+                .map(|s| format!("--sweep {}", shell_quote(s))),
         )
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `text` quoted for a POSIX shell when it needs it.
+pub fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,=/:+@%".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// The stage of a stage name or an instance label (`model[seed=0]` -> `model`).
+pub fn stage_of_label(target: &str) -> &str {
+    target.split('[').next().unwrap_or(target).trim()
+}
+
+/// Whether the instance labelled `label` is selected by `target`: a stage name selects every
+/// instance of the stage; `stage[axis=value,...]` (any order, spaces ignored) the instances
+/// with those values, so `model[seed=0]` is every seed-0 instance of `model`.
+pub fn label_selects(target: &str, label: &str) -> bool {
+    let (want_stage, want) = parse_label(target);
+    let (stage, have) = parse_label(label);
+    want_stage == stage && want.iter().all(|pair| have.contains(pair))
+}
+
+/// `stage[a=1,b=x]` -> (`stage`, [(a, 1), (b, x)]), spaces removed.
+fn parse_label(text: &str) -> (String, Vec<(String, String)>) {
+    let squashed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some((stage, rest)) = squashed.split_once('[') else {
+        return (squashed, Vec::new());
+    };
+    let pairs = rest
+        .trim_end_matches(']')
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.trim_matches('"').to_string()),
+            None => (p.to_string(), String::new()),
+        })
         .collect();
-    let spec = spec::load(file, &overrides, registry)?;
-    Ok(Plan::build(spec)?)
+    (stage.to_string(), pairs)
+}
+
+/// The cache at `cache`, which must already exist (read-only commands never create one).
+pub fn existing_cache(cache: Cache) -> anyhow::Result<Cache> {
+    if cache.dir().join("index.sqlite").is_file() {
+        Ok(cache)
+    } else {
+        bail!(
+            "no cache at {} (use --cache DIR or ASYMFLOW_CACHE to name one; `asymflow run` creates it)",
+            cache.dir().display()
+        )
+    }
+}
+
+/// The cache to plan against: `cache` when it exists, else an empty throwaway one (returned
+/// with it, removed when dropped), so planning writes nothing where there is no cache.
+pub fn planning_cache(cache: Cache) -> anyhow::Result<(Cache, Option<tempfile::TempDir>)> {
+    if cache.dir().join("index.sqlite").is_file() {
+        return Ok((cache, None));
+    }
+    let scratch = tempfile::tempdir().context("scratch folder for planning")?;
+    Ok((Cache::new(scratch.path()), Some(scratch)))
 }
 
 /// The cache for a pipeline in `project_dir`: `--cache`/`ASYMFLOW_CACHE`, else
@@ -88,7 +212,65 @@ pub fn label(
     format!("{stage}[{}]", parts.join(","))
 }
 
-/// The folder reports of `pipeline` are published to.
-pub fn reports_dir(project_dir: &Path, pipeline: &str) -> PathBuf {
-    project_dir.join("reports").join(pipeline)
+/// The folder reports of `pipeline` are published to: `reports/PIPELINE/`, or
+/// `reports/PIPELINE+HASH/` for a run with overrides (HASH names the overrides), so a one-off
+/// run never replaces the plain pipeline's tables. `--reports DIR` names the folder outright.
+pub fn reports_dir(
+    project_dir: &Path,
+    pipeline: &str,
+    overrides: &OverrideArgs,
+    explicit: Option<&Path>,
+) -> PathBuf {
+    if let Some(dir) = explicit {
+        return dir.to_path_buf();
+    }
+    let text = overrides_text(overrides);
+    if text.is_empty() {
+        project_dir.join("reports").join(pipeline)
+    } else {
+        let hash = blake3::hash(text.as_bytes()).to_hex();
+        project_dir
+            .join("reports")
+            .join(format!("{pipeline}+{}", &hash[..8]))
+    }
+}
+
+/// Notes the overrides under a published report: a line at the foot of `table.md`, a
+/// comment at the end of `table.tex`, and `overrides.txt`. Nothing when there are none.
+pub fn note_overrides(dest: &Path, overrides: &OverrideArgs) -> anyhow::Result<()> {
+    let text = overrides_text(overrides);
+    if text.is_empty() {
+        return Ok(());
+    }
+    let append = |name: &str, line: String| -> anyhow::Result<()> {
+        let path = dest.join(name);
+        if path.is_file() {
+            let mut body = std::fs::read_to_string(&path)?;
+            body.push_str(&line);
+            std::fs::write(&path, body).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
+    };
+    append("table.md", format!("\nOverrides: `{text}`\n"))?;
+    append("table.tex", format!("% overrides: {text}\n"))?;
+    std::fs::write(dest.join("overrides.txt"), format!("{text}\n"))
+        .with_context(|| format!("writing {}", dest.join("overrides.txt").display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_selects;
+
+    #[test]
+    fn labels_select_by_stage_and_any_subset_of_values_in_any_order() {
+        let label = "model[depth=2,seed=1,width=16]";
+        assert!(label_selects("model", label));
+        assert!(label_selects("model[seed=1]", label));
+        assert!(label_selects("model[width=16, seed=1]", label));
+        assert!(!label_selects("model[seed=0]", label));
+        assert!(!label_selects("mode", label));
+        assert!(label_selects("eval[set=a]", "eval[set=a]"));
+        assert!(!label_selects("model[seed]", label));
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! The split is computed in a scratch folder (it is cheap and this way the command works on a
 //! fresh cache too); every partition, or the one named with `--partition`, is written under
-//! `OUT/PARTITION/CLASS/NAME.png`.
+//! `OUT/PARTITION/CLASS/NAME.png`. `--json` prints what was written as one document.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{anyhow, bail, Context};
 
-use super::common::{load_plan, registry};
+use super::common::{load_plan, print_json, registry};
 use super::PipelineArgs;
 use crate::data::{export_image_folder, SplitManifest};
 use crate::kind::StageContext;
@@ -36,6 +36,7 @@ pub fn export(
         );
     }
     let kind = registry.get("split").expect("split is a built-in kind");
+    let mut written = Vec::new();
     for inst in plan.instances_of(stage) {
         let scratch = tempfile::tempdir().context("scratch folder")?;
         let inputs = BTreeMap::new();
@@ -70,12 +71,23 @@ pub fn export(
         for name in names {
             let items = manifest.partition(&name)?;
             let n = export_image_folder(dataset.as_ref(), items, &dest.join(&name))?;
-            println!(
-                "{}: wrote {n} images of partition `{name}` to {}",
-                inst.label(),
-                dest.join(&name).display()
-            );
+            if !args.json {
+                println!(
+                    "{}: wrote {n} images of partition `{name}` to {}",
+                    inst.label(),
+                    dest.join(&name).display()
+                );
+            }
+            written.push(serde_json::json!({
+                "instance": inst.label(),
+                "partition": name,
+                "images": n,
+                "folder": dest.join(&name),
+            }));
         }
+    }
+    if args.json {
+        print_json(&serde_json::json!({ "stage": stage, "written": written }))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -45,13 +45,11 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             let default = p
                 .default
                 .map_or("(required)".to_string(), |d| format!("= {d}"));
-            println!(
-                "  {:18} {:24} {:14} {}",
-                p.name,
-                p.ty.describe(),
-                default,
-                p.doc
-            );
+            let ty = match p.range {
+                Some(range) => format!("{} {}", p.ty.describe(), range.describe()),
+                None => p.ty.describe(),
+            };
+            println!("  {:18} {:24} {:14} {}", p.name, ty, default, p.doc);
         }
     }
     if !stage.default_gather().is_empty() {

@@ -3,7 +3,11 @@
 mod cache_cmd;
 mod common;
 mod data_cmd;
+pub mod exit;
+mod failure;
 mod kinds;
+mod metrics;
+mod output;
 mod plan;
 mod report_cmd;
 mod run;
@@ -20,25 +24,58 @@ use clap::{Args, Parser, Subcommand};
 /// Declarative experiment pipelines with artifact caching for asymmetric and
 /// backward-compatible embedding research.
 #[derive(Debug, Parser)]
-#[command(name = "asymflow", version, about, long_about = None)]
+#[command(name = "asymflow", version, about, long_about = None, after_help = exit::HELP)]
 pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+    /// How much to print.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Verbosity and colour, for every command.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Print only results and errors (no progress, no per-instance lines).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more: every cached instance of a run, the full reasons.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// Colour the output: `auto` (when writing to a terminal and NO_COLOR is unset), `always`
+    /// or `never`.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// When the output is a terminal and `NO_COLOR` is unset.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a pipeline: compute every instance the cache does not hold.
+    #[command(after_help = RUN_HELP)]
     Run(RunArgs),
-    /// List every instance as cached or to run, and why, without running anything.
+    /// List every instance as cached or to run, and why, with its resolved params (`--json`),
+    /// without running anything.
+    #[command(after_help = PLAN_HELP)]
     Plan(PipelineArgs),
     /// Explain which key fields of a stage changed since it last ran.
+    #[command(after_help = WHY_HELP)]
     Why {
         /// The pipeline file.
         file: PathBuf,
-        /// The stage.
+        /// The stage, or one instance of it (`model[seed=0]`).
         stage: String,
         /// Overrides.
         #[command(flatten)]
@@ -48,10 +85,14 @@ pub enum Command {
         cache: CacheArgs,
     },
     /// Summarise the cache: results, failures, leases, objects, recent runs.
+    #[command(after_help = STATUS_HELP)]
     Status(CacheArgs),
-    /// Show one result: a stage of a pipeline (`show FILE STAGE`) or a key (`show KEY`).
+    /// Show one result: a stage of a pipeline (`show FILE STAGE`) or a key (`show KEY`):
+    /// resolved params, inputs, output files (paths you can open), metrics, times.
+    #[command(after_help = SHOW_HELP)]
     Show {
-        /// A pipeline file and a stage name, or a key (or a unique prefix of one).
+        /// A pipeline file and a stage name or instance label (`model[seed=0]`), or a key (or
+        /// a unique prefix of one).
         #[arg(num_args = 1..=2, required = true)]
         target: Vec<String>,
         /// Overrides.
@@ -65,11 +106,42 @@ pub enum Command {
         cache: CacheArgs,
     },
     /// Render a pipeline's reports from the cache alone, training nothing.
-    Report(PipelineArgs),
+    #[command(after_help = REPORT_HELP)]
+    Report {
+        /// The pipeline and overrides.
+        #[command(flatten)]
+        pipeline: PipelineArgs,
+        /// Publish into this folder instead of `reports/PIPELINE/`.
+        #[arg(long, value_name = "DIR")]
+        reports: Option<PathBuf>,
+    },
+    /// Print every instance's metrics: one row per instance with its stage, sweep values,
+    /// every metric and its key (text, `--csv` or `--json`), for your own plots.
+    #[command(after_help = METRICS_HELP)]
+    Metrics {
+        /// The pipeline and overrides.
+        #[command(flatten)]
+        pipeline: PipelineArgs,
+        /// Print CSV.
+        #[arg(long, conflicts_with = "json")]
+        csv: bool,
+        /// Only these stages (or instance labels).
+        #[arg(value_name = "STAGE")]
+        stages: Vec<String>,
+    },
     /// List stage kinds, or the parameters and inputs of one kind.
+    #[command(after_help = "Examples:\n  asymflow kinds\n  asymflow kinds distill")]
     Kinds {
         /// A kind to describe.
         kind: Option<String>,
+    },
+    /// Print a shell completion script (`asymflow completions bash > ~/.local/share/bash-completion/completions/asymflow`).
+    #[command(
+        after_help = "Examples:\n  asymflow completions bash > ~/.local/share/bash-completion/completions/asymflow\n  asymflow completions zsh > ~/.zfunc/_asymflow\n  asymflow completions fish > ~/.config/fish/completions/asymflow.fish"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Maintain the cache.
     #[command(subcommand)]
@@ -95,6 +167,9 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum DataCommand {
     /// Write the images of a split stage as an ImageFolder tree of PNGs (`OUT/PARTITION/CLASS/`).
+    #[command(
+        after_help = "Examples:\n  asymflow data export pipelines/quickstart.toml split out/ --partition train\n  asymflow data export pipelines/quickstart.toml split out/ --json"
+    )]
     Export {
         /// The pipeline and overrides.
         #[command(flatten)]
@@ -113,8 +188,14 @@ pub enum DataCommand {
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
     /// Rehash every object; quarantine corrupt ones and forget the results that used them.
+    #[command(
+        after_help = "Examples:\n  asymflow cache verify\n  asymflow cache verify --cache /data/asymflow-cache"
+    )]
     Verify(CacheArgs),
     /// Delete objects no recorded result references (and results older than --older-than).
+    #[command(
+        after_help = "Examples:\n  asymflow cache gc --dry-run\n  asymflow cache gc --older-than 30"
+    )]
     Gc {
         /// Only say what would be deleted.
         #[arg(long)]
@@ -135,6 +216,48 @@ pub struct CacheArgs {
     #[arg(long, env = "ASYMFLOW_CACHE", value_name = "DIR", global = true)]
     pub cache: Option<PathBuf>,
 }
+
+const RUN_HELP: &str = "Examples:
+  asymflow run pipelines/quickstart.toml
+  asymflow run pipelines/quickstart.toml student eval-ts   only these stages and what they need
+  asymflow run pipelines/quickstart.toml --sweep seed=0 --set vars.db_res=48
+  asymflow run pipelines/quickstart.toml --force student   recompute even when cached
+  asymflow run pipelines/quickstart.toml --keep-going --json
+
+Runs with --set/--sweep publish their reports to reports/PIPELINE+HASH/ (or --reports DIR),
+never over the plain pipeline's reports/PIPELINE/.
+
+Exit codes: 0 success, 1 other error, 2 bad command line, 3 bad pipeline file or override,
+4 a stage failed, 130 interrupted.";
+
+const PLAN_HELP: &str = "Examples:
+  asymflow plan pipelines/quickstart.toml
+  asymflow plan pipelines/quickstart.toml --sweep seed=0 --json   with each instance's resolved params
+
+Exits with 4 when an instance cannot run (its data is missing: \"fingerprint failed\").";
+
+const WHY_HELP: &str = "Examples:
+  asymflow why pipelines/quickstart.toml student
+  asymflow why pipelines/quickstart.toml 'student[seed=0]' --set stages.student.params.lambda_t=0.8";
+
+const STATUS_HELP: &str = "Examples:
+  asymflow status
+  asymflow status --cache /data/asymflow-cache";
+
+const SHOW_HELP: &str = "Examples:
+  asymflow show pipelines/quickstart.toml teacher
+  asymflow show pipelines/quickstart.toml 'student[query_res=32,seed=0]' --json
+  asymflow show 3fa2c1                     a key, or a unique prefix of one";
+
+const REPORT_HELP: &str = "Examples:
+  asymflow report pipelines/quickstart.toml
+  asymflow report pipelines/quickstart.toml --sweep seed=0 --reports /tmp/seed0
+  asymflow report pipelines/quickstart.toml --json";
+
+const METRICS_HELP: &str = "Examples:
+  asymflow metrics pipelines/quickstart.toml
+  asymflow metrics pipelines/quickstart.toml eval-ts --csv > eval-ts.csv
+  asymflow metrics pipelines/quickstart.toml --json";
 
 /// A pipeline file with overrides.
 #[derive(Debug, Clone, Args)]
@@ -173,7 +296,8 @@ pub struct RunArgs {
     /// Stages to run at once (CPU stages; device stages also need a free device).
     #[arg(long, short = 'j', default_value_t = default_jobs())]
     pub jobs: usize,
-    /// Keep running every branch that does not depend on a failed stage.
+    /// Keep running every branch that does not depend on a failed stage; reports still
+    /// render from whatever finished, with dashes for the rest.
     #[arg(long)]
     pub keep_going: bool,
     /// Trainings at once on a machine without GPUs (each gets cores / N threads); on a GPU
@@ -183,16 +307,49 @@ pub struct RunArgs {
     /// How often to run a job again whose worker process died (killed, out of memory).
     #[arg(long, default_value_t = 0)]
     pub retries: usize,
+    /// Recompute this stage (or instance, `model[seed=0]`) even when it is cached; the old
+    /// result's objects stay in the cache until `cache gc`. Repeatable.
+    #[arg(long, value_name = "STAGE")]
+    pub force: Vec<String>,
+    /// Publish reports into this folder instead of `reports/PIPELINE/` (or
+    /// `reports/PIPELINE+HASH/` for a run with overrides).
+    #[arg(long, value_name = "DIR")]
+    pub reports: Option<PathBuf>,
+    /// Run only these stages (or instances) and what they need.
+    #[arg(value_name = "STAGE")]
+    pub stages: Vec<String>,
 }
 
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Parses the command line and runs the command.
+/// Parses the command line and runs the command. Errors in the pipeline file are printed
+/// here and exit with [`exit::BAD_PIPELINE`]; other errors are returned to the binary.
 pub fn run() -> anyhow::Result<ExitCode> {
+    restore_sigpipe();
     let cli = Cli::parse();
-    dispatch(cli.command)
+    output::init(&cli.output);
+    match dispatch(cli.command) {
+        Err(error) if error.chain().any(|e| e.is::<crate::spec::SpecError>()) => {
+            eprintln!("{}: {error}", output::paint_error("error"));
+            for cause in error.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            Ok(exit::for_error(&error))
+        }
+        other => other,
+    }
+}
+
+/// Rust ignores SIGPIPE, so `asymflow plan FILE | head` would panic on the closed pipe; like
+/// other command-line tools, asymflow dies quietly instead. The cache stays consistent: it
+/// survives `kill -9` at any moment.
+fn restore_sigpipe() {
+    // SAFETY: setting a signal's disposition to the default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 /// Runs one parsed command.
@@ -200,6 +357,21 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => run::run(args),
         Command::Plan(args) => plan::plan(args),
+        Command::Metrics {
+            pipeline,
+            csv,
+            stages,
+        } => metrics::metrics(pipeline, csv, &stages),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "asymflow",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Why {
             file,
             stage,
@@ -221,7 +393,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             json,
             cache,
         } => show::show(target, overrides, json, cache),
-        Command::Report(args) => report_cmd::report(args),
+        Command::Report { pipeline, reports } => report_cmd::report(pipeline, reports.as_deref()),
         Command::Kinds { kind } => kinds::kinds(kind.as_deref()),
         Command::Data(DataCommand::Export {
             pipeline,

@@ -2,31 +2,113 @@
 //!
 //! Nothing is trained. Each report instance gets every upstream instance the cache holds;
 //! those that have not run are passed with empty metrics and outputs, so their cells show as
-//! missing (each table lists them), and the command says how to compute them.
+//! missing (each table lists them), and the command says how to compute them, repeating the
+//! user's overrides. `run --keep-going` renders the reports a failure kept from running
+//! through [`render`] too.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
-use super::common::{cache_for, label, load_plan, registry, reports_dir};
-use super::PipelineArgs;
+use super::common::{
+    cache_for, existing_cache, label, load_plan, note_overrides, overrides_text, print_json,
+    registry, reports_dir, shell_quote,
+};
+use super::{OverrideArgs, PipelineArgs};
+use crate::cache::Cache;
 use crate::exec::plan_status;
 use crate::exec::scheduler::artifact;
-use crate::kind::{InputArtifact, StageContext};
+use crate::graph::Plan;
+use crate::kind::{InputArtifact, Registry, StageContext};
 
-/// Renders every report of the pipeline into `reports/PIPELINE/`.
-pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
+/// What [`render`] produced.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Rendered {
+    /// (instance label, `table.md`, folder) per report with a table.
+    pub tables: Vec<(String, String, PathBuf)>,
+    /// Upstream instances that have not run, sorted, each once.
+    pub missing: Vec<String>,
+    /// How many report instances were rendered.
+    pub rendered: usize,
+}
+
+/// Renders every report of the pipeline into `reports/PIPELINE/` (or `--reports DIR`).
+pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
-    let cache = cache_for(&args.cache, &plan.spec().project_dir);
-    let planned = plan_status(&plan, &registry, &cache)?;
-    let mut missing = Vec::new();
-    let mut rendered = 0;
+    let cache = existing_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
+    let root = reports_dir(
+        &plan.spec().project_dir,
+        &plan.spec().name,
+        &args.overrides,
+        reports,
+    );
+    let done = render(&plan, &registry, &cache, &root, &args.overrides, &[])?;
+    let command = compute_command(&plan, &args.overrides);
+    if args.json {
+        print_json(&serde_json::json!({
+            "pipeline": plan.spec().name,
+            "reports": done.tables.iter().map(|(name, table, dir)| serde_json::json!({
+                "instance": name,
+                "folder": dir,
+                "table": table,
+            })).collect::<Vec<_>>(),
+            "missing": done.missing,
+            "compute": if done.missing.is_empty() { None } else { Some(&command) },
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (name, table, dest) in &done.tables {
+        println!("{name} (in {}):\n\n{table}", dest.display());
+    }
+    if done.rendered == 0 {
+        eprintln!("{} has no report stage", plan.spec().file.display());
+    }
+    if !done.missing.is_empty() {
+        // The tables list the missing instances themselves; say how to compute them.
+        let n = done.missing.len();
+        eprintln!(
+            "{n} {} not run yet; compute {} with: {command}",
+            if n == 1 {
+                "instance has"
+            } else {
+                "instances have"
+            },
+            if n == 1 { "it" } else { "them" },
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `asymflow run FILE` with the overrides the user gave, ready to paste.
+fn compute_command(plan: &Plan, overrides: &OverrideArgs) -> String {
+    let file = shell_quote(&plan.spec().file.to_string_lossy());
+    let extra = overrides_text(overrides);
+    if extra.is_empty() {
+        format!("asymflow run {file}")
+    } else {
+        format!("asymflow run {file} {extra}")
+    }
+}
+
+/// Renders the report instances of `plan` (those labelled in `only`, or all when it is empty)
+/// from what the cache holds, into `root/FOLDER/`, noting the overrides under each table.
+pub fn render(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    root: &Path,
+    overrides: &OverrideArgs,
+    only: &[String],
+) -> anyhow::Result<Rendered> {
+    let planned = plan_status(plan, registry, cache)?;
+    let mut done = Rendered::default();
     for inst in plan.instances() {
         let Some(kind) = registry.get(&inst.kind) else {
             continue;
         };
-        if !kind.publishes() {
+        if !kind.publishes() || (!only.is_empty() && !only.contains(&inst.label())) {
             continue;
         }
         let mut inputs: BTreeMap<String, Vec<InputArtifact>> = BTreeMap::new();
@@ -36,7 +118,7 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
                 let up = &plan.instances()[u];
                 match &planned[u].record {
                     Some(record) => {
-                        let mut a = artifact(&plan, u, record);
+                        let mut a = artifact(plan, u, record);
                         for (name, output) in &record.outputs {
                             if !output.is_dir {
                                 if let Ok(path) = cache.objects().open_verified(&output.digest) {
@@ -47,7 +129,7 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
                         list.push(a);
                     }
                     None => {
-                        missing.push(up.label());
+                        done.missing.push(up.label());
                         list.push(InputArtifact {
                             stage: up.stage.clone(),
                             kind: up.kind.clone(),
@@ -62,12 +144,7 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
             }
             inputs.insert(slot.clone(), list);
         }
-        let folder = if inst.binding.is_empty() {
-            inst.stage.clone()
-        } else {
-            label(&inst.stage, &inst.binding)
-        };
-        let dest = reports_dir(&plan.spec().project_dir, &plan.spec().name).join(folder);
+        let dest = root.join(super::run::folder(&inst.stage, &inst.binding));
         if dest.exists() {
             std::fs::remove_dir_all(&dest)?;
         }
@@ -90,23 +167,14 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("rendering {}: {e}", inst.label()))?;
         drop(ctx);
         let _ = std::fs::remove_file(dest.join(crate::kind::LOG_OUTPUT));
-        rendered += 1;
+        note_overrides(&dest, overrides)?;
+        done.rendered += 1;
         if let Ok(table) = std::fs::read_to_string(dest.join("table.md")) {
-            println!("{} (in {}):\n\n{table}", inst.label(), dest.display());
+            done.tables
+                .push((label(&inst.stage, &inst.binding), table, dest));
         }
     }
-    missing.sort();
-    missing.dedup();
-    if rendered == 0 {
-        eprintln!("{} has no report stage", plan.spec().file.display());
-    }
-    if !missing.is_empty() {
-        // The tables list the missing instances themselves; say how to compute them.
-        eprintln!(
-            "{} instances have not run yet; compute them with: asymflow run {}",
-            missing.len(),
-            plan.spec().file.display()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    done.missing.sort();
+    done.missing.dedup();
+    Ok(done)
 }

@@ -1,78 +1,156 @@
-//! `asymflow run FILE`: compute what the cache lacks, publish reports, print a summary.
+//! `asymflow run FILE [STAGE...]`: compute what the cache lacks, publish reports, print a
+//! summary.
+//!
+//! Named stages (or instances) narrow the run to them and what they need; `--force` recomputes
+//! named instances even when cached. Reports are published to `reports/PIPELINE/`, or to
+//! `reports/PIPELINE+HASH/` when overrides are given, so a one-off run never replaces the
+//! plain pipeline's tables (each such table names its overrides at its foot). With
+//! `--keep-going`, a report whose inputs partly failed is still rendered from whatever
+//! finished, through the same path as `asymflow report`.
 
+use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::common::{cache_for, label, load_plan, print_json, registry, reports_dir};
-use super::RunArgs;
+use super::common::{
+    cache_for, label, label_selects, load_plan_of, note_overrides, print_json, registry,
+    reports_dir, stage_of_label,
+};
+use super::{exit, failure, output, report_cmd, RunArgs};
 use crate::exec::{self, publish::publish, RunOptions, Status};
+use crate::spec::SpecError;
 
 /// Runs a pipeline.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let registry = registry();
-    let plan = load_plan(&args.pipeline, &registry)?;
+    let plan = load_plan_of(&args.pipeline, &registry, &args.stages)?;
     let cache = cache_for(&args.pipeline.cache, &plan.spec().project_dir);
+    let mut force = BTreeSet::new();
+    for target in &args.force {
+        let stage = stage_of_label(target);
+        if plan.spec().stage(stage).is_none() {
+            let names: Vec<&str> = plan.spec().stages.iter().map(|s| s.name.as_str()).collect();
+            return Err(SpecError::nowhere(format!(
+                "--force {target}: no stage `{stage}` in this run of {}",
+                plan.spec().file.display()
+            ))
+            .suggest(stage, names)
+            .into());
+        }
+        let chosen: Vec<usize> = plan
+            .instances()
+            .iter()
+            .filter(|i| label_selects(target, &i.label()))
+            .map(|i| i.index)
+            .collect();
+        if chosen.is_empty() {
+            return Err(SpecError::nowhere(format!(
+                "--force {target}: no such instance; the instances of `{stage}` are: {}",
+                plan.instances_of(stage)
+                    .map(|i| i.label())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into());
+        }
+        force.extend(chosen);
+    }
     let cancel = Arc::new(AtomicBool::new(false));
     install_ctrl_c(&cancel);
     let options = RunOptions {
         jobs: args.jobs,
         keep_going: args.keep_going,
-        progress: !args.pipeline.json,
+        progress: !args.pipeline.json && !output::quiet(),
         device_slots: args.device_slots,
         retries: args.retries,
+        force,
     };
     let clock = std::time::Instant::now();
     let summary = exec::run(&plan, &registry, &cache, &options, &cancel)?;
 
     // Publish reports and show their tables.
+    let overrides = &args.pipeline.overrides;
+    let root = reports_dir(
+        &plan.spec().project_dir,
+        &plan.spec().name,
+        overrides,
+        args.reports.as_deref(),
+    );
     let mut tables = Vec::new();
     let index = cache.index()?;
+    let mut unrendered = Vec::new();
     for outcome in &summary.instances {
         let publishes = plan
             .spec()
             .stage(&outcome.stage)
             .and_then(|s| registry.get(&s.kind))
             .is_some_and(|k| k.publishes());
-        let (true, Some(key)) = (publishes, &outcome.key) else {
+        if !publishes {
+            continue;
+        }
+        let record = match &outcome.key {
+            Some(key) => index.lookup(key)?,
+            None => None,
+        };
+        let Some(record) = record else {
+            unrendered.push(label(&outcome.stage, &outcome.binding));
             continue;
         };
-        let Some(record) = index.lookup(key)? else {
-            continue;
-        };
-        let folder = if outcome.binding.is_empty() {
-            outcome.stage.clone()
-        } else {
-            label(&outcome.stage, &outcome.binding)
-        };
-        let dest = reports_dir(&plan.spec().project_dir, &plan.spec().name).join(folder);
+        let dest = root.join(folder(&outcome.stage, &outcome.binding));
         let written = publish(&cache, &record, &dest)?;
-        if let Some(table) = written
+        note_overrides(&dest, overrides)?;
+        if written
             .iter()
-            .find(|p| p.file_name().is_some_and(|n| n == "table.md"))
+            .any(|p| p.file_name().is_some_and(|n| n == "table.md"))
         {
             tables.push((
                 label(&outcome.stage, &outcome.binding),
-                std::fs::read_to_string(table)?,
+                std::fs::read_to_string(dest.join("table.md"))?,
                 dest,
             ));
         }
     }
+    // With --keep-going, reports that did not run render from what finished.
+    if args.keep_going && !summary.interrupted && !unrendered.is_empty() {
+        let rendered = report_cmd::render(&plan, &registry, &cache, &root, overrides, &unrendered)?;
+        tables.extend(rendered.tables);
+    }
 
+    let failed: Vec<_> = summary
+        .instances
+        .iter()
+        .zip(plan.instances())
+        .filter(|(o, _)| o.status == Status::Failed)
+        .collect();
     if args.pipeline.json {
         print_json(&summary)?;
     } else {
         for (name, table, dest) in &tables {
             println!("\n{name} (in {}):\n\n{table}", dest.display());
         }
-        let failed: Vec<_> = summary
-            .instances
-            .iter()
-            .filter(|i| i.status == Status::Failed)
-            .collect();
-        for f in &failed {
-            eprintln!("failed: {}: {}", label(&f.stage, &f.binding), f.reason);
+    }
+    for (outcome, inst) in &failed {
+        eprintln!(
+            "{}",
+            failure::describe(&cache, Some(&index), inst, &outcome.reason)
+        );
+    }
+    if output::verbose() && !args.pipeline.json {
+        for outcome in &summary.instances {
+            let status = serde_json::to_value(&outcome.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            eprintln!(
+                "{:8} {}  {}",
+                output::status_word_err(&status),
+                label(&outcome.stage, &outcome.binding),
+                outcome.reason
+            );
         }
+    }
+    if !args.pipeline.json && !output::quiet() {
         eprintln!(
             "{}: {} ran, {} cached, {} failed, {} skipped in {:.2}s",
             summary.pipeline,
@@ -84,12 +162,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(if summary.interrupted {
-        ExitCode::from(130)
+        ExitCode::from(exit::INTERRUPTED)
     } else if summary.success() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::FAILURE
+        ExitCode::from(exit::STAGE_FAILED)
     })
+}
+
+/// The folder of one report instance under the reports root: the stage, or its label.
+pub fn folder(
+    stage: &str,
+    binding: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> String {
+    if binding.is_empty() {
+        stage.to_string()
+    } else {
+        label(stage, binding)
+    }
 }
 
 /// First Ctrl-C: stop launching stages and let running ones stop at their next check. Second:
@@ -99,7 +189,7 @@ fn install_ctrl_c(cancel: &Arc<AtomicBool>) {
     let _ = ctrlc::set_handler(move || {
         if cancel.swap(true, Ordering::SeqCst) {
             eprintln!("\ninterrupted again: exiting now");
-            std::process::exit(130);
+            std::process::exit(i32::from(exit::INTERRUPTED));
         }
         eprintln!("\ninterrupted: stopping after running stages stop (Ctrl-C again to exit now)");
     });

@@ -1,15 +1,24 @@
 //! `asymflow show FILE STAGE` or `asymflow show KEY`: params, inputs, outputs, metrics, times.
+//!
+//! `STAGE` may be one instance's label (`model[seed=0]`). The params shown are those the stage
+//! receives (templates, vars, sweep values and `--set` applied), also for an instance that has
+//! not run; outputs are listed by the path of their object in the cache, a file the user can
+//! open or copy.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail};
 
-use super::common::{cache_for, cache_here, label, load_plan, print_json, registry};
+use super::common::{
+    cache_for, cache_here, existing_cache, label_selects, load_plan, planning_cache, print_json,
+    registry, stage_of_label,
+};
 use super::status::human_bytes;
 use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::{Cache, RunRecord, StageKey};
 use crate::exec::plan_status;
+use crate::spec::error::closest;
 
 /// Shows a stage's instances or one key.
 pub fn show(
@@ -18,7 +27,7 @@ pub fn show(
     json: bool,
     cache: CacheArgs,
 ) -> anyhow::Result<ExitCode> {
-    if let [file, stage] = target.as_slice() {
+    if let [file, wanted] = target.as_slice() {
         let common = PipelineArgs {
             file: PathBuf::from(file),
             overrides,
@@ -27,21 +36,55 @@ pub fn show(
         };
         let registry = registry();
         let plan = load_plan(&common, &registry)?;
+        let stage = stage_of_label(wanted);
         if plan.spec().stage(stage).is_none() {
-            bail!("no stage `{stage}` in {file}");
+            let names: Vec<&str> = plan.spec().stages.iter().map(|s| s.name.as_str()).collect();
+            let hint = closest(stage, &names)
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            bail!("no stage `{stage}` in {file}{hint}");
         }
-        let cache = cache_for(&common.cache, &plan.spec().project_dir);
+        let (cache, _scratch) = planning_cache(cache_for(&common.cache, &plan.spec().project_dir))?;
         let planned = plan_status(&plan, &registry, &cache)?;
+        let chosen: Vec<_> = planned
+            .iter()
+            .filter(|p| label_selects(wanted, &p.label))
+            .collect();
+        if chosen.is_empty() {
+            bail!(
+                "no instance `{wanted}`; the instances of `{stage}` are: {}",
+                planned
+                    .iter()
+                    .filter(|p| p.stage == stage)
+                    .map(|p| p.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         let mut shown = Vec::new();
-        for p in planned.iter().filter(|p| &p.stage == stage) {
-            let name = label(&p.stage, &p.binding);
+        for p in chosen {
             match &p.record {
-                Some(record) => shown.push(describe(&cache, &name, record, common.json)?),
+                Some(record) => shown.push(describe(
+                    &cache,
+                    &p.label,
+                    record,
+                    Some(&p.params),
+                    common.json,
+                )?),
                 None => {
                     if !common.json {
-                        println!("{name}: not computed ({})\n", p.reason);
+                        println!("{}: not computed ({})", p.label, p.reason);
+                        println!("  kind      {}", p.kind);
+                        print_params(&p.params.0);
+                        println!();
                     }
-                    shown.push(serde_json::json!({ "instance": name, "status": "to-run", "reason": p.reason }));
+                    shown.push(serde_json::json!({
+                        "instance": p.label,
+                        "kind": p.kind,
+                        "status": "to-run",
+                        "reason": p.reason,
+                        "params": p.params,
+                    }));
                 }
             }
         }
@@ -51,7 +94,7 @@ pub fn show(
         return Ok(ExitCode::SUCCESS);
     }
     let prefix = &target[0];
-    let cache = cache_here(&cache)?;
+    let cache = existing_cache(cache_here(&cache)?)?;
     let index = cache.index()?;
     let matches = index.keys_with_prefix(prefix)?;
     let (key, stage) = match matches.as_slice() {
@@ -65,27 +108,54 @@ pub fn show(
             index.failure(&key).ok().flatten().unwrap_or_default()
         )
     })?;
-    let shown = describe(&cache, &stage, &record, json)?;
+    let shown = describe(&cache, &stage, &record, None, json)?;
     if json {
         print_json(&shown)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
+fn print_params(params: &std::collections::BTreeMap<String, serde_json::Value>) {
+    println!("  params");
+    for (k, v) in params {
+        println!("    {k} = {v}");
+    }
+}
+
+/// Prints (or returns as JSON) one result. `resolved` is the instance's params from the
+/// pipeline (paths included); without it the params come from the key (paths are not in it).
 fn describe(
     cache: &Cache,
     name: &str,
     record: &RunRecord,
+    resolved: Option<&crate::kind::Params>,
     json: bool,
 ) -> anyhow::Result<serde_json::Value> {
     let key: Option<StageKey> = serde_json::from_str(&record.key_json).ok();
+    let params = resolved
+        .map(|p| p.0.clone())
+        .or_else(|| key.as_ref().map(|k| k.params.clone()));
+    let outputs: std::collections::BTreeMap<_, _> = record
+        .outputs
+        .iter()
+        .map(|(n, o)| {
+            (
+                n.clone(),
+                serde_json::json!({
+                    "digest": o.digest,
+                    "path": cache.objects().path(&o.digest),
+                    "is_dir": o.is_dir,
+                }),
+            )
+        })
+        .collect();
     let value = serde_json::json!({
         "instance": name,
         "key": record.key,
         "kind": record.kind,
-        "params": key.as_ref().map(|k| &k.params),
+        "params": params,
         "inputs": key.as_ref().map(|k| &k.inputs),
-        "outputs": record.outputs.iter().map(|(n, o)| (n.clone(), o.digest.clone())).collect::<std::collections::BTreeMap<_, _>>(),
+        "outputs": outputs,
         "metrics": record.metrics,
         "duration_s": record.duration,
         "finished": record.finished,
@@ -101,22 +171,25 @@ fn describe(
     );
     println!("  key       {}", record.key);
     println!("  ran       {:.1}s on {}", record.duration, record.device);
+    if let Some(params) = &params {
+        print_params(params);
+    }
     if let Some(key) = &key {
-        println!("  params");
-        for (k, v) in &key.params {
-            println!("    {k} = {v}");
-        }
         if !key.inputs.is_empty() {
             println!("  inputs");
             for (slot, ups) in &key.inputs {
-                println!("    {slot}: {} instance(s)", ups.len());
+                println!(
+                    "    {slot}: {}",
+                    super::plan::count(ups.len(), "instance", "instances")
+                );
             }
         }
     }
     println!("  outputs");
     for (n, o) in &record.outputs {
-        let size = std::fs::metadata(cache.objects().path(&o.digest)).map_or(0, |m| m.len());
-        println!("    {n:24} {}  {}", &o.digest[..16], human_bytes(size));
+        let path = cache.objects().path(&o.digest);
+        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        println!("    {n:24} {:>10}  {}", human_bytes(size), path.display());
     }
     if let Some(split) = record.outputs.get(crate::data::MANIFEST_OUTPUT) {
         if let Ok(manifest) = cache

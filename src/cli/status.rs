@@ -1,27 +1,38 @@
-//! `asymflow status`: what the cache holds.
+//! `asymflow status`: what the cache holds. It never creates a cache, and it shows a lease
+//! whose process died (or stopped heart-beating) as stale, since the next run takes it over.
 
 use std::process::ExitCode;
 
-use super::common::cache_here;
+use super::common::{cache_here, existing_cache};
+use super::plan::count;
 use super::CacheArgs;
+use crate::cache::store::{lease_is_stale, now};
 
 /// Prints a summary of the cache.
 pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
-    let cache = cache_here(&args)?;
+    let cache = existing_cache(cache_here(&args)?)?;
     let index = cache.index()?;
     let (ok, failed, leases, objects, bytes) = index.summary()?;
     println!("cache {}", cache.dir().display());
     println!(
-        "  {ok} results, {failed} failed runs, {objects} objects ({})",
+        "  {}, {}, {} ({})",
+        count(ok as usize, "result", "results"),
+        count(failed as usize, "failed run", "failed runs"),
+        count(objects as usize, "object", "objects"),
         human_bytes(bytes as u64)
     );
     let live = index.leases()?;
     if leases > 0 {
-        println!("  {leases} leases:");
+        println!("  {}:", count(leases as usize, "lease", "leases"));
         for (key, host, pid, age) in live {
+            let state = if lease_is_stale(&host, pid, now() - age) {
+                "stale (its process is gone; the next run takes it over)"
+            } else {
+                "held"
+            };
             println!(
-                "    {} held by pid {pid} on {host}, heartbeat {age:.0}s ago",
-                &key[..16]
+                "    {} {state}: pid {pid} on {host}, heartbeat {age:.0}s ago",
+                &key[..16.min(key.len())]
             );
         }
     }

@@ -1,16 +1,20 @@
 //! `asymflow why FILE STAGE`: which key fields changed since each instance of a stage last ran.
+//! `STAGE` may be one instance's label (`model[seed=0]`), as printed everywhere.
 
 use std::process::ExitCode;
 
 use anyhow::anyhow;
 
-use super::common::{cache_for, label, load_plan, registry};
-use super::PipelineArgs;
+use super::common::{
+    cache_for, label_selects, load_plan, planning_cache, registry, stage_of_label,
+};
+use super::{output, PipelineArgs};
 use crate::exec::plan_status;
 use crate::spec::error::closest;
 
 /// Explains each instance of `stage`.
-pub fn why(args: PipelineArgs, stage: &str) -> anyhow::Result<ExitCode> {
+pub fn why(args: PipelineArgs, target: &str) -> anyhow::Result<ExitCode> {
+    let stage = stage_of_label(target);
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
     if plan.spec().stage(stage).is_none() {
@@ -23,14 +27,29 @@ pub fn why(args: PipelineArgs, stage: &str) -> anyhow::Result<ExitCode> {
             plan.spec().file.display()
         ));
     }
-    let cache = cache_for(&args.cache, &plan.spec().project_dir);
+    let (cache, _scratch) = planning_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
     let planned = plan_status(&plan, &registry, &cache)?;
-    for p in planned.iter().filter(|p| p.stage == stage) {
-        let name = label(&p.stage, &p.binding);
+    let chosen: Vec<_> = planned
+        .iter()
+        .filter(|p| label_selects(target, &p.label))
+        .collect();
+    if chosen.is_empty() {
+        return Err(anyhow!(
+            "no instance `{target}`; the instances of `{stage}` are: {}",
+            planned
+                .iter()
+                .filter(|p| p.stage == stage)
+                .map(|p| p.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for p in chosen {
+        let name = &p.label;
         if p.status == "cached" {
-            println!("{name}: fresh (cached)");
+            println!("{name}: {} (cached)", output::status_word("fresh"));
         } else {
-            println!("{name}: dirty");
+            println!("{name}: {}", output::status_word("dirty"));
             for reason in p.reason.split("; ") {
                 println!("  {reason}");
             }

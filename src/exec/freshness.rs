@@ -6,7 +6,7 @@
 //! 2. Otherwise its key is computed ([`instance_key`]); a successful run recorded under that key
 //!    whose output objects are all present is a hit ("cached").
 //! 3. Otherwise it is dirty, and the reasons are the differences between the key it last ran
-//!    with (per pipeline, stage and binding) and the new one; "never ran" when there is none;
+//!    with (per pipeline, stage and binding) and the new one; "new" when there is none;
 //!    "outputs missing from the object store" when the run is recorded but objects are gone.
 //!
 //! Object content is verified when an input is read by a stage that runs (and by `cache
@@ -125,7 +125,7 @@ pub fn dirty_reasons(
         .ok()
         .flatten();
     let Some(last) = last else {
-        return vec!["never ran".into()];
+        return vec!["new".into()];
     };
     let Some(old) = index
         .key_json(&last)
@@ -133,7 +133,7 @@ pub fn dirty_reasons(
         .flatten()
         .and_then(|json| serde_json::from_str::<StageKey>(&json).ok())
     else {
-        return vec!["never ran".into()];
+        return vec!["new".into()];
     };
     let reasons = crate::cache::why::explain(&old, key);
     if reasons.is_empty() {

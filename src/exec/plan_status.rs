@@ -12,8 +12,15 @@ use crate::kind::Registry;
 /// One instance in a plan.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlannedInstance {
+    /// `stage[axis=value,...]`, as printed everywhere.
+    pub label: String,
     /// The stage.
     pub stage: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its parameters as the stage receives them: templates merged, vars and sweep values
+    /// interpolated, `--set` applied, defaults filled in (known before it runs).
+    pub params: crate::kind::Params,
     /// Its sweep binding.
     pub binding: BTreeMap<String, serde_json::Value>,
     /// The key, when its inputs are known.
@@ -26,6 +33,13 @@ pub struct PlannedInstance {
     #[serde(skip)]
     pub record: Option<RunRecord>,
 }
+
+/// Whether `planned` cannot run as the pipeline stands (its external data cannot be read).
+pub fn cannot_run(planned: &PlannedInstance) -> bool {
+    planned.reason.starts_with(FINGERPRINT_FAILED)
+}
+
+const FINGERPRINT_FAILED: &str = "fingerprint failed";
 
 /// Computes the status of every instance of `plan`, in plan order.
 pub fn plan_status(
@@ -49,24 +63,27 @@ pub fn plan_status(
             .collect();
         let planned = if let Some(&u) = missing.first() {
             PlannedInstance {
+                label: inst.label(),
                 stage: inst.stage.clone(),
+                kind: inst.kind.clone(),
+                params: inst.params.clone(),
                 binding: inst.binding.clone(),
                 key: None,
                 status: "to-run",
-                reason: format!(
-                    "input {} will be computed first",
-                    plan.instances()[u].label()
-                ),
+                reason: format!("input {} runs first", plan.instances()[u].label()),
                 record: None,
             }
         } else {
             match fingerprint(plan, inst, registry, &hasher) {
                 Err(e) => PlannedInstance {
+                    label: inst.label(),
                     stage: inst.stage.clone(),
+                    kind: inst.kind.clone(),
+                    params: inst.params.clone(),
                     binding: inst.binding.clone(),
                     key: None,
                     status: "to-run",
-                    reason: format!("fingerprint failed: {e}"),
+                    reason: format!("{FINGERPRINT_FAILED}: {e}"),
                     record: None,
                 },
                 Ok(fp) => {
@@ -78,7 +95,10 @@ pub fn plan_status(
                         Some(record) if outputs_present(cache, &record) => {
                             records[i] = Some(record.clone());
                             PlannedInstance {
+                                label: inst.label(),
                                 stage: inst.stage.clone(),
+                                kind: inst.kind.clone(),
+                                params: inst.params.clone(),
                                 binding: inst.binding.clone(),
                                 key: Some(digest),
                                 status: "cached",
@@ -87,7 +107,10 @@ pub fn plan_status(
                             }
                         }
                         _ => PlannedInstance {
+                            label: inst.label(),
                             stage: inst.stage.clone(),
+                            kind: inst.kind.clone(),
+                            params: inst.params.clone(),
                             binding: inst.binding.clone(),
                             reason: dirty_reasons(&index, cache, pipeline, inst, &key).join("; "),
                             key: Some(digest),

@@ -1,8 +1,23 @@
 //! Progress display: one bar for the pipeline's instances, one per running stage (epochs or
 //! batches), and result lines printed above the bars. Bars are hidden for `--json` and when
 //! stderr is not a terminal; result lines then go to stderr as plain text.
+//!
+//! Each stage bar is prefixed with its instance's label (`model[seed=0]`), several instances
+//! of one stage run side by side; bars show an ETA, and the pipeline bar redraws every second
+//! so its elapsed time moves while a long training runs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `-q`: no bars and no result lines for the rest of the process (failures are still reported
+/// by the command itself).
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
 
 /// The run's progress display.
 pub struct Progress {
@@ -24,11 +39,14 @@ impl Progress {
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let overall = multi.add(ProgressBar::new(total));
         overall.set_style(
-            ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} instances {elapsed}")
-                .expect("static template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{prefix} [{bar:30}] {pos}/{len} instances, {elapsed} elapsed, ETA {eta}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
         );
         overall.set_prefix("pipeline");
+        overall.enable_steady_tick(Duration::from_secs(1));
         Progress {
             multi: Some(multi),
             overall: Some(overall),
@@ -47,17 +65,22 @@ impl Progress {
         let multi = self.multi.as_ref()?;
         let bar = multi.add(ProgressBar::new(0));
         bar.set_style(
-            ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg} {elapsed}")
-                .expect("static template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{prefix} [{bar:30}] {pos}/{len} {msg}, {elapsed} elapsed, ETA {eta}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
         );
-        bar.set_prefix("stage");
-        bar.set_message(label.to_string());
+        bar.set_prefix(label.to_string());
+        bar.set_message(String::new());
         Some(bar)
     }
 
     /// A line above the bars (or on stderr).
     pub fn println(&self, line: &str) {
+        if QUIET.load(Ordering::Relaxed) {
+            return;
+        }
         match &self.multi {
             Some(multi) => {
                 let _ = multi.println(line);

@@ -51,6 +51,9 @@ pub struct RunOptions {
     pub device_slots: usize,
     /// How often a job whose process died (or whose cluster node failed) is tried again.
     pub retries: usize,
+    /// Instances (indices into the plan) to recompute even when the cache holds them
+    /// (`--force`); the result is recorded under the same key, the old objects stay until gc.
+    pub force: std::collections::BTreeSet<usize>,
 }
 
 impl RunOptions {
@@ -62,6 +65,7 @@ impl RunOptions {
             progress,
             device_slots: 1,
             retries: 0,
+            force: Default::default(),
         }
     }
 }
@@ -212,7 +216,7 @@ pub fn run_with(
                         fp
                     }
                     Err(e) => {
-                        progress.println(&format!("failed  {}: {e}", inst.label()));
+                        progress.println(&format!("failed  {}", inst.label()));
                         progress.inc();
                         schedule.fail(i, format!("fingerprint: {e}"));
                         continue;
@@ -222,6 +226,7 @@ pub fn run_with(
             let key = instance_key(plan, inst, registry, &|u| schedule.record(u).cloned(), fp)
                 .expect("inputs are done and the kind is registered");
             let digest = key.digest();
+            let forced = options.force.contains(&i);
             match index.lookup(&digest)? {
                 Some(record) if outputs_present(cache, &record) => {
                     schedule.hit(i, record);
@@ -266,7 +271,7 @@ pub fn run_with(
             lease_wait.remove(&i);
             // Another process may have finished it while we waited for the lease.
             if let Some(record) = index.lookup(&digest)? {
-                if outputs_present(cache, &record) {
+                if outputs_present(cache, &record) && !options.force.contains(&i) {
                     index.release(&digest, &owner)?;
                     schedule.hit(i, record);
                     progress.inc();
@@ -399,7 +404,6 @@ pub fn run_with(
                     schedule.requeue(i);
                     continue;
                 }
-                let inst = &plan.instances()[i];
                 let mut message = failure.message.clone();
                 if let Some(tail) = &failure.log_tail {
                     message = format!(
@@ -408,13 +412,10 @@ pub fn run_with(
                     );
                 }
                 let record = failed_record(plan, i, &digest, &key_json, &started);
-                index.record_failure(&record, &failure.message)?;
-                progress.println(&format!(
-                    "failed  {label}\n  params: {}\n  error: {message}",
-                    serde_json::to_string(&inst.params.0).unwrap_or_default()
-                ));
+                index.record_failure(&record, &message)?;
+                progress.println(&format!("failed  {label} (details below)"));
                 progress.inc();
-                schedule.fail(i, failure.message);
+                schedule.fail(i, message);
             }
         }
     }

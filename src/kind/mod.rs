@@ -20,7 +20,7 @@ mod params;
 pub use context::{
     read_json, InputArtifact, Inputs, ProgressSink, StageContext, StageError, LOG_OUTPUT,
 };
-pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
+pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params, Range};
 
 use std::path::Path;
 

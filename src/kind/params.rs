@@ -70,6 +70,44 @@ impl ParamType {
     }
 }
 
+/// The values a number parameter may take (`epochs >= 1`, `0 < crop_min <= 1`), checked when
+/// the pipeline is resolved, so `epochs = 0` is a mistake in the file, not a failed stage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    /// The lowest value.
+    pub low: f64,
+    /// Whether `low` itself is excluded.
+    pub low_open: bool,
+    /// The highest value (inclusive; infinite for none).
+    pub high: f64,
+}
+
+impl Range {
+    /// Whether `value` is in the range.
+    pub fn contains(&self, value: f64) -> bool {
+        let above = if self.low_open {
+            value > self.low
+        } else {
+            value >= self.low
+        };
+        above && value <= self.high
+    }
+
+    /// `>= 1`, `in (0, 1]`.
+    pub fn describe(&self) -> String {
+        if self.high.is_infinite() {
+            format!("{} {}", if self.low_open { ">" } else { ">=" }, self.low)
+        } else {
+            format!(
+                "in {}{}, {}]",
+                if self.low_open { "(" } else { "[" },
+                self.low,
+                self.high
+            )
+        }
+    }
+}
+
 /// One declared parameter of a stage kind.
 #[derive(Debug, Clone, Copy)]
 pub struct ParamDecl {
@@ -82,6 +120,8 @@ pub struct ParamDecl {
     pub default: Option<&'static str>,
     /// One line for `asymflow kinds KIND`.
     pub doc: &'static str,
+    /// The values a number may take, when limited.
+    pub range: Option<Range>,
 }
 
 impl ParamDecl {
@@ -92,6 +132,7 @@ impl ParamDecl {
             ty,
             default: None,
             doc,
+            range: None,
         }
     }
 
@@ -107,6 +148,31 @@ impl ParamDecl {
             ty,
             default: Some(default),
             doc,
+            range: None,
+        }
+    }
+
+    /// Limits a number to `low` and above (`epochs`: 1).
+    pub const fn at_least(self, low: f64) -> Self {
+        ParamDecl {
+            range: Some(Range {
+                low,
+                low_open: false,
+                high: f64::INFINITY,
+            }),
+            ..self
+        }
+    }
+
+    /// Limits a number to a share: above 0, at most 1 (`crop_min`).
+    pub const fn share(self) -> Self {
+        ParamDecl {
+            range: Some(Range {
+                low: 0.0,
+                low_open: true,
+                high: 1.0,
+            }),
+            ..self
         }
     }
 

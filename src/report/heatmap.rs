@@ -156,7 +156,13 @@ impl Drawing for HeatMap {
             .unwrap_or(0);
         let left = (widest + 36).min(w / 3);
         let top = 76;
-        let (right, bottom) = (16, 16);
+        // The colour bar's strip on the right (only when there is something to scale).
+        let bar = if self.values.iter().flatten().any(Option::is_some) {
+            78
+        } else {
+            0
+        };
+        let (right, bottom) = (16 + bar, 16);
         let n_rows = self.rows.len().max(1) as i32;
         let n_cols = self.cols.len().max(1) as i32;
         let cw = ((w - left - right) / n_cols).max(1);
@@ -182,6 +188,9 @@ impl Drawing for HeatMap {
         let finite: Vec<f64> = self.values.iter().flatten().flatten().copied().collect();
         let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if bar > 0 {
+            self.draw_colour_bar(root, (w - right + 22, top), (18, h - top - bottom), lo, hi)?;
+        }
         for (c, label) in self.cols.iter().enumerate() {
             let x = left + c as i32 * cw + cw / 2;
             root.draw_text(
@@ -236,9 +245,92 @@ impl Drawing for HeatMap {
     }
 }
 
+impl HeatMap {
+    /// The text of the cell holding `value` (its mean, without the spread), for the bar's ends.
+    fn text_of(&self, value: f64) -> String {
+        for (r, row) in self.values.iter().enumerate() {
+            for (c, v) in row.iter().enumerate() {
+                if *v == Some(value) {
+                    let text = &self.texts[r][c];
+                    return text.split_whitespace().next().unwrap_or(text).to_string();
+                }
+            }
+        }
+        format!("{value:.3}")
+    }
+
+    /// A vertical colour bar at `at` of `size` pixels: `hi` at the top, `lo` at the bottom,
+    /// labelled with the values as the cells read.
+    fn draw_colour_bar<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        at: (i32, i32),
+        size: (i32, i32),
+        lo: f64,
+        hi: f64,
+    ) -> Result<(), String> {
+        let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+        let (x, y) = at;
+        let (bw, bh) = (size.0, size.1.max(2));
+        let steps = bh.min(120);
+        for i in 0..steps {
+            let y0 = y + bh * i / steps;
+            let y1 = y + bh * (i + 1) / steps;
+            let t = if hi > lo {
+                1.0 - f64::from(i) / f64::from(steps - 1).max(1.0)
+            } else {
+                0.5
+            };
+            root.draw(&Rectangle::new([(x, y0), (x + bw, y1)], blues(t).filled()))
+                .map_err(e)?;
+        }
+        root.draw(&Rectangle::new(
+            [(x, y), (x + bw, y + bh)],
+            RGBColor(160, 160, 160).stroke_width(1),
+        ))
+        .map_err(e)?;
+        let style = TextStyle::from((FAMILY, 12).into_font()).color(&BLACK);
+        root.draw_text(
+            &self.text_of(hi),
+            &style.pos(Pos::new(HPos::Left, VPos::Top)),
+            (x + bw + 4, y),
+        )
+        .map_err(e)?;
+        if hi > lo {
+            root.draw_text(
+                &self.text_of(lo),
+                &style.pos(Pos::new(HPos::Left, VPos::Bottom)),
+                (x + bw + 4, y + bh),
+            )
+            .map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_colour_bar_is_labelled_as_the_cells_read() {
+        let map = HeatMap {
+            stem: "h".into(),
+            title: "t".into(),
+            rows: vec!["a".into()],
+            cols: vec!["x".into(), "y".into()],
+            axis_titles: ("r".into(), "c".into()),
+            values: vec![vec![Some(0.25), Some(0.5)]],
+            texts: vec![vec!["25.0 ± 1.0".into(), "50.0".into()]],
+            size: (320, 240),
+        };
+        assert_eq!(map.text_of(0.25), "25.0");
+        assert_eq!(map.text_of(0.5), "50.0");
+        let svg = crate::report::plot::to_svg(&map).unwrap();
+        // Each value appears in its cell and again at an end of the bar.
+        assert_eq!(svg.matches("25.0").count(), 2, "{svg}");
+        assert_eq!(svg.matches("50.0").count(), 2, "{svg}");
+    }
 
     #[test]
     fn the_colour_scale_runs_from_white_to_dark_blue() {

@@ -175,6 +175,11 @@ pub fn loss_figures(
             }
         };
         for (term, points) in curves {
+            // A term that is zero throughout (BCT's influence loss with lambda = 0, say) says
+            // nothing and squeezes the real curves; the total loss is always drawn.
+            if term != "loss" && points.iter().all(|p| p.1 == 0.0) {
+                continue;
+            }
             let label = match (instance.is_empty(), term == "loss") {
                 (true, _) => term,
                 (false, true) => instance.join(", "),
@@ -248,6 +253,29 @@ mod tests {
         let names: Vec<&str> = curves.iter().map(|c| c.0.as_str()).collect();
         assert_eq!(names, ["loss", "influence"]);
         assert_eq!(curves[1].1, vec![(1.0, 0.3)]);
+    }
+
+    #[test]
+    fn an_all_zero_term_is_not_drawn_but_the_loss_always_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("loss.json");
+        let doc = json!([
+            {"epoch": 1, "loss": 0.0, "influence": 0.0},
+            {"epoch": 2, "loss": 0.0, "influence": 0.0}
+        ]);
+        std::fs::write(&path, doc.to_string()).unwrap();
+        let artifact = InputArtifact {
+            stage: "old".into(),
+            kind: "train-classifier".into(),
+            binding: Default::default(),
+            params: Default::default(),
+            key: String::new(),
+            outputs: [(LOSS_OUTPUT.to_string(), path)].into(),
+            metrics: Default::default(),
+        };
+        let figures = loss_figures(&[artifact], (320, 240)).unwrap();
+        let names: Vec<&str> = figures[0].series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(names, ["loss"]);
     }
 
     #[test]

@@ -20,10 +20,13 @@
 //! - Plots (`plot.rs`, `heatmap.rs`, `loss.rs`, `font.rs`): a metric against another (mAP
 //!   against query GFLOPs, one series per row), a heat map of a table (the old x new
 //!   compatibility matrix) and training-loss curves, each as SVG and PNG.
+//! - [`check::check_reports`] (`check.rs`): the names a user wrote in a layout (dimensions,
+//!   metrics, plotted metrics) checked against the inputs before anything runs.
 //! - [`missing_instances`] (`missing.rs`): the instances that have not run, and the note that
 //!   says how to compute them.
 
 pub mod cell;
+pub mod check;
 pub mod csv;
 pub mod font;
 pub mod format;

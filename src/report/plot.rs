@@ -133,7 +133,13 @@ fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     } else {
         lo.abs().max(1.0) * 0.5
     };
-    (lo - pad, hi + pad)
+    // Quantities that cannot be negative (mAP, GFLOPs, losses) keep a non-negative axis.
+    let low = if lo >= 0.0 {
+        (lo - pad).max(0.0)
+    } else {
+        lo - pad
+    };
+    (low, hi + pad)
 }
 
 impl Drawing for Figure {
@@ -151,6 +157,26 @@ impl Drawing for Figure {
         let points = || self.series.iter().flat_map(|s| s.points.iter());
         let (x0, x1) = padded_range(points().map(|p| p.0));
         let (y0, y1) = padded_range(points().map(|p| p.1));
+        // Room for the legend above (or below) the data, so it never covers a line: the
+        // y range grows by the share of the plot the legend's rows take.
+        let labelled = self.series.iter().filter(|s| !s.label.is_empty()).count() as f64;
+        let (y0, y1) = if labelled > 0.0 {
+            let plot_h = (f64::from(self.size.1) - 110.0).max(60.0);
+            let legend_h = (labelled * 18.0 + 14.0).min(plot_h * 0.6);
+            let grow = (y1 - y0) * legend_h / (plot_h - legend_h);
+            match self.legend {
+                Corner::UpperRight => (y0, y1 + grow),
+                Corner::LowerRight if y0 >= 0.0 && y0 - grow < 0.0 => (y0, y1 + grow),
+                Corner::LowerRight => (y0 - grow, y1),
+            }
+        } else {
+            (y0, y1)
+        };
+        let legend = match self.legend {
+            Corner::LowerRight if y0 >= 0.0 && labelled > 0.0 => SeriesLabelPosition::UpperRight,
+            Corner::UpperRight => SeriesLabelPosition::UpperRight,
+            Corner::LowerRight => SeriesLabelPosition::LowerRight,
+        };
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, (FAMILY, 18))
             .margin(14)
@@ -207,10 +233,7 @@ impl Drawing for Figure {
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(160, 160, 160))
                 .label_font((FAMILY, 12))
-                .position(match self.legend {
-                    Corner::UpperRight => SeriesLabelPosition::UpperRight,
-                    Corner::LowerRight => SeriesLabelPosition::LowerRight,
-                })
+                .position(legend)
                 .draw()
                 .map_err(e)?;
         }
@@ -323,6 +346,14 @@ mod tests {
     use crate::kind::Params;
     use serde_json::json;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_single_non_negative_point_keeps_a_non_negative_axis() {
+        let (lo, hi) = padded_range([0.3].into_iter());
+        assert!(lo >= 0.0 && hi > 0.3, "{lo}..{hi}");
+        let (lo, _) = padded_range([-2.0].into_iter());
+        assert!(lo < -2.0);
+    }
 
     fn artifact(stage: &str, res: i64, seed: i64, gflops: f64, map: f64) -> InputArtifact {
         InputArtifact {

@@ -337,10 +337,18 @@ impl Table {
     pub fn note(&self, plus_minus: &str, dash: &str) -> String {
         let partial = self.cells.iter().flatten().any(Cell::is_partial);
         let missing = self.cells.iter().flatten().any(Cell::is_missing);
-        let mut note = format!(
-            "Mean{plus_minus}sample standard deviation (n - 1) over `{}`.",
-            self.over
-        );
+        let spread = self.cells.iter().flatten().any(|c| c.n() > 1);
+        let single = self.cells.iter().flatten().any(|c| c.n() == 1);
+        let mut note = if spread {
+            format!(
+                "Mean{plus_minus}sample standard deviation (n - 1) over `{}`.",
+                self.over
+            )
+        } else if single {
+            format!("One result per cell (no spread over `{}`).", self.over)
+        } else {
+            "No results yet.".to_string()
+        };
         if partial {
             note.push_str(" (k/n): k of n expected results present.");
         }
@@ -423,6 +431,21 @@ mod tests {
             "eval-b never ran at 128"
         );
         assert_eq!(t.cells[1][0].values, vec![0.7]);
+    }
+
+    #[test]
+    fn the_note_mentions_a_spread_only_when_a_cell_has_one() {
+        let one = vec![artifact("eval", json!({"seed": 0}), &[("map", 0.4)])];
+        let t = Table::build(&layout(json!({"metrics": ["map"]})), &one).unwrap();
+        let note = t.note(" ± ", "-");
+        assert!(!note.contains("standard deviation"), "{note}");
+        assert!(note.contains("One result per cell"), "{note}");
+        let two = vec![
+            artifact("eval", json!({"seed": 0}), &[("map", 0.4)]),
+            artifact("eval", json!({"seed": 1}), &[("map", 0.5)]),
+        ];
+        let t = Table::build(&layout(json!({"metrics": ["map"]})), &two).unwrap();
+        assert!(t.note(" ± ", "-").contains("standard deviation"));
     }
 
     #[test]

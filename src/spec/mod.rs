@@ -54,6 +54,10 @@ pub struct StageSpec {
     pub kind: String,
     /// Every declared parameter (defaults filled in), possibly referring to sweep axes.
     pub params: BTreeMap<String, Tpl>,
+    /// Where each written parameter's value is (the pipeline file, a template, or the command
+    /// line); defaults have none. Plan-time checks point here and tell a user's own value
+    /// from a template's.
+    pub param_locs: BTreeMap<String, Loc>,
     /// Connected input slots.
     pub inputs: Vec<InputRef>,
     /// Axes whose instances this stage receives together.

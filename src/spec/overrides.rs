@@ -4,6 +4,11 @@
 //! as if the same values were in the file (templates, interpolation and type checks all see
 //! them). Each override is its own little source file named `<command line>`, so an error in
 //! one points at the argument.
+//!
+//! An override may only change what the file declares: `--sweep seeds=0,1` (the axis is
+//! `seed`) or `--set vars.rez=3` (no such var) would otherwise be accepted and change nothing,
+//! a wrong experiment without an error. Unknown axes and vars are rejected with "did you mean",
+//! and an axis of a zip group is pointed at its group, which is replaced as a whole.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,6 +59,7 @@ impl Override {
                     kind: SKind::Array(values),
                     loc: Loc::new(&file, value_span),
                 };
+                check_sweep_axis(raw, path, &path_loc, &text[eq + 1..])?;
                 let key = SKey {
                     name: path.to_string(),
                     loc: path_loc,
@@ -84,8 +90,31 @@ fn set_path(raw: &mut RawPipeline, path: &str, loc: Loc, value: SValue) -> Resul
     };
     match parts.as_slice() {
         ["pipeline", "name"] => raw.name = Some(value),
-        ["vars", name] => set_entry(&mut raw.vars, key(name), value),
-        ["sweep", name] => set_entry(&mut raw.sweep, key(name), value),
+        ["vars", name] => {
+            if !raw.vars.iter().any(|(k, _)| k.name == *name) {
+                let declared: Vec<&str> = raw.vars.iter().map(|(k, _)| k.name.as_str()).collect();
+                let error = SpecError::at(&loc, format!("no var `{name}` is declared in [vars]"));
+                return Err(if declared.is_empty() {
+                    error.hint("declare it under [vars] in the pipeline file first")
+                } else {
+                    error.suggest(name, declared)
+                });
+            }
+            set_entry(&mut raw.vars, key(name), value)
+        }
+        ["sweep", name] => {
+            if !raw.sweep.iter().any(|(k, _)| k.name == *name) {
+                if let Some(group) = zip_group_of(raw, name) {
+                    return Err(SpecError::at(
+                        &loc,
+                        format!("sweep axis `{name}` belongs to zip group `{group}`"),
+                    )
+                    .hint(zip_hint(raw, &group)));
+                }
+                return Err(unknown_axis(raw, name, &loc));
+            }
+            set_entry(&mut raw.sweep, key(name), value)
+        }
         ["stages", stage, rest @ ..] => {
             let known: Vec<String> = raw.stages.iter().map(|s| s.name.name.clone()).collect();
             let target: &mut RawStage = raw
@@ -118,4 +147,97 @@ fn set_path(raw: &mut RawPipeline, path: &str, loc: Loc, value: SValue) -> Resul
         }
     }
     Ok(())
+}
+
+/// `--sweep AXIS=...` may only replace a plain axis the file declares.
+fn check_sweep_axis(
+    raw: &RawPipeline,
+    name: &str,
+    loc: &Loc,
+    values: &str,
+) -> Result<(), SpecError> {
+    match raw.sweep.iter().find(|(k, _)| k.name == name) {
+        Some((
+            _,
+            SValue {
+                kind: SKind::Table(_),
+                ..
+            },
+        )) => Err(
+            SpecError::at(loc, format!("`{name}` is a zip group, not a single axis"))
+                .hint(zip_hint(raw, name)),
+        ),
+        Some(_) => Ok(()),
+        None => match zip_group_of(raw, name) {
+            Some(group) => Err(SpecError::at(
+                loc,
+                format!(
+                    "sweep axis `{name}` belongs to zip group `{group}`; its axes vary together"
+                ),
+            )
+            .hint(format!(
+                "{} (with `{name} = [{}]`)",
+                zip_hint(raw, &group),
+                values.trim()
+            ))),
+            None => Err(unknown_axis(raw, name, loc)),
+        },
+    }
+}
+
+/// The zip group holding axis `name`, if any.
+fn zip_group_of(raw: &RawPipeline, name: &str) -> Option<String> {
+    raw.sweep
+        .iter()
+        .find_map(|(group, value)| match &value.kind {
+            SKind::Table(members) if members.iter().any(|(m, _)| m.name == name) => {
+                Some(group.name.clone())
+            }
+            _ => None,
+        })
+}
+
+/// "replace the group as a whole: --set 'sweep.G={a=[..], b=[..]}'", with its current values.
+fn zip_hint(raw: &RawPipeline, group: &str) -> String {
+    let members = raw
+        .sweep
+        .iter()
+        .find(|(k, _)| k.name == group)
+        .and_then(|(_, v)| match &v.kind {
+            SKind::Table(members) => Some(
+                members
+                    .iter()
+                    .map(|(m, values)| format!("{} = {}", m.name, values.to_json()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            _ => None,
+        })
+        .unwrap_or_default();
+    format!("replace the group as a whole: --set 'sweep.{group}={{ {members} }}'")
+}
+
+/// Every axis name the file declares, zip-group members included.
+fn axis_names(raw: &RawPipeline) -> Vec<String> {
+    let mut names = Vec::new();
+    for (key, value) in &raw.sweep {
+        match &value.kind {
+            SKind::Table(members) => names.extend(members.iter().map(|(m, _)| m.name.clone())),
+            _ => names.push(key.name.clone()),
+        }
+    }
+    names
+}
+
+fn unknown_axis(raw: &RawPipeline, name: &str, loc: &Loc) -> SpecError {
+    let names = axis_names(raw);
+    let error = SpecError::at(
+        loc,
+        format!("no sweep axis `{name}` is declared in [sweep]"),
+    );
+    if names.is_empty() {
+        error.hint("declare the axis under [sweep] in the pipeline file first")
+    } else {
+        error.suggest(name, names.iter().map(String::as_str))
+    }
 }

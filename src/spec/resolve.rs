@@ -185,6 +185,7 @@ fn resolve_stage(
     })?;
 
     let mut params = BTreeMap::new();
+    let mut param_locs = BTreeMap::new();
     for (key, value) in &stage.params {
         let decl = param_decl(kind, &key.name).ok_or_else(|| {
             SpecError::at(
@@ -196,6 +197,7 @@ fn resolve_stage(
         let tpl = Tpl::parse(value, vars, axis_names)?;
         check_type(&tpl, value, decl, kind_name, axes)?;
         params.insert(key.name.clone(), tpl);
+        param_locs.insert(key.name.clone(), value.loc.clone());
     }
     for decl in kind.params() {
         if params.contains_key(decl.name) {
@@ -308,6 +310,7 @@ fn resolve_stage(
         name,
         kind: kind_name.to_string(),
         params,
+        param_locs,
         inputs,
         gather,
         loc: stage.name.loc.clone(),
@@ -362,6 +365,29 @@ fn check_type(
                 ),
             )
             .hint(decl.doc.to_string()));
+        }
+        if let (Some(range), Some(number)) = (decl.range, bound.as_f64()) {
+            if !range.contains(number) {
+                let via = binding
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(SpecError::at(
+                    &value.loc,
+                    format!(
+                        "parameter `{}` of kind `{kind}` must be {}, found {number}{}",
+                        decl.name,
+                        range.describe(),
+                        if via.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (with {via})")
+                        }
+                    ),
+                )
+                .hint(decl.doc.to_string()));
+            }
         }
     }
     Ok(())

@@ -33,7 +33,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Int,
         "224",
         "the student's (query) resolution r",
-    ),
+    )
+    .at_least(1.0),
     ParamDecl::optional(
         "teacher_resolution",
         ParamType::Int,
@@ -75,7 +76,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Int,
         "8",
         "augmentations per image (P)",
-    ),
+    )
+    .at_least(1.0),
     ParamDecl::optional(
         "coupled",
         ParamType::Bool,
@@ -141,7 +143,7 @@ const PARAMS: &[ParamDecl] = &[
         "0",
         "seed of batches, augmentations and initialisation",
     ),
-    ParamDecl::optional("epochs", ParamType::Int, "200", "epochs"),
+    ParamDecl::optional("epochs", ParamType::Int, "200", "epochs").at_least(1.0),
     ParamDecl::optional(
         "images_per_epoch",
         ParamType::Int,
@@ -153,7 +155,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Int,
         "200",
         "images per batch (each gives P views)",
-    ),
+    )
+    .at_least(1.0),
     ParamDecl::optional(
         "accumulate",
         ParamType::Int,

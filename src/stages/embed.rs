@@ -29,7 +29,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Int,
         "224",
         "resolution s of the network's input",
-    ),
+    )
+    .at_least(1.0),
     ParamDecl::optional(
         "view",
         ParamType::Choice(EvalView::NAMES),
@@ -41,7 +42,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Int,
         "64",
         "images per forward pass",
-    ),
+    )
+    .at_least(1.0),
 ];
 
 const INPUTS: &[InputDecl] = &[

@@ -118,14 +118,14 @@ const PARAMS: &[ParamDecl] = &[
         "0",
         "seed of initialisation, batches and sampling",
     ),
-    ParamDecl::optional("epochs", ParamType::Int, "200", "epochs"),
+    ParamDecl::optional("epochs", ParamType::Int, "200", "epochs").at_least(1.0),
     ParamDecl::optional(
         "images_per_epoch",
         ParamType::Int,
         "0",
         "cap on images per epoch (0: all)",
     ),
-    ParamDecl::optional("batch_size", ParamType::Int, "200", "images per batch"),
+    ParamDecl::optional("batch_size", ParamType::Int, "200", "images per batch").at_least(1.0),
     ParamDecl::optional(
         "accumulate",
         ParamType::Int,
@@ -137,7 +137,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Int,
         "448",
         "training resolution (largest side re-sampled to it)",
-    ),
+    )
+    .at_least(1.0),
     ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
     ParamDecl::optional("flip", ParamType::Bool, "true", "horizontal flips"),
     ParamDecl::optional(

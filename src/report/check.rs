@@ -1,0 +1,315 @@
+//! Plan-time checks of report layouts: the names a user wrote must exist.
+//!
+//! At run time a report forgives names it cannot find: a field dimension no instance has is
+//! dropped (so a shipped template naming `dataset` fits a pipeline that sweeps no datasets),
+//! and a metric no result records is a column of dashes. For a name the user wrote that is a
+//! typo (`metrics = ["mAP"]`, `rows = "widht"`, `plot_xy = ["width", "map"]`) that
+//! forgiveness produces a wrong table, or none, without a word. So the layout parameters
+//! written in the pipeline file or on the command line (not those inherited from a template)
+//! are checked here, before anything runs, against what the report's inputs provide: their
+//! sweep axes, parameters and tags for dimensions, and the metrics their kinds record
+//! ([`known_metrics`]) for metrics.
+
+use std::collections::BTreeSet;
+
+use super::layout::{Dimension, Layout};
+use super::ReportError;
+use crate::graph::{Instance, Plan};
+use crate::spec::{Loc, PipelineSpec, SpecError, StageSpec};
+
+/// The metric names an instance of `kind` records, given its parameters; a name ending in `*`
+/// stands for every name with that prefix (`diff_*`). `None` for a kind whose metrics are not
+/// known here (its metric names are then not checked).
+///
+/// This is the one list of metric names the checks use; it follows the `ctx.metric` calls of
+/// each kind.
+pub fn known_metrics(kind: &str, params: &crate::kind::Params) -> Option<Vec<String>> {
+    let list: Vec<String> = match kind {
+        "evaluate" => {
+            let protocol = params.str("protocol").unwrap_or("retrieval");
+            let mut names: Vec<String> = match protocol {
+                "verification" => vec![
+                    "tar_at_far".into(),
+                    "genuine_pairs".into(),
+                    "impostor_pairs".into(),
+                    "far_achieved".into(),
+                ],
+                "identification" => vec![
+                    "tpir_at_fpir".into(),
+                    "r1".into(),
+                    "mated_probes".into(),
+                    "non_mated_probes".into(),
+                    "fpir_achieved".into(),
+                ],
+                _ => {
+                    let mut v: Vec<String> = vec![
+                        "map".into(),
+                        "map_std".into(),
+                        "no_positive".into(),
+                        "queries".into(),
+                    ];
+                    let ks = params.ints("ks").unwrap_or_else(|_| vec![1]);
+                    v.extend(ks.iter().map(|k| format!("r{k}")));
+                    v
+                }
+            };
+            names.push("query_gflops".into());
+            names
+        }
+        "update-gain" => vec!["diff_*".into(), "criterion_*".into(), "gain_*".into()],
+        "embed" => vec!["gflops".into(), "resolution".into(), "count".into()],
+        "import" => vec!["count".into(), "gflops".into(), "resolution".into()],
+        "distill" | "train-teacher" => {
+            vec!["final_loss".into(), "gflops".into(), "resolution".into()]
+        }
+        "train-classifier" | "train-bct" => {
+            let mut v: Vec<String> = vec![
+                "train_loss".into(),
+                "train_accuracy".into(),
+                "train_seconds".into(),
+                "classes".into(),
+                "gflops".into(),
+            ];
+            if kind == "train-bct" {
+                v.extend([
+                    "influence_loss".into(),
+                    "old_classes".into(),
+                    "new_classes".into(),
+                ]);
+            }
+            v
+        }
+        "split" => vec!["*_images".into(), "*_classes".into()],
+        "report" => vec![
+            "cells".into(),
+            "cells_missing".into(),
+            "cells_partial".into(),
+            "instances_missing".into(),
+        ],
+        "test-echo" => vec!["value".into()],
+        "test-strict" => vec!["count".into()],
+        _ => return None,
+    };
+    Some(list)
+}
+
+fn matches(pattern: &str, name: &str) -> bool {
+    if let Some(prefix) = pattern.strip_suffix('*') {
+        name.starts_with(prefix) && name.len() > prefix.len()
+    } else if let Some(suffix) = pattern.strip_prefix('*') {
+        name.ends_with(suffix) && name.len() > suffix.len()
+    } else {
+        pattern == name
+    }
+}
+
+/// Checks every report stage of `plan` (kinds that publish, named `report`).
+pub fn check_reports(plan: &Plan) -> Result<(), SpecError> {
+    let spec = plan.spec();
+    for stage in spec.stages.iter().filter(|s| s.kind == "report") {
+        for inst in plan.instances_of(&stage.name) {
+            check_instance(plan, spec, stage, inst)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the user wrote this parameter (in the pipeline file or on the command line), as
+/// opposed to a template or a default.
+fn written_by_user<'a>(spec: &PipelineSpec, stage: &'a StageSpec, param: &str) -> Option<&'a Loc> {
+    let loc = stage.param_locs.get(param)?;
+    let path = loc.path();
+    (path == spec.file || path.to_string_lossy().starts_with("<command line")).then_some(loc)
+}
+
+fn check_instance(
+    plan: &Plan,
+    spec: &PipelineSpec,
+    stage: &StageSpec,
+    inst: &Instance,
+) -> Result<(), SpecError> {
+    let layout = match Layout::from_params(&inst.params) {
+        Ok(layout) => layout,
+        Err(ReportError::Layout { name, message }) => {
+            let param = name.split('.').next().unwrap_or(&name);
+            let loc = stage.param_locs.get(param).unwrap_or(&stage.loc);
+            return Err(SpecError::at(
+                loc,
+                format!("report `{}`: `{name}`: {message}", stage.name),
+            ));
+        }
+        Err(other) => {
+            return Err(SpecError::at(
+                &stage.loc,
+                format!("report `{}`: {other}", stage.name),
+            ))
+        }
+    };
+    let ups: Vec<&Instance> = inst
+        .inputs
+        .get("results")
+        .into_iter()
+        .flatten()
+        .map(|&u| &plan.instances()[u])
+        .collect();
+    if ups.is_empty() {
+        return Ok(());
+    }
+
+    // Dimensions: `stage`, `metric`, tags, and the axes and parameters of the inputs.
+    let mut fields: BTreeSet<String> = ["stage".to_string(), "metric".to_string()].into();
+    for tags in layout.tags.values() {
+        fields.extend(tags.keys().cloned());
+    }
+    for up in &ups {
+        fields.extend(up.binding.keys().cloned());
+        fields.extend(up.params.0.keys().cloned());
+    }
+    for param in ["rows", "cols"] {
+        let Some(loc) = written_by_user(spec, stage, param) else {
+            continue;
+        };
+        let dims = if param == "rows" {
+            &layout.rows
+        } else {
+            &layout.cols
+        };
+        for dim in dims {
+            let Dimension::Field(name) = dim else {
+                continue;
+            };
+            if !fields.contains(name) {
+                let axes: Vec<&str> = ups
+                    .iter()
+                    .flat_map(|u| u.binding.keys())
+                    .map(String::as_str)
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                let error = SpecError::at(
+                    loc,
+                    format!(
+                        "report `{}`: `{param}` names `{name}`, which none of its inputs has",
+                        stage.name
+                    ),
+                );
+                return Err(
+                    match crate::spec::error::closest(
+                        name,
+                        &fields.iter().map(String::as_str).collect::<Vec<_>>(),
+                    ) {
+                        Some(best) => error.hint(format!("did you mean `{best}`?")),
+                        None => error.hint(format!(
+                        "a dimension is `stage`, `metric`, a sweep axis of the inputs ({}), a tag, \
+                         or a parameter of the input stages",
+                        if axes.is_empty() {
+                            "none".to_string()
+                        } else {
+                            axes.join(", ")
+                        }
+                    )),
+                    },
+                );
+            }
+        }
+    }
+
+    // Metrics: only when every input's kind says what it records.
+    let mut patterns: BTreeSet<String> = BTreeSet::new();
+    for up in &ups {
+        match known_metrics(&up.kind, &up.params) {
+            Some(list) => patterns.extend(list),
+            None => return Ok(()),
+        }
+    }
+    let known = |name: &str| patterns.iter().any(|p| matches(p, name));
+    let listed = || patterns.iter().cloned().collect::<Vec<_>>().join(", ");
+    if let Some(loc) = written_by_user(spec, stage, "metrics") {
+        for metric in &layout.metrics {
+            if !known(metric) {
+                return Err(unknown_metric(
+                    stage,
+                    "metrics",
+                    metric,
+                    loc,
+                    &patterns,
+                    &listed(),
+                ));
+            }
+        }
+    }
+    if let (Some(loc), Some((x, y))) = (written_by_user(spec, stage, "plot_xy"), &layout.plot_xy) {
+        for metric in [x, y] {
+            if !known(metric) {
+                return Err(unknown_metric(
+                    stage,
+                    "plot_xy",
+                    metric,
+                    loc,
+                    &patterns,
+                    &listed(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unknown_metric(
+    stage: &StageSpec,
+    param: &str,
+    metric: &str,
+    loc: &Loc,
+    patterns: &BTreeSet<String>,
+    listed: &str,
+) -> SpecError {
+    let exact: Vec<&str> = patterns
+        .iter()
+        .filter(|p| !p.contains('*'))
+        .map(String::as_str)
+        .collect();
+    let error = SpecError::at(
+        loc,
+        format!(
+            "report `{}`: `{param}` names metric `{metric}`, which none of its inputs records",
+            stage.name
+        ),
+    );
+    match crate::spec::error::closest(metric, &exact) {
+        Some(best) => error.hint(format!(
+            "did you mean `{best}`? its inputs record: {listed}"
+        )),
+        None => error.hint(format!("its inputs record: {listed}")),
+    }
+}
+
+/// A metric name as JSON, for tests of [`known_metrics`].
+#[cfg(test)]
+fn names(kind: &str, params: serde_json::Value) -> Vec<String> {
+    let params: crate::kind::Params = serde_json::from_value(params).unwrap();
+    known_metrics(kind, &params).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn evaluate_metrics_follow_the_protocol_and_ks() {
+        let retrieval = super::names("evaluate", json!({"protocol": "retrieval", "ks": [1, 5]}));
+        assert!(retrieval.contains(&"map".to_string()));
+        assert!(retrieval.contains(&"r5".to_string()));
+        assert!(!retrieval.contains(&"r10".to_string()));
+        let verification = super::names("evaluate", json!({"protocol": "verification"}));
+        assert!(verification.contains(&"tar_at_far".to_string()));
+        assert!(!verification.contains(&"map".to_string()));
+    }
+
+    #[test]
+    fn wildcards_match_a_prefix_or_suffix_with_something_after() {
+        assert!(super::matches("diff_*", "diff_map"));
+        assert!(!super::matches("diff_*", "diff_"));
+        assert!(super::matches("*_images", "train_images"));
+        assert!(!super::matches("map", "mAP"));
+    }
+}
