@@ -101,9 +101,13 @@ fn plan_status_a_no_op_run_and_report_work_without_libtorch_or_a_worker() {
     );
 }
 
-/// The pid of a process named `asymflow-worker` whose parent is `parent`.
-fn worker_of(parent: u32) -> Option<u32> {
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+/// The pids of the processes named `asymflow-worker` whose parent is `parent`.
+fn workers_of(parent: u32) -> Vec<u32> {
+    let mut workers = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return workers;
+    };
+    for entry in dir.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
@@ -116,14 +120,14 @@ fn worker_of(parent: u32) -> Option<u32> {
         };
         let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
         if comm.ends_with("(asymflow-worker") && ppid == Some(parent) {
-            return Some(pid);
+            workers.push(pid);
         }
     }
-    None
+    workers
 }
 
-/// Starts `run` on the chain, kills the worker running `slow` once it is busy, and returns the
-/// run's output.
+/// Starts `run` on the chain, kills the engine's workers (among them the one running `slow`)
+/// once `slow` is busy, and returns the run's output.
 fn run_and_kill_the_worker(project: &Project, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["run", "pipelines/chain.toml", "--json"];
     args.extend_from_slice(extra);
@@ -140,12 +144,13 @@ fn run_and_kill_the_worker(project: &Project, extra: &[&str]) -> std::process::O
         let slow_started = std::fs::read_to_string(project.path().join("runs.log"))
             .is_ok_and(|log| log.lines().any(|l| l.starts_with("slow")));
         if slow_started {
-            if let Some(worker) = worker_of(engine) {
-                std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(Duration::from_millis(300));
+            let workers = workers_of(engine);
+            for &worker in &workers {
                 unsafe { libc::kill(worker as i32, libc::SIGKILL) };
-                killed = true;
-                break;
             }
+            killed = !workers.is_empty();
+            break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -271,7 +276,7 @@ fn model_digests(project: &Project, extra: &[&str]) -> Vec<String> {
         .expect("one entry per instance")
         .iter()
         .map(|inst| {
-            inst["outputs"]["model.safetensors"]
+            inst["outputs"]["model.safetensors"]["digest"]
                 .as_str()
                 .unwrap()
                 .to_string()

@@ -1,63 +1,215 @@
-//! Why an instance is dirty: the fields of its new key that differ from the key it last ran
-//! with, in words ("params.lambda_t 0.7 -> 0.8", "input teacher changed", "IMPL_VERSION 3 ->
-//! 4"), like cargo's dirty reasons.
+//! Why an instance is dirty: a typed [`DirtyReason`] per difference between the key it last
+//! ran with and its key now ("params.lambda_t 0.7 -> 0.8", "input teacher changed",
+//! "IMPL_VERSION 3 -> 4"), like cargo's `DirtyReason`. `Display` gives the words; `Serialize`
+//! gives `plan --json` and `why --json` the structure.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use super::key::StageKey;
 
+/// One reason an instance must run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum DirtyReason {
+    /// No run of this stage and binding is recorded.
+    New,
+    /// The result is recorded but some of its objects are gone from the store.
+    OutputsMissing,
+    /// The last run with this key failed.
+    LastRunFailed {
+        /// The first line of its error.
+        error: String,
+    },
+    /// `--force` asked for it.
+    Forced,
+    /// The key it last ran with equals this one, but that result is gone (forgotten, collected).
+    ResultGone,
+    /// The cache index could not be read: reported, never folded into "new".
+    IndexError {
+        /// What went wrong.
+        message: String,
+    },
+    /// The cache key format changed (every key did).
+    KeyFormat {
+        /// Before.
+        old: u32,
+        /// Now.
+        new: u32,
+    },
+    /// The stage's kind changed.
+    Kind {
+        /// Before.
+        old: String,
+        /// Now.
+        new: String,
+    },
+    /// The kind's `IMPL_VERSION` changed: its code computes something else now.
+    ImplVersion {
+        /// Before.
+        old: u32,
+        /// Now.
+        new: u32,
+    },
+    /// A parameter was added.
+    ParamAdded {
+        /// Its name.
+        name: String,
+        /// Its value.
+        value: Value,
+    },
+    /// A parameter changed.
+    ParamChanged {
+        /// Its name.
+        name: String,
+        /// Before.
+        old: Value,
+        /// Now.
+        new: Value,
+    },
+    /// A parameter was removed.
+    ParamRemoved {
+        /// Its name.
+        name: String,
+    },
+    /// An input slot was connected.
+    InputAdded {
+        /// The slot.
+        slot: String,
+    },
+    /// An input slot was disconnected.
+    InputRemoved {
+        /// The slot.
+        slot: String,
+    },
+    /// A gathered input has another number of instances.
+    InputCount {
+        /// The slot.
+        slot: String,
+        /// Before.
+        old: usize,
+        /// Now.
+        new: usize,
+    },
+    /// Upstream results changed content.
+    InputChanged {
+        /// The slot.
+        slot: String,
+        /// How many of its instances changed.
+        changed: usize,
+        /// Of how many.
+        of: usize,
+    },
+    /// External content (data-set files, weights) changed: the differing fingerprint paths.
+    ExternalContent {
+        /// Up to five paths, then "... N more".
+        paths: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for DirtyReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DirtyReason::New => f.write_str("new"),
+            DirtyReason::OutputsMissing => f.write_str("outputs missing from the object store"),
+            DirtyReason::LastRunFailed { error } => write!(f, "last run failed: {error}"),
+            DirtyReason::Forced => f.write_str("forced (--force)"),
+            DirtyReason::ResultGone => f.write_str("result no longer in the cache"),
+            DirtyReason::IndexError { message } => {
+                write!(f, "the cache index could not be read: {message}")
+            }
+            DirtyReason::KeyFormat { old, new } => write!(f, "cache key format {old} -> {new}"),
+            DirtyReason::Kind { old, new } => write!(f, "kind {old} -> {new}"),
+            DirtyReason::ImplVersion { old, new } => write!(f, "IMPL_VERSION {old} -> {new}"),
+            DirtyReason::ParamAdded { name, value } => {
+                write!(f, "params.{name} added ({})", show(value))
+            }
+            DirtyReason::ParamChanged { name, old, new } => {
+                write!(f, "params.{name} {} -> {}", show(old), show(new))
+            }
+            DirtyReason::ParamRemoved { name } => write!(f, "params.{name} removed"),
+            DirtyReason::InputAdded { slot } => write!(f, "input {slot} added"),
+            DirtyReason::InputRemoved { slot } => write!(f, "input {slot} removed"),
+            DirtyReason::InputCount { slot, old, new } => {
+                write!(f, "input {slot}: {old} -> {new} instances")
+            }
+            DirtyReason::InputChanged { slot, of: 1, .. } => write!(f, "input {slot} changed"),
+            DirtyReason::InputChanged { slot, changed, of } => {
+                write!(f, "input {slot} changed ({changed} of {of})")
+            }
+            DirtyReason::ExternalContent { paths } => {
+                write!(f, "external content changed: {}", paths.join(", "))
+            }
+        }
+    }
+}
+
+/// The reasons as one line, `; `-separated.
+pub fn join(reasons: &[DirtyReason]) -> String {
+    reasons
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The differences between the key an instance last ran with and its key now, most telling
 /// first. Empty when the keys are equal.
-pub fn explain(old: &StageKey, new: &StageKey) -> Vec<String> {
+pub fn explain(old: &StageKey, new: &StageKey) -> Vec<DirtyReason> {
     let mut reasons = Vec::new();
     if old.format != new.format {
-        reasons.push(format!("cache key format {} -> {}", old.format, new.format));
+        reasons.push(DirtyReason::KeyFormat {
+            old: old.format,
+            new: new.format,
+        });
     }
     if old.kind != new.kind {
-        reasons.push(format!("kind {} -> {}", old.kind, new.kind));
+        reasons.push(DirtyReason::Kind {
+            old: old.kind.clone(),
+            new: new.kind.clone(),
+        });
     }
     if old.impl_version != new.impl_version {
-        reasons.push(format!(
-            "IMPL_VERSION {} -> {}",
-            old.impl_version, new.impl_version
-        ));
+        reasons.push(DirtyReason::ImplVersion {
+            old: old.impl_version,
+            new: new.impl_version,
+        });
     }
     for (name, value) in &new.params {
         match old.params.get(name) {
-            None => reasons.push(format!("params.{name} added ({})", show(value))),
-            Some(before) if before != value => {
-                reasons.push(format!("params.{name} {} -> {}", show(before), show(value)))
-            }
+            None => reasons.push(DirtyReason::ParamAdded {
+                name: name.clone(),
+                value: value.clone(),
+            }),
+            Some(before) if before != value => reasons.push(DirtyReason::ParamChanged {
+                name: name.clone(),
+                old: before.clone(),
+                new: value.clone(),
+            }),
             Some(_) => {}
         }
     }
     for name in old.params.keys().filter(|n| !new.params.contains_key(*n)) {
-        reasons.push(format!("params.{name} removed"));
+        reasons.push(DirtyReason::ParamRemoved { name: name.clone() });
     }
     for (slot, inputs) in &new.inputs {
         match old.inputs.get(slot) {
-            None => reasons.push(format!("input {slot} added")),
-            Some(before) if before.len() != inputs.len() => reasons.push(format!(
-                "input {slot}: {} -> {} instances",
-                before.len(),
-                inputs.len()
-            )),
-            Some(before) if before != inputs => {
-                let changed = before.iter().zip(inputs).filter(|(a, b)| a != b).count();
-                if inputs.len() == 1 {
-                    reasons.push(format!("input {slot} changed"));
-                } else {
-                    reasons.push(format!(
-                        "input {slot} changed ({changed} of {})",
-                        inputs.len()
-                    ));
-                }
-            }
+            None => reasons.push(DirtyReason::InputAdded { slot: slot.clone() }),
+            Some(before) if before.len() != inputs.len() => reasons.push(DirtyReason::InputCount {
+                slot: slot.clone(),
+                old: before.len(),
+                new: inputs.len(),
+            }),
+            Some(before) if before != inputs => reasons.push(DirtyReason::InputChanged {
+                slot: slot.clone(),
+                changed: before.iter().zip(inputs).filter(|(a, b)| a != b).count(),
+                of: inputs.len(),
+            }),
             Some(_) => {}
         }
     }
     for slot in old.inputs.keys().filter(|s| !new.inputs.contains_key(*s)) {
-        reasons.push(format!("input {slot} removed"));
+        reasons.push(DirtyReason::InputRemoved { slot: slot.clone() });
     }
     if old.fingerprint != new.fingerprint {
         let mut paths = Vec::new();
@@ -72,7 +224,7 @@ pub fn explain(old: &StageKey, new: &StageKey) -> Vec<String> {
             paths.truncate(5);
             paths.push(format!("... {} more", n - 5));
         }
-        reasons.push(format!("external content changed: {}", paths.join(", ")));
+        reasons.push(DirtyReason::ExternalContent { paths });
     }
     reasons
 }
@@ -143,13 +295,29 @@ mod tests {
         new.inputs.get_mut("teacher").unwrap()[0]
             .outputs
             .insert("m".into(), "bb".into());
+        let reasons = explain(&old, &new);
         assert_eq!(
-            explain(&old, &new),
-            vec![
-                "IMPL_VERSION 3 -> 4",
-                "params.lambda_t 0.7 -> 0.8",
-                "input teacher changed"
-            ]
+            join(&reasons),
+            "IMPL_VERSION 3 -> 4; params.lambda_t 0.7 -> 0.8; input teacher changed"
         );
+        assert_eq!(
+            reasons[1],
+            DirtyReason::ParamChanged {
+                name: "lambda_t".into(),
+                old: Value::from(0.7),
+                new: Value::from(0.8),
+            }
+        );
+    }
+
+    #[test]
+    fn reasons_serialise_tagged_with_their_fields() {
+        let json = serde_json::to_value(DirtyReason::ImplVersion { old: 3, new: 4 }).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"reason": "impl-version", "old": 3, "new": 4})
+        );
+        let json = serde_json::to_value(DirtyReason::New).unwrap();
+        assert_eq!(json, serde_json::json!({"reason": "new"}));
     }
 }

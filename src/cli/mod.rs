@@ -80,6 +80,9 @@ pub enum Command {
         /// Overrides.
         #[command(flatten)]
         overrides: OverrideArgs,
+        /// Print JSON: each instance with its typed reasons.
+        #[arg(long)]
+        json: bool,
         /// The cache.
         #[command(flatten)]
         cache: CacheArgs,
@@ -376,12 +379,13 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             file,
             stage,
             overrides,
+            json,
             cache,
         } => why::why(
             PipelineArgs {
                 file,
                 overrides,
-                json: false,
+                json,
                 cache,
             },
             &stage,

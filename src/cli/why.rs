@@ -44,6 +44,22 @@ pub fn why(args: PipelineArgs, target: &str) -> anyhow::Result<ExitCode> {
                 .join(", ")
         ));
     }
+    if args.json {
+        let doc: Vec<serde_json::Value> = chosen
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "label": p.label,
+                    "status": p.status,
+                    "key": p.key,
+                    "reasons": p.reasons,
+                    "reason": p.reason,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     for p in chosen {
         let name = &p.label;
         if p.status == "cached" {

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::cache::why::DirtyReason;
 use crate::cache::{key::canonical, Cache, Index, InputKey, RunRecord, StageKey, KEY_FORMAT};
 use crate::graph::{Instance, Plan};
 use crate::kind::{FingerprintEnv, ParamType, Registry, StageError, LOG_OUTPUT};
@@ -109,35 +110,44 @@ pub fn dirty_reasons(
     pipeline: &str,
     inst: &Instance,
     key: &StageKey,
-) -> Vec<String> {
-    let digest = key.digest();
-    if let Ok(Some(record)) = index.lookup(&digest) {
-        if !outputs_present(cache, &record) {
-            return vec!["outputs missing from the object store".into()];
-        }
-    }
-    if let Ok(Some(error)) = index.failure(&digest) {
-        let first = error.lines().next().unwrap_or("").to_string();
-        return vec![format!("last run failed: {first}")];
-    }
-    let last = index
-        .last_key(pipeline, &inst.stage, &binding_json(inst))
-        .ok()
-        .flatten();
-    let Some(last) = last else {
-        return vec!["new".into()];
+) -> Vec<DirtyReason> {
+    let index_error = |e: crate::cache::IndexError| {
+        vec![DirtyReason::IndexError {
+            message: e.to_string(),
+        }]
     };
-    let Some(old) = index
-        .key_json(&last)
-        .ok()
-        .flatten()
-        .and_then(|json| serde_json::from_str::<StageKey>(&json).ok())
-    else {
-        return vec!["new".into()];
+    let digest = key.digest();
+    match index.lookup(&digest) {
+        Ok(Some(record)) if !outputs_present(cache, &record) => {
+            return vec![DirtyReason::OutputsMissing]
+        }
+        Ok(_) => {}
+        Err(e) => return index_error(e),
+    }
+    match index.failure(&digest) {
+        Ok(Some(error)) => {
+            let first = error.lines().next().unwrap_or("").to_string();
+            return vec![DirtyReason::LastRunFailed { error: first }];
+        }
+        Ok(None) => {}
+        Err(e) => return index_error(e),
+    }
+    let last = match index.last_key(pipeline, &inst.stage, &binding_json(inst)) {
+        Ok(Some(last)) => last,
+        Ok(None) => return vec![DirtyReason::New],
+        Err(e) => return index_error(e),
+    };
+    let old = match index.key_json(&last) {
+        Ok(Some(json)) => serde_json::from_str::<StageKey>(&json).ok(),
+        Ok(None) => None,
+        Err(e) => return index_error(e),
+    };
+    let Some(old) = old else {
+        return vec![DirtyReason::New];
     };
     let reasons = crate::cache::why::explain(&old, key);
     if reasons.is_empty() {
-        vec!["result no longer in the cache".into()]
+        vec![DirtyReason::ResultGone]
     } else {
         reasons
     }

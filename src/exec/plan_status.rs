@@ -27,8 +27,10 @@ pub struct PlannedInstance {
     pub key: Option<String>,
     /// `cached` or `to-run`.
     pub status: &'static str,
-    /// Why it runs (empty when cached).
+    /// Why it runs (empty when cached), in words.
     pub reason: String,
+    /// Why it runs, typed (empty when cached, or when its inputs must run first).
+    pub reasons: Vec<crate::cache::why::DirtyReason>,
     /// Its recorded result, when cached (not serialised).
     #[serde(skip)]
     pub record: Option<RunRecord>,
@@ -71,6 +73,7 @@ pub fn plan_status(
                 key: None,
                 status: "to-run",
                 reason: format!("input {} runs first", plan.instances()[u].label()),
+                reasons: Vec::new(),
                 record: None,
             }
         } else {
@@ -84,6 +87,7 @@ pub fn plan_status(
                     key: None,
                     status: "to-run",
                     reason: format!("{FINGERPRINT_FAILED}: {e}"),
+                    reasons: Vec::new(),
                     record: None,
                 },
                 Ok(fp) => {
@@ -103,20 +107,25 @@ pub fn plan_status(
                                 key: Some(digest),
                                 status: "cached",
                                 reason: String::new(),
+                                reasons: Vec::new(),
                                 record: Some(record),
                             }
                         }
-                        _ => PlannedInstance {
-                            label: inst.label(),
-                            stage: inst.stage.clone(),
-                            kind: inst.kind.clone(),
-                            params: inst.params.clone(),
-                            binding: inst.binding.clone(),
-                            reason: dirty_reasons(&index, cache, pipeline, inst, &key).join("; "),
-                            key: Some(digest),
-                            status: "to-run",
-                            record: None,
-                        },
+                        _ => {
+                            let reasons = dirty_reasons(&index, cache, pipeline, inst, &key);
+                            PlannedInstance {
+                                label: inst.label(),
+                                stage: inst.stage.clone(),
+                                kind: inst.kind.clone(),
+                                params: inst.params.clone(),
+                                binding: inst.binding.clone(),
+                                reason: crate::cache::why::join(&reasons),
+                                reasons,
+                                key: Some(digest),
+                                status: "to-run",
+                                record: None,
+                            }
+                        }
                     }
                 }
             }

@@ -10,6 +10,7 @@
 
 use std::time::Instant;
 
+use crate::cache::why::DirtyReason;
 use crate::cache::{RunRecord, StageKey};
 
 /// Where one instance is.
@@ -21,19 +22,19 @@ pub(crate) enum State {
     Ready {
         key: Box<StageKey>,
         digest: String,
-        reasons: Vec<String>,
+        reasons: Vec<DirtyReason>,
     },
     /// Submitted to the executor.
     Running {
         digest: String,
         key_json: String,
-        reasons: Vec<String>,
+        reasons: Vec<DirtyReason>,
         started: Instant,
     },
     /// Its result is in the cache; `ran` holds the seconds and reasons when it ran now.
     Done {
         record: Box<RunRecord>,
-        ran: Option<(f64, Vec<String>)>,
+        ran: Option<(f64, Vec<DirtyReason>)>,
     },
     /// It failed.
     Failed { reason: String },
@@ -83,11 +84,6 @@ impl Schedule {
     /// Instance `i`'s state.
     pub(crate) fn state(&self, i: usize) -> &State {
         &self.states[i]
-    }
-
-    /// Every state, by instance.
-    pub(crate) fn states(&self) -> &[State] {
-        &self.states
     }
 
     /// The record of a done instance.
@@ -142,7 +138,13 @@ impl Schedule {
     }
 
     /// Instance `i`'s key missed; it may start.
-    pub(crate) fn ready(&mut self, i: usize, key: StageKey, digest: String, reasons: Vec<String>) {
+    pub(crate) fn ready(
+        &mut self,
+        i: usize,
+        key: StageKey,
+        digest: String,
+        reasons: Vec<DirtyReason>,
+    ) {
         self.states[i] = State::Ready {
             key: Box::new(key),
             digest,
@@ -156,17 +158,24 @@ impl Schedule {
         if self.stopping {
             return Vec::new();
         }
-        self.order
+        let mut taken: Vec<&str> = self
+            .states
             .iter()
-            .copied()
-            .filter(|&i| match &self.states[i] {
-                State::Ready { digest, .. } => !self
-                    .states
-                    .iter()
-                    .any(|s| matches!(s, State::Running { digest: d, .. } if d == digest)),
-                _ => false,
+            .filter_map(|s| match s {
+                State::Running { digest, .. } => Some(digest.as_str()),
+                _ => None,
             })
-            .collect()
+            .collect();
+        let mut startable = Vec::new();
+        for &i in &self.order {
+            if let State::Ready { digest, .. } = &self.states[i] {
+                if !taken.contains(&digest.as_str()) {
+                    taken.push(digest);
+                    startable.push(i);
+                }
+            }
+        }
+        startable
     }
 
     /// Instance `i` (ready) was submitted.
@@ -312,7 +321,7 @@ mod tests {
     }
 
     fn make_ready(s: &mut Schedule, i: usize, digest: &str) {
-        s.ready(i, key(), digest.into(), vec!["new".into()]);
+        s.ready(i, key(), digest.into(), vec![DirtyReason::New]);
     }
 
     #[test]
@@ -341,7 +350,11 @@ mod tests {
         assert!(s.stopping());
         assert!(s.startable().is_empty(), "nothing new starts");
         let (_, skipped) = s.promotable();
-        assert_eq!(skipped, vec![1, 2], "dependants of dependants too, in one pass");
+        assert_eq!(
+            skipped,
+            vec![1, 2],
+            "dependants of dependants too, in one pass"
+        );
         assert!(s.finished(false));
         s.close(STOPPED_BY_FAILURE);
         assert!(matches!(s.state(2), State::Skipped { .. }));
@@ -369,9 +382,15 @@ mod tests {
         let mut s = schedule(false);
         make_ready(&mut s, 0, "same");
         make_ready(&mut s, 3, "same");
-        assert_eq!(s.startable(), vec![0, 3]);
+        assert_eq!(s.startable(), vec![0]);
         s.start(0, "{}".into(), Instant::now());
         assert!(s.startable().is_empty());
+        s.succeed(0, record("same"), 0.1);
+        assert_eq!(
+            s.startable(),
+            vec![3],
+            "the second may start once the first is done"
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ use super::freshness::{binding_json, dirty_reasons, fingerprint, instance_key, o
 use super::local::{LocalExecutor, LocalOptions};
 use super::progress::Progress;
 use super::schedule::{Schedule, State, STOPPED_BY_FAILURE, STOPPED_BY_INTERRUPT};
+use crate::cache::why::{join, DirtyReason};
 use crate::cache::{Cache, IndexHasher, Lease, RunRecord};
 use crate::graph::Plan;
 use crate::kind::{Device, InputArtifact, Registry};
@@ -228,12 +229,16 @@ pub fn run_with(
             let digest = key.digest();
             let forced = options.force.contains(&i);
             match index.lookup(&digest)? {
-                Some(record) if outputs_present(cache, &record) => {
+                Some(record) if outputs_present(cache, &record) && !forced => {
                     schedule.hit(i, record);
                     progress.inc();
                 }
                 _ => {
-                    let reasons = dirty_reasons(&index, cache, &pipeline, inst, &key);
+                    let reasons = if forced {
+                        vec![DirtyReason::Forced]
+                    } else {
+                        dirty_reasons(&index, cache, &pipeline, inst, &key)
+                    };
                     schedule.ready(i, key, digest, reasons);
                 }
             }
@@ -351,7 +356,7 @@ pub fn run_with(
                 let seconds = started.elapsed().as_secs_f64();
                 progress.println(&format!(
                     "ran     {label} in {seconds:.1}s ({})",
-                    reasons.join("; ")
+                    join(&reasons)
                 ));
                 progress.inc();
                 schedule.succeed(i, record, seconds);
@@ -439,7 +444,7 @@ pub fn run_with(
                 } => (
                     Status::Ran,
                     Some(record.key.clone()),
-                    reasons.join("; "),
+                    join(reasons),
                     Some(*secs),
                 ),
                 State::Failed { reason } => (Status::Failed, None, reason.clone(), None),
