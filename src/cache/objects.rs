@@ -58,9 +58,84 @@ pub struct Manifest {
     pub entries: Vec<(String, String)>,
 }
 
-/// The object store under a cache folder.
+/// Where artifacts live, addressed by content. The engine talks only to this trait, so a store
+/// on another machine (a team cache) can stand in for the local folder; no code outside
+/// `cache/` builds an object's path.
+///
+/// Every digest is blake3 hex. Reading verifies: an object whose content no longer matches its
+/// digest is an error, never used.
+pub trait ObjectStore: std::fmt::Debug + Send + Sync {
+    /// Whether the object exists (not verified).
+    fn contains(&self, digest: &str) -> bool;
+
+    /// The object's size in bytes, if it exists.
+    fn size_of(&self, digest: &str) -> Option<u64>;
+
+    /// Stores the file at `src`, consuming it (it may be moved into the store). Returns
+    /// (digest, size).
+    fn put_file(&self, src: &Path) -> Result<(String, u64), ObjectError>;
+
+    /// Stores `bytes`. Returns (digest, size).
+    fn put_bytes(&self, bytes: &[u8]) -> Result<(String, u64), ObjectError>;
+
+    /// A local path holding object `digest`, its content verified against the digest. A
+    /// mismatch quarantines the object and is an error.
+    fn open_verified(&self, digest: &str) -> Result<PathBuf, ObjectError>;
+
+    /// Moves object `digest` aside (it is corrupt). Returns where it went.
+    fn quarantine(&self, digest: &str) -> Result<PathBuf, ObjectError>;
+
+    /// Removes object `digest` (garbage collection).
+    fn remove(&self, digest: &str) -> Result<(), ObjectError>;
+
+    /// Every object digest in the store, with its size.
+    fn list(&self) -> Result<Vec<(String, u64)>, ObjectError>;
+
+    /// Stores every file under `dir` and a manifest of them. Returns the manifest's
+    /// (digest, size) and the digests of its files.
+    fn put_dir(&self, dir: &Path) -> Result<(String, u64, Vec<String>), ObjectError> {
+        let mut files = Vec::new();
+        collect_files(dir, dir, &mut files).map_err(io_err(dir))?;
+        files.sort();
+        let mut entries = Vec::with_capacity(files.len());
+        let mut digests = Vec::with_capacity(files.len());
+        for rel in files {
+            let (digest, _) = self.put_file(&dir.join(&rel))?;
+            digests.push(digest.clone());
+            entries.push((rel, digest));
+        }
+        let manifest = serde_json::to_vec(&Manifest { entries }).expect("manifests serialise");
+        let (digest, size) = self.put_bytes(&manifest)?;
+        Ok((digest, size, digests))
+    }
+
+    /// Reads and verifies a manifest object.
+    fn read_manifest(&self, digest: &str) -> Result<Manifest, ObjectError> {
+        let path = self.open_verified(digest)?;
+        let bytes = fs::read(&path).map_err(io_err(&path))?;
+        serde_json::from_slice(&bytes).map_err(|e| ObjectError::Io {
+            path,
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        })
+    }
+
+    /// Copies a directory output out of the store into `dest`, verifying every file.
+    fn materialise_dir(&self, digest: &str, dest: &Path) -> Result<(), ObjectError> {
+        for (rel, file_digest) in self.read_manifest(digest)?.entries {
+            let src = self.open_verified(&file_digest)?;
+            let target = dest.join(&rel);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(io_err(parent))?;
+            }
+            fs::copy(&src, &target).map_err(io_err(&target))?;
+        }
+        Ok(())
+    }
+}
+
+/// The content-addressed store in a local cache folder: `objects/ab/cdef...`.
 #[derive(Debug, Clone)]
-pub struct ObjectStore {
+pub struct LocalObjectStore {
     root: PathBuf,
 }
 
@@ -81,28 +156,33 @@ pub fn hash_file(path: &Path) -> io::Result<(String, u64)> {
     Ok((hasher.finalize().to_hex().to_string(), size))
 }
 
-impl ObjectStore {
+impl LocalObjectStore {
     /// The store in `cache_dir/objects` (created on first write).
     pub fn new(cache_dir: &Path) -> Self {
-        ObjectStore {
+        LocalObjectStore {
             root: cache_dir.join("objects"),
         }
     }
 
     /// Where the object `digest` lives (whether or not it exists).
-    pub fn path(&self, digest: &str) -> PathBuf {
+    fn path(&self, digest: &str) -> PathBuf {
         let (shard, rest) = digest.split_at(2.min(digest.len()));
         self.root.join(shard).join(rest)
     }
+}
 
-    /// Whether the object exists (not verified).
-    pub fn contains(&self, digest: &str) -> bool {
+impl ObjectStore for LocalObjectStore {
+    fn contains(&self, digest: &str) -> bool {
         self.path(digest).is_file()
     }
 
-    /// Stores the file at `src`, moving it into the store (it must be on the same file
-    /// system, as a stage's temporary output folder is). Returns (digest, size).
-    pub fn put_file(&self, src: &Path) -> Result<(String, u64), ObjectError> {
+    fn size_of(&self, digest: &str) -> Option<u64> {
+        fs::metadata(self.path(digest)).ok().map(|m| m.len())
+    }
+
+    /// Moves `src` into the store (it must be on the same file system, as a stage's temporary
+    /// output folder is).
+    fn put_file(&self, src: &Path) -> Result<(String, u64), ObjectError> {
         let (digest, size) = hash_file(src).map_err(io_err(src))?;
         let dest = self.path(&digest);
         if dest.is_file() {
@@ -119,8 +199,7 @@ impl ObjectStore {
         Ok((digest, size))
     }
 
-    /// Stores `bytes`. Returns (digest, size).
-    pub fn put_bytes(&self, bytes: &[u8]) -> Result<(String, u64), ObjectError> {
+    fn put_bytes(&self, bytes: &[u8]) -> Result<(String, u64), ObjectError> {
         let digest = blake3::hash(bytes).to_hex().to_string();
         let dest = self.path(&digest);
         if dest.is_file() {
@@ -139,27 +218,7 @@ impl ObjectStore {
         Ok((digest, bytes.len() as u64))
     }
 
-    /// Stores every file under `dir` and a manifest of them. Returns the manifest's
-    /// (digest, size) and the digests of its files.
-    pub fn put_dir(&self, dir: &Path) -> Result<(String, u64, Vec<String>), ObjectError> {
-        let mut files = Vec::new();
-        collect_files(dir, dir, &mut files).map_err(io_err(dir))?;
-        files.sort();
-        let mut entries = Vec::with_capacity(files.len());
-        let mut digests = Vec::with_capacity(files.len());
-        for rel in files {
-            let (digest, _) = self.put_file(&dir.join(&rel))?;
-            digests.push(digest.clone());
-            entries.push((rel, digest));
-        }
-        let manifest = serde_json::to_vec(&Manifest { entries }).expect("manifests serialise");
-        let (digest, size) = self.put_bytes(&manifest)?;
-        Ok((digest, size, digests))
-    }
-
-    /// The verified path of object `digest`: its content is rehashed; a mismatch quarantines
-    /// the file and is an error.
-    pub fn open_verified(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+    fn open_verified(&self, digest: &str) -> Result<PathBuf, ObjectError> {
         let path = self.path(digest);
         if !path.is_file() {
             return Err(ObjectError::Missing {
@@ -179,31 +238,8 @@ impl ObjectStore {
         Ok(path)
     }
 
-    /// Reads and verifies a manifest object.
-    pub fn read_manifest(&self, digest: &str) -> Result<Manifest, ObjectError> {
-        let path = self.open_verified(digest)?;
-        let bytes = fs::read(&path).map_err(io_err(&path))?;
-        serde_json::from_slice(&bytes).map_err(|e| ObjectError::Io {
-            path,
-            source: io::Error::new(io::ErrorKind::InvalidData, e),
-        })
-    }
-
-    /// Copies a directory output out of the store into `dest`, verifying every file.
-    pub fn materialise_dir(&self, digest: &str, dest: &Path) -> Result<(), ObjectError> {
-        for (rel, file_digest) in self.read_manifest(digest)?.entries {
-            let src = self.open_verified(&file_digest)?;
-            let target = dest.join(&rel);
-            if let Some(parent) = target.parent() {
-                fs::create_dir_all(parent).map_err(io_err(parent))?;
-            }
-            fs::copy(&src, &target).map_err(io_err(&target))?;
-        }
-        Ok(())
-    }
-
-    /// Moves object `digest` to `quarantine/` beside the store. Returns where it went.
-    pub fn quarantine(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+    /// Moves the object to `quarantine/` beside the store.
+    fn quarantine(&self, digest: &str) -> Result<PathBuf, ObjectError> {
         let dir = self.root.with_file_name("quarantine");
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let dest = dir.join(digest);
@@ -212,28 +248,30 @@ impl ObjectStore {
         Ok(dest)
     }
 
-    /// Removes object `digest` (garbage collection).
-    pub fn remove(&self, digest: &str) -> io::Result<()> {
-        fs::remove_file(self.path(digest))
+    fn remove(&self, digest: &str) -> Result<(), ObjectError> {
+        let path = self.path(digest);
+        fs::remove_file(&path).map_err(io_err(&path))
     }
 
-    /// Every object digest in the store, with its size.
-    pub fn list(&self) -> io::Result<Vec<(String, u64)>> {
+    fn list(&self) -> Result<Vec<(String, u64)>, ObjectError> {
         let mut out = Vec::new();
         let Ok(shards) = fs::read_dir(&self.root) else {
             return Ok(out);
         };
+        let root = &self.root;
         for shard in shards {
-            let shard = shard?;
+            let shard = shard.map_err(io_err(root))?;
             let name = shard.file_name().to_string_lossy().into_owned();
-            if name.len() != 2 || !shard.file_type()?.is_dir() {
+            if name.len() != 2 || !shard.path().is_dir() {
                 continue;
             }
-            for entry in fs::read_dir(shard.path())? {
-                let entry = entry?;
+            let shard_path = shard.path();
+            for entry in fs::read_dir(&shard_path).map_err(io_err(&shard_path))? {
+                let entry = entry.map_err(io_err(&shard_path))?;
                 let rest = entry.file_name().to_string_lossy().into_owned();
                 if rest.len() == 62 && rest.chars().all(|c| c.is_ascii_hexdigit()) {
-                    out.push((format!("{name}{rest}"), entry.metadata()?.len()));
+                    let len = entry.metadata().map_err(io_err(&entry.path()))?.len();
+                    out.push((format!("{name}{rest}"), len));
                 }
             }
         }
@@ -269,7 +307,7 @@ mod tests {
     #[test]
     fn put_then_read_back_verified() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::new(dir.path());
+        let store = LocalObjectStore::new(dir.path());
         let (digest, size) = store.put_bytes(b"hello").unwrap();
         assert_eq!(size, 5);
         assert_eq!(digest, blake3::hash(b"hello").to_hex().to_string());
@@ -281,7 +319,7 @@ mod tests {
     #[test]
     fn a_flipped_byte_is_detected_and_quarantined() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::new(dir.path());
+        let store = LocalObjectStore::new(dir.path());
         let (digest, _) = store.put_bytes(b"weights").unwrap();
         fs::write(store.path(&digest), b"weightz").unwrap();
         let err = store.open_verified(&digest).unwrap_err();
@@ -296,7 +334,7 @@ mod tests {
     #[test]
     fn directories_round_trip_through_a_manifest() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::new(&dir.path().join("cache"));
+        let store = LocalObjectStore::new(&dir.path().join("cache"));
         let src = dir.path().join("out");
         fs::create_dir_all(src.join("sub")).unwrap();
         fs::write(src.join("a.txt"), "a").unwrap();

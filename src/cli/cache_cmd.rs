@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use super::common::cache_here;
 use super::status::human_bytes;
 use super::CacheArgs;
-use crate::cache::objects::hash_file;
+use crate::cache::ObjectError;
 
 /// Rehashes every object. A corrupt one is quarantined and every result that references it
 /// (directly or through a directory manifest) is forgotten, so its stage runs again.
@@ -22,14 +22,20 @@ pub fn verify(args: CacheArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let mut corrupt = Vec::new();
     for (digest, _) in &objects {
-        let (actual, _) = hash_file(&cache.objects().path(digest))?;
-        if &actual != digest {
-            let moved = cache.objects().quarantine(digest)?;
-            println!(
-                "corrupt {digest}: content hashes to {actual}; moved to {}",
-                moved.display()
-            );
-            corrupt.push(digest.clone());
+        match cache.objects().open_verified(digest) {
+            Ok(_) | Err(ObjectError::Missing { .. }) => {}
+            Err(ObjectError::Corrupt {
+                actual,
+                quarantined,
+                ..
+            }) => {
+                println!(
+                    "corrupt {digest}: content hashes to {actual}; moved to {}",
+                    quarantined.display()
+                );
+                corrupt.push(digest.clone());
+            }
+            Err(e) => return Err(e.into()),
         }
     }
     let mut forgotten = BTreeSet::new();

@@ -115,7 +115,7 @@ fn describe(
     }
     println!("  outputs");
     for (n, o) in &record.outputs {
-        let size = std::fs::metadata(cache.objects().path(&o.digest)).map_or(0, |m| m.len());
+        let size = cache.objects().size_of(&o.digest).unwrap_or(0);
         println!("    {n:24} {}  {}", &o.digest[..16], human_bytes(size));
     }
     if let Some(split) = record.outputs.get(crate::data::MANIFEST_OUTPUT) {

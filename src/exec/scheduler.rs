@@ -585,7 +585,7 @@ fn object_sizes(record: &RunRecord, cache: &Cache) -> Vec<(String, u64)> {
         .outputs
         .values()
         .map(|o| {
-            let size = std::fs::metadata(cache.objects().path(&o.digest)).map_or(0, |m| m.len());
+            let size = cache.objects().size_of(&o.digest).unwrap_or(0);
             (o.digest.clone(), size)
         })
         .collect()
