@@ -73,6 +73,12 @@ impl StageKey {
     }
 }
 
+/// The first 16 characters of a key or digest, for display; shorter text as it is (a key read
+/// from a damaged index may be short, and slicing must never panic).
+pub fn short_key(key: &str) -> &str {
+    key.char_indices().nth(16).map_or(key, |(i, _)| &key[..i])
+}
+
 /// The canonical form of a value: objects sorted (serde_json's map is ordered), floats that
 /// hold an integer become that integer, so `epochs = 10` and `epochs = 10.0` key alike.
 pub fn canonical(value: &Value) -> Value {

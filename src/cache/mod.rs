@@ -11,6 +11,7 @@
 
 pub mod key;
 pub mod leases;
+pub mod lock;
 pub mod memo;
 pub mod objects;
 pub mod results;
@@ -20,8 +21,9 @@ pub mod why;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use key::{InputKey, StageKey, KEY_FORMAT};
-pub use leases::{Lease, LEASE_STALE_AFTER};
+pub use key::{short_key, InputKey, StageKey, KEY_FORMAT};
+pub use leases::{Heartbeat, Lease, LEASE_STALE_AFTER};
+pub use lock::{CacheLock, LockError, LockMode};
 pub use memo::IndexHasher;
 pub use objects::{LocalObjectStore, Manifest, ObjectError, ObjectStore};
 pub use results::{OutputRef, RecentRun, RunRecord};
@@ -58,6 +60,12 @@ impl Cache {
     /// The object store.
     pub fn objects(&self) -> &dyn ObjectStore {
         self.objects.as_ref()
+    }
+
+    /// Takes the cache-wide lock: [`LockMode::Shared`] for running work, exclusive for
+    /// `cache gc` (see [`lock`]).
+    pub fn lock(&self, mode: LockMode) -> Result<CacheLock, LockError> {
+        CacheLock::acquire(&self.dir, mode)
     }
 
     /// Opens a connection to the index (one per thread).

@@ -34,6 +34,20 @@ pub enum ObjectError {
         /// Where the bad file now is.
         quarantined: PathBuf,
     },
+    /// A digest that is not 64 lowercase hex characters (a tampered or foreign index).
+    #[error("`{digest}` is not an object digest (64 lowercase hex characters); the cache index may have been tampered with: run `asymflow cache verify`")]
+    BadDigest {
+        /// The text given as a digest.
+        digest: String,
+    },
+    /// A path in a directory manifest, or an output name, that could leave its folder.
+    #[error("unsafe path `{path}` in {place}: paths must be relative, without `..`, empty or `.` parts; the cache may have been tampered with: run `asymflow cache verify`")]
+    UnsafePath {
+        /// The path as recorded.
+        path: String,
+        /// Where it was found (`manifest abc...`, `outputs of KEY`).
+        place: String,
+    },
     /// A file-system error.
     #[error("{path}: {source}")]
     Io {
@@ -49,6 +63,38 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ObjectError + '_ {
         path: path.to_path_buf(),
         source,
     }
+}
+
+/// Whether `digest` is a blake3 hex digest: exactly 64 lowercase hex characters.
+pub fn is_digest(digest: &str) -> bool {
+    digest.len() == 64 && digest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn check_digest(digest: &str) -> Result<(), ObjectError> {
+    if is_digest(digest) {
+        Ok(())
+    } else {
+        Err(ObjectError::BadDigest {
+            digest: digest.chars().take(100).collect(),
+        })
+    }
+}
+
+/// Checks a relative path read from the cache (a manifest entry, an output name) before it is
+/// joined to a folder: `/`-separated parts, none empty, `.` or `..`, no backslash or NUL, not
+/// absolute. Joined to a folder we created, such a path stays inside it.
+pub fn check_relative_path(path: &str, place: &str) -> Result<(), ObjectError> {
+    let bad = path.is_empty()
+        || path.starts_with('/')
+        || path.contains(['\\', '\0'])
+        || path.split('/').any(|part| part.is_empty() || part == "." || part == "..");
+    if bad {
+        return Err(ObjectError::UnsafePath {
+            path: path.chars().take(200).collect(),
+            place: place.to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// A directory output: relative path -> digest of each file.
@@ -91,6 +137,12 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
     /// Every object digest in the store, with its size.
     fn list(&self) -> Result<Vec<(String, u64)>, ObjectError>;
 
+    /// Deletes temporary files that writers killed mid-write left behind; returns how many.
+    /// Called by `cache gc` while it holds the cache's exclusive lock.
+    fn remove_temporaries(&self) -> Result<usize, ObjectError> {
+        Ok(0)
+    }
+
     /// Stores every file under `dir` and a manifest of them. Returns the manifest's
     /// (digest, size) and the digests of its files.
     fn put_dir(&self, dir: &Path) -> Result<(String, u64, Vec<String>), ObjectError> {
@@ -113,10 +165,16 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
     fn read_manifest(&self, digest: &str) -> Result<Manifest, ObjectError> {
         let path = self.open_verified(digest)?;
         let bytes = fs::read(&path).map_err(io_err(&path))?;
-        serde_json::from_slice(&bytes).map_err(|e| ObjectError::Io {
+        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| ObjectError::Io {
             path,
             source: io::Error::new(io::ErrorKind::InvalidData, e),
-        })
+        })?;
+        let place = format!("manifest {digest}");
+        for (rel, file_digest) in &manifest.entries {
+            check_relative_path(rel, &place)?;
+            check_digest(file_digest)?;
+        }
+        Ok(manifest)
     }
 
     /// Copies a directory output out of the store into `dest`, verifying every file.
@@ -126,6 +184,12 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
             let target = dest.join(&rel);
             if let Some(parent) = target.parent() {
                 fs::create_dir_all(parent).map_err(io_err(parent))?;
+            }
+            if fs::symlink_metadata(&target).is_ok() {
+                return Err(ObjectError::UnsafePath {
+                    path: rel,
+                    place: format!("manifest {digest} (listed twice or over a link)"),
+                });
             }
             fs::copy(&src, &target).map_err(io_err(&target))?;
         }
@@ -164,33 +228,54 @@ impl LocalObjectStore {
         }
     }
 
-    /// Where the object `digest` lives (whether or not it exists).
-    fn path(&self, digest: &str) -> PathBuf {
-        let (shard, rest) = digest.split_at(2.min(digest.len()));
-        self.root.join(shard).join(rest)
+    /// Where the object `digest` lives (whether or not it exists). Only a well-formed digest
+    /// has a path, so no text from the index can name a file outside the store.
+    fn path(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+        check_digest(digest)?;
+        Ok(self.root.join(&digest[..2]).join(&digest[2..]))
+    }
+
+    /// The shard folder of `dest`, created (and its creation made durable) if new.
+    fn shard_dir<'a>(&self, dest: &'a Path) -> Result<&'a Path, ObjectError> {
+        let dir = dest.parent().expect("object paths have a shard folder");
+        if !dir.is_dir() {
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+            sync_dir(&self.root);
+            if let Some(cache) = self.root.parent() {
+                sync_dir(cache);
+            }
+        }
+        Ok(dir)
     }
 }
 
 impl ObjectStore for LocalObjectStore {
     fn contains(&self, digest: &str) -> bool {
-        self.path(digest).is_file()
+        self.path(digest).is_ok_and(|p| p.is_file())
     }
 
     fn size_of(&self, digest: &str) -> Option<u64> {
-        fs::metadata(self.path(digest)).ok().map(|m| m.len())
+        fs::metadata(self.path(digest).ok()?).ok().map(|m| m.len())
     }
 
     /// Moves `src` into the store (it must be on the same file system, as a stage's temporary
-    /// output folder is).
+    /// output folder is). A symbolic link is stored as the content it points to. An object
+    /// already in the store is replaced by the new, just-hashed copy rather than trusted: the
+    /// old one may be corrupt (deduplication never keeps bad bytes over good ones).
     fn put_file(&self, src: &Path) -> Result<(String, u64), ObjectError> {
-        let (digest, size) = hash_file(src).map_err(io_err(src))?;
-        let dest = self.path(&digest);
-        if dest.is_file() {
+        let is_link = fs::symlink_metadata(src)
+            .map_err(io_err(src))?
+            .file_type()
+            .is_symlink();
+        if is_link {
+            let bytes = fs::read(src).map_err(io_err(src))?;
+            let stored = self.put_bytes(&bytes)?;
             fs::remove_file(src).map_err(io_err(src))?;
-            return Ok((digest, size));
+            return Ok(stored);
         }
-        let dir = dest.parent().expect("object paths have a shard folder");
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let (digest, size) = hash_file(src).map_err(io_err(src))?;
+        let dest = self.path(&digest)?;
+        let dir = self.shard_dir(&dest)?;
         File::open(src)
             .and_then(|f| f.sync_all())
             .map_err(io_err(src))?;
@@ -199,15 +284,16 @@ impl ObjectStore for LocalObjectStore {
         Ok((digest, size))
     }
 
+    /// Writes `bytes` to a temporary file beside the object and renames it into place,
+    /// replacing an existing copy (see [`LocalObjectStore::put_file`]).
     fn put_bytes(&self, bytes: &[u8]) -> Result<(String, u64), ObjectError> {
         let digest = blake3::hash(bytes).to_hex().to_string();
-        let dest = self.path(&digest);
-        if dest.is_file() {
-            return Ok((digest, bytes.len() as u64));
-        }
-        let dir = dest.parent().expect("object paths have a shard folder");
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err(dir))?;
+        let dest = self.path(&digest)?;
+        let dir = self.shard_dir(&dest)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(dir)
+            .map_err(io_err(dir))?;
         tmp.write_all(bytes).map_err(io_err(&dest))?;
         tmp.as_file().sync_all().map_err(io_err(&dest))?;
         tmp.persist(&dest).map_err(|e| ObjectError::Io {
@@ -219,7 +305,7 @@ impl ObjectStore for LocalObjectStore {
     }
 
     fn open_verified(&self, digest: &str) -> Result<PathBuf, ObjectError> {
-        let path = self.path(digest);
+        let path = self.path(digest)?;
         if !path.is_file() {
             return Err(ObjectError::Missing {
                 digest: digest.into(),
@@ -240,42 +326,80 @@ impl ObjectStore for LocalObjectStore {
 
     /// Moves the object to `quarantine/` beside the store.
     fn quarantine(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+        let src = self.path(digest)?;
         let dir = self.root.with_file_name("quarantine");
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let dest = dir.join(digest);
-        let src = self.path(digest);
         fs::rename(&src, &dest).map_err(io_err(&src))?;
         Ok(dest)
     }
 
     fn remove(&self, digest: &str) -> Result<(), ObjectError> {
-        let path = self.path(digest);
+        let path = self.path(digest)?;
         fs::remove_file(&path).map_err(io_err(&path))
     }
 
     fn list(&self) -> Result<Vec<(String, u64)>, ObjectError> {
         let mut out = Vec::new();
+        self.walk(|digest, path| {
+            if let Some(digest) = digest {
+                let len = fs::metadata(path).map_err(io_err(path))?.len();
+                out.push((digest, len));
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Deletes `.tmp-object*` files left in shard folders by processes that died mid-write.
+    /// Only safe while no other process writes to the store (`cache gc` holds the cache's
+    /// exclusive lock).
+    fn remove_temporaries(&self) -> Result<usize, ObjectError> {
+        let mut removed = 0;
+        self.walk(|digest, path| {
+            let temporary = digest.is_none()
+                && path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(TEMP_PREFIX));
+            if temporary {
+                fs::remove_file(path).map_err(io_err(path))?;
+                removed += 1;
+            }
+            Ok(())
+        })?;
+        Ok(removed)
+    }
+}
+
+/// How temporary files in the store are named, so `cache gc` can find those a crash left.
+const TEMP_PREFIX: &str = ".tmp-object";
+
+impl LocalObjectStore {
+    /// Calls `visit` with each file in a shard folder: its digest when the name is one.
+    fn walk(
+        &self,
+        mut visit: impl FnMut(Option<String>, &Path) -> Result<(), ObjectError>,
+    ) -> Result<(), ObjectError> {
         let Ok(shards) = fs::read_dir(&self.root) else {
-            return Ok(out);
+            return Ok(());
         };
         let root = &self.root;
         for shard in shards {
             let shard = shard.map_err(io_err(root))?;
             let name = shard.file_name().to_string_lossy().into_owned();
-            if name.len() != 2 || !shard.path().is_dir() {
+            let shard_path = shard.path();
+            if name.len() != 2 || !shard_path.is_dir() {
                 continue;
             }
-            let shard_path = shard.path();
             for entry in fs::read_dir(&shard_path).map_err(io_err(&shard_path))? {
                 let entry = entry.map_err(io_err(&shard_path))?;
                 let rest = entry.file_name().to_string_lossy().into_owned();
-                if rest.len() == 62 && rest.chars().all(|c| c.is_ascii_hexdigit()) {
-                    let len = entry.metadata().map_err(io_err(&entry.path()))?.len();
-                    out.push((format!("{name}{rest}"), len));
-                }
+                let digest = format!("{name}{rest}");
+                let digest = is_digest(&digest).then_some(digest);
+                visit(digest, &entry.path())?;
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -321,7 +445,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalObjectStore::new(dir.path());
         let (digest, _) = store.put_bytes(b"weights").unwrap();
-        fs::write(store.path(&digest), b"weightz").unwrap();
+        fs::write(store.path(&digest).unwrap(), b"weightz").unwrap();
         let err = store.open_verified(&digest).unwrap_err();
         assert!(matches!(err, ObjectError::Corrupt { .. }), "{err}");
         assert!(!store.contains(&digest));

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
+use super::objects::{check_relative_path, is_digest};
 use super::store::{Index, IndexError};
 
 /// One output of a recorded run.
@@ -66,6 +67,28 @@ pub struct RecentRun {
     pub duration: f64,
 }
 
+/// Checks a recorded output before anyone joins its name to a folder or its digest to the
+/// store: the name is one safe path part, the digest 64 lowercase hex characters.
+pub fn check_output(key: &str, name: &str, output: &OutputRef) -> Result<(), IndexError> {
+    let unsafe_because = |what: String| IndexError::Unsafe {
+        key: key.chars().take(64).collect(),
+        what,
+    };
+    if name.contains('/') || check_relative_path(name, "an output name").is_err() {
+        return Err(unsafe_because(format!(
+            "the output name `{}`, which is not one plain file name",
+            name.chars().take(100).collect::<String>()
+        )));
+    }
+    if !is_digest(&output.digest) {
+        return Err(unsafe_because(format!(
+            "`{}` as the digest of output `{name}`",
+            output.digest.chars().take(100).collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
 impl Index {
     /// The successful run recorded for `key`, with its outputs and metrics.
     pub fn lookup(&self, key: &str) -> Result<Option<RunRecord>, IndexError> {
@@ -109,6 +132,7 @@ impl Index {
             ))
         })? {
             let (name, output) = row?;
+            check_output(key, &name, &output)?;
             record.outputs.insert(name, output);
         }
         let mut stmt = self
@@ -242,7 +266,7 @@ impl Index {
     pub fn keys_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, IndexError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT key, stage FROM runs WHERE key LIKE ?1 || '%'")?;
+            .prepare("SELECT key, stage FROM runs WHERE substr(key, 1, length(?1)) = ?1")?;
         let rows = stmt.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -271,6 +295,26 @@ impl Index {
                 digest: r.get(0)?,
                 is_dir: r.get(1)?,
             })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every output row of every successful run, unchecked: (key, output name, output), for
+    /// `cache verify`, which checks each of them.
+    pub fn recorded_outputs(&self) -> Result<Vec<(String, String, OutputRef)>, IndexError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT o.key, o.name, o.digest, o.is_dir FROM outputs o JOIN runs r ON r.key = o.key
+             WHERE r.status = 'ok' ORDER BY o.key, o.name",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                OutputRef {
+                    digest: r.get(2)?,
+                    is_dir: r.get(3)?,
+                },
+            ))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

@@ -17,6 +17,17 @@ pub enum IndexError {
     /// SQLite failed.
     #[error("cache index: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A recorded result names an output or digest that could write outside its folder.
+    #[error("cache index: result {key} records {what}; the index may have been tampered with: run `asymflow cache verify` to forget such results")]
+    Unsafe {
+        /// The result's key.
+        key: String,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The lease heartbeat thread could not start.
+    #[error("cache index: cannot start the lease heartbeat thread: {0}")]
+    Heartbeat(std::io::Error),
     /// The index was written by a newer asymflow.
     #[error("cache index {path} has schema version {found}, newer than this asymflow knows ({known}); upgrade asymflow or use another --cache")]
     TooNew {
@@ -84,6 +95,22 @@ pub const MIGRATIONS: &[&str] = &[
         size INTEGER NOT NULL,
         mtime_ns INTEGER NOT NULL,
         digest TEXT NOT NULL
+    );",
+    // 2: lease liveness beyond the PID: `boot id|PID namespace|process start time`.
+    "ALTER TABLE leases ADD COLUMN liveness TEXT NOT NULL DEFAULT '';",
+    // 3: the hash memo also keyed on device, inode and ctime, as git's index is (a rewrite at
+    // the same size with the mtime put back is still seen).
+    "ALTER TABLE file_hashes ADD COLUMN dev INTEGER NOT NULL DEFAULT -1;
+    ALTER TABLE file_hashes ADD COLUMN ino INTEGER NOT NULL DEFAULT -1;
+    ALTER TABLE file_hashes ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT -1;",
+    // 4: provenance of each result (what produced it, never part of its key).
+    "CREATE TABLE provenance (
+        key TEXT PRIMARY KEY,
+        asymflow TEXT NOT NULL,
+        git_commit TEXT NOT NULL,
+        libtorch TEXT NOT NULL,
+        device TEXT NOT NULL,
+        threads INTEGER NOT NULL
     );",
 ];
 

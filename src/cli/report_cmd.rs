@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::common::{cache_for, label, load_plan, registry, reports_dir};
 use super::PipelineArgs;
-use crate::exec::plan_status;
+use crate::exec::{plan_status, publish};
 use crate::exec::scheduler::artifact;
 use crate::kind::{InputArtifact, StageContext};
 
@@ -67,17 +67,15 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
         } else {
             label(&inst.stage, &inst.binding)
         };
-        let dest = reports_dir(&plan.spec().project_dir, &plan.spec().name).join(folder);
-        if dest.exists() {
-            std::fs::remove_dir_all(&dest)?;
-        }
-        std::fs::create_dir_all(&dest)?;
+        let dest = reports_dir(&plan.spec().project_dir, &plan.spec().name)
+            .join(publish::folder_name(&folder));
+        let staging = publish::staging_dir(&dest)?;
         let cancel = AtomicBool::new(false);
         let mut ctx = StageContext::new(
             &inst.stage,
             &inst.params,
             &inputs,
-            dest.clone(),
+            staging.path().to_path_buf(),
             &plan.spec().project_dir,
             tch::Device::Cpu,
             &cancel,
@@ -86,7 +84,8 @@ pub fn report(args: PipelineArgs) -> anyhow::Result<ExitCode> {
         kind.run(&mut ctx)
             .map_err(|e| anyhow::anyhow!("rendering {}: {e}", inst.label()))?;
         drop(ctx);
-        let _ = std::fs::remove_file(dest.join(crate::kind::LOG_OUTPUT));
+        let _ = std::fs::remove_file(staging.path().join(crate::kind::LOG_OUTPUT));
+        publish::install_dir(staging, &dest)?;
         rendered += 1;
         if let Ok(table) = std::fs::read_to_string(dest.join("table.md")) {
             println!("{} (in {}):\n\n{table}", inst.label(), dest.display());

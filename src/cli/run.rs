@@ -23,8 +23,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let clock = std::time::Instant::now();
     let summary = exec::run(&plan, &registry, &cache, &options, &cancel)?;
 
-    // Publish reports and show their tables.
+    // Publish reports and show their tables. A failed publish is reported after the summary,
+    // which is never lost.
     let mut tables = Vec::new();
+    let mut publish_errors = Vec::new();
     let index = cache.index()?;
     for outcome in &summary.instances {
         let publishes = plan
@@ -43,8 +45,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         } else {
             label(&outcome.stage, &outcome.binding)
         };
-        let dest = reports_dir(&plan.spec().project_dir, &plan.spec().name).join(folder);
-        let written = publish(&cache, &record, &dest)?;
+        let dest = reports_dir(&plan.spec().project_dir, &plan.spec().name)
+            .join(exec::publish::folder_name(&folder));
+        let written = match publish(&cache, &record, &dest) {
+            Ok(written) => written,
+            Err(e) => {
+                publish_errors.push(e);
+                continue;
+            }
+        };
         if let Some(table) = written
             .iter()
             .find(|p| p.file_name().is_some_and(|n| n == "table.md"))
@@ -81,9 +90,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             clock.elapsed().as_secs_f64()
         );
     }
+    for e in &publish_errors {
+        eprintln!("error: {e}");
+    }
     Ok(if summary.interrupted {
         ExitCode::from(130)
-    } else if summary.success() {
+    } else if summary.success() && publish_errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

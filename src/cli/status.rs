@@ -21,7 +21,7 @@ pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
         for (key, host, pid, age) in live {
             println!(
                 "    {} held by pid {pid} on {host}, heartbeat {age:.0}s ago",
-                &key[..16]
+                crate::cache::short_key(&key)
             );
         }
     }
@@ -29,7 +29,7 @@ pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
     if !recent.is_empty() {
         println!("  recent runs:");
         for run in recent {
-            let key = &run.key[..16];
+            let key = crate::cache::short_key(&run.key);
             println!(
                 "    {:6} {}/{} {:.1}s  {key}",
                 run.status, run.pipeline, run.stage, run.duration

@@ -86,7 +86,7 @@ pub fn execute(
         source,
     })?;
     let scratch = tempfile::Builder::new()
-        .prefix(&format!("{}-", &job.key[..16]))
+        .prefix(&format!("{}-", crate::cache::short_key(&job.key)))
         .tempdir_in(&tmp)
         .map_err(|source| JobError::Scratch {
             dir: tmp.display().to_string(),

@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::freshness::{binding_json, dirty_reasons, fingerprint, instance_key, outputs_present};
 use super::local::{device_name, execute, Job, JobError};
 use super::progress::Progress;
-use crate::cache::{Cache, IndexHasher, Lease, RunRecord};
+use crate::cache::{Cache, Heartbeat, IndexHasher, Lease, LockMode, RunRecord};
 use crate::graph::Plan;
 use crate::kind::{InputArtifact, Registry, Resource};
 
@@ -103,6 +103,9 @@ pub enum ExecError {
     /// The cache index failed.
     #[error(transparent)]
     Index(#[from] crate::cache::IndexError),
+    /// The cache is being garbage-collected.
+    #[error(transparent)]
+    Lock(#[from] crate::cache::LockError),
     /// The worker pool could not start.
     #[error("worker pool: {0}")]
     Pool(String),
@@ -147,6 +150,8 @@ pub fn run(
     options: &RunOptions,
     cancel: &Arc<AtomicBool>,
 ) -> Result<RunSummary, ExecError> {
+    // Held for the whole run, so `cache gc` never deletes objects stored but not yet recorded.
+    let _gc_guard = cache.lock(LockMode::Shared)?;
     let mut index = cache.index()?;
     let hasher = IndexHasher::new(cache.index()?);
     let owner = format!(
@@ -155,6 +160,7 @@ pub fn run(
         std::process::id(),
         rand::random::<u64>()
     );
+    let _heartbeat = Heartbeat::start(cache.dir(), &owner)?;
     let n = plan.instances().len();
     let mut states = vec![State::Waiting; n];
     let pool = rayon::ThreadPoolBuilder::new()
@@ -171,7 +177,6 @@ pub fn run(
     let pipeline = plan.spec().name.clone();
     let mut running = 0usize;
     let mut stop_launching = false;
-    let mut last_heartbeat = Instant::now();
     let mut lease_wait: HashMap<usize, Instant> = HashMap::new();
     let mut fingerprints: HashMap<usize, serde_json::Value> = HashMap::new();
 
@@ -362,10 +367,6 @@ pub fn run(
 
         // 4. Wait for a worker (or a timeout for leases, heartbeats and Ctrl-C).
         let message = rx.recv_timeout(Duration::from_millis(100));
-        if last_heartbeat.elapsed() > Duration::from_secs(5) {
-            index.heartbeat(&owner)?;
-            last_heartbeat = Instant::now();
-        }
         let Ok(Finished { index: i, result }) = message else {
             continue;
         };
