@@ -16,3 +16,4 @@ mod report_freshness;
 mod report_templates;
 mod spec_errors;
 mod sweeps;
+mod trust;

@@ -127,7 +127,11 @@ impl Heartbeat {
         Self::start_every(cache_dir, owner, HEARTBEAT_EVERY)
     }
 
-    fn start_every(cache_dir: &Path, owner: &str, every: Duration) -> Result<Heartbeat, IndexError> {
+    fn start_every(
+        cache_dir: &Path,
+        owner: &str,
+        every: Duration,
+    ) -> Result<Heartbeat, IndexError> {
         let index = Index::open(cache_dir)?;
         // A beat that cannot get the database within one period gives up; the next one tries
         // again, long before the lease could look stale.
@@ -317,7 +321,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(200));
         drop(beat);
         let (_, _, _, age) = index.leases().unwrap().remove(0);
-        assert!(age < 5.0, "the heartbeat thread did not refresh the lease: {age}s old");
+        assert!(
+            age < 5.0,
+            "the heartbeat thread did not refresh the lease: {age}s old"
+        );
         const { assert!(HEARTBEAT_EVERY.as_secs() * 3 <= LEASE_STALE_AFTER.as_secs()) };
     }
 

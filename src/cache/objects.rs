@@ -67,7 +67,10 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ObjectError + '_ {
 
 /// Whether `digest` is a blake3 hex digest: exactly 64 lowercase hex characters.
 pub fn is_digest(digest: &str) -> bool {
-    digest.len() == 64 && digest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 fn check_digest(digest: &str) -> Result<(), ObjectError> {
@@ -87,7 +90,9 @@ pub fn check_relative_path(path: &str, place: &str) -> Result<(), ObjectError> {
     let bad = path.is_empty()
         || path.starts_with('/')
         || path.contains(['\\', '\0'])
-        || path.split('/').any(|part| part.is_empty() || part == "." || part == "..");
+        || path
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..");
     if bad {
         return Err(ObjectError::UnsafePath {
             path: path.chars().take(200).collect(),
@@ -468,5 +473,92 @@ mod tests {
         let dest = dir.path().join("back");
         store.materialise_dir(&manifest, &dest).unwrap();
         assert_eq!(fs::read_to_string(dest.join("sub/b.txt")).unwrap(), "b");
+    }
+
+    #[test]
+    fn issue11_tampered_manifest_cannot_write_outside_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(&dir.path().join("cache"));
+        let (file, _) = store.put_bytes(b"payload").unwrap();
+        for evil in [
+            "../../escaped",
+            "/tmp/abs",
+            "a/../../x",
+            "a//b",
+            "./a",
+            "a\\..\\b",
+        ] {
+            let manifest = Manifest {
+                entries: vec![(evil.to_string(), file.clone())],
+            };
+            let (digest, _) = store
+                .put_bytes(&serde_json::to_vec(&manifest).unwrap())
+                .unwrap();
+            let dest = dir.path().join("work/out");
+            let err = store.materialise_dir(&digest, &dest).unwrap_err();
+            assert!(
+                matches!(err, ObjectError::UnsafePath { .. }),
+                "{evil}: {err}"
+            );
+        }
+        assert!(!dir.path().join("escaped").exists());
+        assert!(!dir.path().join("work/escaped").exists());
+    }
+
+    #[test]
+    fn issue11_digests_must_be_64_lowercase_hex() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(dir.path());
+        let (good, _) = store.put_bytes(b"x").unwrap();
+        for bad in [
+            "",
+            "ab",
+            "../../etc/passwd",
+            &good.to_uppercase(),
+            &format!("{good}0"),
+        ] {
+            assert!(matches!(
+                store.open_verified(bad),
+                Err(ObjectError::BadDigest { .. })
+            ));
+            assert!(!store.contains(bad));
+            assert!(store.size_of(bad).is_none());
+        }
+    }
+
+    #[test]
+    fn issue11_dedup_replaces_a_corrupt_existing_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(dir.path());
+        let (digest, _) = store.put_bytes(b"model weights").unwrap();
+        fs::write(store.path(&digest).unwrap(), b"model wEights").unwrap();
+        // The producer reruns and stores the same content again: the good copy must win.
+        let fresh = dir.path().join("fresh.bin");
+        fs::write(&fresh, b"model weights").unwrap();
+        assert_eq!(store.put_file(&fresh).unwrap().0, digest);
+        assert!(store.open_verified(&digest).is_ok());
+        fs::write(store.path(&digest).unwrap(), b"model wEights").unwrap();
+        store.put_bytes(b"model weights").unwrap();
+        assert!(store.open_verified(&digest).is_ok());
+    }
+
+    #[test]
+    fn issue11_a_linked_file_in_a_folder_output_is_stored_as_its_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(&dir.path().join("cache"));
+        let out = dir.path().join("out");
+        fs::create_dir_all(&out).unwrap();
+        fs::write(dir.path().join("target.txt"), b"real bytes").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("target.txt"), out.join("link.txt")).unwrap();
+        let (manifest, _, files) = store.put_dir(&out).unwrap();
+        let stored = store.open_verified(&files[0]).unwrap();
+        assert!(!fs::symlink_metadata(&stored)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&stored).unwrap(), b"real bytes");
+        let back = dir.path().join("back");
+        store.materialise_dir(&manifest, &back).unwrap();
+        assert_eq!(fs::read(back.join("link.txt")).unwrap(), b"real bytes");
     }
 }

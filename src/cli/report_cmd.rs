@@ -10,8 +10,8 @@ use std::sync::atomic::AtomicBool;
 
 use super::common::{cache_for, label, load_plan, registry, reports_dir};
 use super::PipelineArgs;
-use crate::exec::{plan_status, publish};
 use crate::exec::scheduler::artifact;
+use crate::exec::{plan_status, publish};
 use crate::kind::{InputArtifact, StageContext};
 
 /// Renders every report of the pipeline into `reports/PIPELINE/`.

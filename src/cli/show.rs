@@ -116,7 +116,11 @@ fn describe(
     println!("  outputs");
     for (n, o) in &record.outputs {
         let size = cache.objects().size_of(&o.digest).unwrap_or(0);
-        println!("    {n:24} {}  {}", crate::cache::short_key(&o.digest), human_bytes(size));
+        println!(
+            "    {n:24} {}  {}",
+            crate::cache::short_key(&o.digest),
+            human_bytes(size)
+        );
     }
     if let Some(split) = record.outputs.get(crate::data::MANIFEST_OUTPUT) {
         if let Ok(manifest) = cache

@@ -297,7 +297,13 @@ mod tests {
         std::fs::write(path, b"new tablX").unwrap();
         let err = publish(&cache, &bad, &dest).unwrap_err();
         assert!(
-            matches!(err, PublishError::Object { forgotten: true, .. }),
+            matches!(
+                err,
+                PublishError::Object {
+                    forgotten: true,
+                    ..
+                }
+            ),
             "{err}"
         );
         assert_eq!(
