@@ -17,3 +17,4 @@ mod report_templates;
 mod spec_errors;
 mod sweeps;
 mod trust;
+mod trust_kinds_lock;

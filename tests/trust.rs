@@ -287,3 +287,27 @@ fn issue11_gc_collects_temporary_object_files() {
     );
     assert!(!shard.join(".tmp-objectAbC123").exists());
 }
+
+#[test]
+fn provenance_is_recorded_and_shown_but_never_keyed() {
+    let p = Project::new();
+    one_run(&p);
+    let out = p.run(&["show", "pipelines/p.toml", "a", "--json"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let prov = &shown[0]["provenance"];
+    assert_eq!(prov["asymflow"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(prov["device"], "cpu");
+    assert!(prov["threads"].as_i64().unwrap() >= 1, "{prov}");
+    let text =
+        String::from_utf8_lossy(&p.run(&["show", "pipelines/p.toml", "a"]).stdout).into_owned();
+    assert!(text.contains("made by   asymflow"), "{text}");
+    // Changing what provenance holds (here: the thread count) never changes a key.
+    let again = p
+        .cmd(&["plan", "pipelines/p.toml", "--json"])
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    let plan = crate::support::statuses(&again.stdout);
+    assert_eq!(plan["a"].0, "cached");
+}

@@ -14,6 +14,7 @@ pub mod leases;
 pub mod lock;
 pub mod memo;
 pub mod objects;
+pub mod provenance;
 pub mod results;
 pub mod store;
 pub mod why;
@@ -26,6 +27,7 @@ pub use leases::{Heartbeat, Lease, LEASE_STALE_AFTER};
 pub use lock::{CacheLock, LockError, LockMode};
 pub use memo::IndexHasher;
 pub use objects::{LocalObjectStore, Manifest, ObjectError, ObjectStore};
+pub use provenance::Provenance;
 pub use results::{OutputRef, RecentRun, RunRecord};
 pub use store::{host_name, now, Index, IndexError};
 

@@ -241,6 +241,7 @@ impl Index {
         tx.execute("DELETE FROM runs WHERE key = ?1", [key])?;
         tx.execute("DELETE FROM outputs WHERE key = ?1", [key])?;
         tx.execute("DELETE FROM metrics WHERE key = ?1", [key])?;
+        tx.execute("DELETE FROM provenance WHERE key = ?1", [key])?;
         tx.commit()?;
         Ok(())
     }

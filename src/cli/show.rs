@@ -79,6 +79,7 @@ fn describe(
     json: bool,
 ) -> anyhow::Result<serde_json::Value> {
     let key: Option<StageKey> = serde_json::from_str(&record.key_json).ok();
+    let provenance = cache.index()?.provenance(&record.key)?;
     let value = serde_json::json!({
         "instance": name,
         "key": record.key,
@@ -90,6 +91,7 @@ fn describe(
         "duration_s": record.duration,
         "finished": record.finished,
         "device": record.device,
+        "provenance": provenance,
     });
     if json {
         return Ok(value);
@@ -101,6 +103,17 @@ fn describe(
     );
     println!("  key       {}", record.key);
     println!("  ran       {:.1}s on {}", record.duration, record.device);
+    if let Some(p) = &provenance {
+        let libtorch = if p.libtorch.is_empty() {
+            String::new()
+        } else {
+            format!(", libtorch {}", p.libtorch)
+        };
+        println!(
+            "  made by   asymflow {} ({}){libtorch}, {} threads on {}",
+            p.asymflow, p.git_commit, p.threads, p.device
+        );
+    }
     if let Some(key) = &key {
         println!("  params");
         for (k, v) in &key.params {

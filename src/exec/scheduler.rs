@@ -387,6 +387,11 @@ pub fn run(
         match result {
             Ok(record) => {
                 index.record_success(&record, &object_sizes(&record, cache))?;
+                let threads = i64::from(tch::get_num_threads());
+                index.record_provenance(
+                    &record.key,
+                    &crate::cache::Provenance::this_build(&record.device, threads, ""),
+                )?;
                 index.release(&digest, &owner)?;
                 progress.println(&format!(
                     "ran     {label} in {:.1}s ({})",
