@@ -311,3 +311,26 @@ fn provenance_is_recorded_and_shown_but_never_keyed() {
     let plan = crate::support::statuses(&again.stdout);
     assert_eq!(plan["a"].0, "cached");
 }
+
+#[test]
+fn cache_forget_takes_unique_prefixes_and_makes_the_stage_run_again() {
+    let p = Project::new();
+    one_run(&p);
+    let out = p.run(&["show", "pipelines/p.toml", "a", "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = shown[0]["key"].as_str().unwrap().to_string();
+    let ambiguous = p.run(&["cache", "forget", ""]);
+    assert!(!ambiguous.status.success());
+    assert!(
+        stderr_of(&ambiguous).contains("names 2 results"),
+        "{}",
+        stderr_of(&ambiguous)
+    );
+    let unknown = p.run(&["cache", "forget", "zz"]);
+    assert!(stderr_of(&unknown).contains("no result has a key starting with `zz`"));
+    let out = p.run(&["cache", "forget", &key[..12]]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let plan = p.plan_json("pipelines/p.toml", &[]);
+    assert_eq!(plan["a"].0, "to-run");
+    assert_eq!(plan["b"].0, "to-run");
+}

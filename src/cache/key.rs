@@ -17,6 +17,7 @@
 //!   - it cannot (a rename, a comment, a refactor with identical outputs): **re-pin** with
 //!     `ASYMFLOW_REPIN=1 cargo test --release --test integration kinds_lock`, and say so in
 //!     the commit message.
+//!
 //!   When code moves (say into another crate), edit its paths in `kinds.lock` and re-pin.
 //! - **The key layout itself** (this file, [`canonical`]) is pinned by the golden test below:
 //!   bump [`KEY_FORMAT`] when you change it; every cache is invalidated.
