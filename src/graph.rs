@@ -78,6 +78,7 @@ impl Plan {
         for &si in &stage_order {
             let stage = &spec.stages[si];
             let dims = stage_dims(&spec, stage, &dims_of)?;
+            check_size(&spec, stage, &dims, instances.len())?;
             let created = expand(&spec, stage, &dims, &by_stage, &instances)?;
             let mut indices = Vec::new();
             for mut inst in created {
@@ -234,6 +235,46 @@ fn stage_dims(
         }
     }
     Ok(dims)
+}
+
+/// The most instances a pipeline may expand to. Sweeps are crossed as a grid, so a few
+/// long axes multiply into more instances than memory holds; past this the plan is refused
+/// before anything is allocated.
+pub const MAX_INSTANCES: usize = 100_000;
+
+/// Refuses a stage whose instances, counted before any is made, would take the pipeline past
+/// [`MAX_INSTANCES`]; the error names the axes and their lengths.
+fn check_size(
+    spec: &PipelineSpec,
+    stage: &StageSpec,
+    dims: &BTreeSet<String>,
+    already: usize,
+) -> Result<(), SpecError> {
+    let mut factors = Vec::new();
+    let mut count: Option<usize> = Some(1);
+    for dim in dims {
+        let axes: Vec<&crate::spec::Axis> =
+            spec.axes.iter().filter(|a| &a.dimension == dim).collect();
+        let len = axes.first().map_or(1, |a| a.values.len());
+        let names: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
+        factors.push(format!("{} ({len})", names.join("+")));
+        count = count.and_then(|c| c.checked_mul(len));
+    }
+    let total = count.and_then(|c| c.checked_add(already));
+    if total.is_some_and(|t| t <= MAX_INSTANCES) {
+        return Ok(());
+    }
+    let count = count.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string());
+    Err(SpecError::at(
+        &stage.loc,
+        format!(
+            "stage `{}` would expand to {count} instances over the sweep axes {}, \
+             taking the pipeline past the limit of {MAX_INSTANCES} instances",
+            stage.name,
+            factors.join(" x ")
+        ),
+    )
+    .hint("sweep fewer values, or split the sweep across several pipelines"))
 }
 
 /// The instances of one stage.

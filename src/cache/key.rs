@@ -1,5 +1,30 @@
 //! The stage key: everything that can change a stage instance's output, hashed.
 //!
+//! # The rule (read this before editing a stage kind or the code it runs)
+//!
+//! A cached result is reused whenever its key matches, so **anything that can change a
+//! result must change its key**, or users get stale results silently. Like cargo's
+//! fingerprint module, this states what that means for each kind of change:
+//!
+//! - **Parameters, inputs, external data** enter the key automatically (see the table below).
+//! - **A kind's code** enters through its `IMPL_VERSION`. `kinds.lock` at the repository
+//!   root pins, per kind, a digest of the source files it runs (its stage file and the
+//!   `nn`/`data`/`metrics`/`report` code it calls) and its version; the test `kinds_lock`
+//!   fails when those files change. Then decide:
+//!   - the change can alter results (a loss, a default, an augmentation, numerics):
+//!     **bump the kind's `IMPL_VERSION`**, which re-keys and recomputes its results, then
+//!     re-pin to record the bump;
+//!   - it cannot (a rename, a comment, a refactor with identical outputs): **re-pin** with
+//!     `ASYMFLOW_REPIN=1 cargo test --release --test integration kinds_lock`, and say so in
+//!     the commit message.
+//!
+//!   When code moves (say into another crate), edit its paths in `kinds.lock` and re-pin.
+//! - **The key layout itself** (this file, [`canonical`]) is pinned by the golden test below:
+//!   bump [`KEY_FORMAT`] when you change it; every cache is invalidated.
+//! - **Provenance** (the asymflow version and commit, libtorch version, device, threads) is
+//!   recorded with every result and shown by `show`, but is **never** part of the key: a result
+//!   must be reusable across machines, and a bit-identical retrain elsewhere must cut off early.
+//!
 //! Modelled on cargo's fingerprints and Bazel's action keys: the key is blake3 over the
 //! canonical JSON of [`StageKey`]. Two instances with the same key are the same work.
 //!
@@ -71,6 +96,12 @@ impl StageKey {
             .to_hex()
             .to_string()
     }
+}
+
+/// The first 16 characters of a key or digest, for display; shorter text as it is (a key read
+/// from a damaged index may be short, and slicing must never panic).
+pub fn short_key(key: &str) -> &str {
+    key.char_indices().nth(16).map_or(key, |(i, _)| &key[..i])
 }
 
 /// The canonical form of a value: objects sorted (serde_json's map is ordered), floats that

@@ -2,37 +2,56 @@
 //! explanations of why an instance is dirty.
 //!
 //! Modelled on Bazel's action cache + content-addressed store: [`key`] says what a result
-//! depends on, [`store`] maps keys to output digests and metrics, [`objects`] holds the bytes,
-//! [`why`] diffs keys so a user sees what changed. A shared remote holding the same two things
-//! (action cache and objects) is the planned next step; nothing here assumes a local disk
-//! beyond `Cache::dir`.
+//! depends on; the SQLite index ([`store`]) holds the action cache ([`results`]: keys to
+//! output digests and metrics), the [`leases`] of running work and the file-hash [`memo`];
+//! [`objects`] holds the bytes behind the [`ObjectStore`] trait; [`why`] diffs keys so a user
+//! sees what changed. A shared remote holding the same two things (action cache and objects)
+//! is the planned next step: it is another [`ObjectStore`], and nothing outside `cache/`
+//! builds an object's path.
 
 pub mod key;
+pub mod leases;
+pub mod lock;
+pub mod memo;
 pub mod objects;
+pub mod provenance;
+pub mod results;
 pub mod store;
 pub mod why;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-pub use key::{InputKey, StageKey, KEY_FORMAT};
-pub use objects::{ObjectError, ObjectStore};
-pub use store::{Index, IndexError, Lease, OutputRef, RunRecord};
+pub use key::{short_key, InputKey, StageKey, KEY_FORMAT};
+pub use leases::{Heartbeat, Lease, LEASE_STALE_AFTER};
+pub use lock::{CacheLock, LockError, LockMode};
+pub use memo::IndexHasher;
+pub use objects::{LocalObjectStore, Manifest, ObjectError, ObjectStore};
+pub use provenance::Provenance;
+pub use results::{OutputRef, RecentRun, RunRecord};
+pub use store::{host_name, now, Index, IndexError};
 
 /// A cache folder: `index.sqlite`, `objects/`, `tmp/` (stage scratch), `quarantine/`.
 #[derive(Debug, Clone)]
 pub struct Cache {
     dir: PathBuf,
-    objects: ObjectStore,
+    objects: Arc<dyn ObjectStore>,
 }
 
 impl Cache {
-    /// The cache in `dir` (created on first use).
+    /// The cache in `dir` (created on first use), its objects in the local store.
     pub fn new(dir: &Path) -> Self {
         let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         Cache {
-            objects: ObjectStore::new(&dir),
+            objects: Arc::new(LocalObjectStore::new(&dir)),
             dir,
         }
+    }
+
+    /// The cache in `dir` with its objects in `objects` (another store than the local one).
+    pub fn with_objects(dir: &Path, objects: Arc<dyn ObjectStore>) -> Self {
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        Cache { dir, objects }
     }
 
     /// The cache folder.
@@ -41,8 +60,14 @@ impl Cache {
     }
 
     /// The object store.
-    pub fn objects(&self) -> &ObjectStore {
-        &self.objects
+    pub fn objects(&self) -> &dyn ObjectStore {
+        self.objects.as_ref()
+    }
+
+    /// Takes the cache-wide lock: [`LockMode::Shared`] for running work, exclusive for
+    /// `cache gc` (see [`lock`]).
+    pub fn lock(&self, mode: LockMode) -> Result<CacheLock, LockError> {
+        CacheLock::acquire(&self.dir, mode)
     }
 
     /// Opens a connection to the index (one per thread).
@@ -54,38 +79,5 @@ impl Cache {
     /// are moved in, not copied.
     pub fn tmp_dir(&self) -> PathBuf {
         self.dir.join("tmp")
-    }
-}
-
-/// Memoised file hashing through the index, for data-set fingerprints.
-pub struct IndexHasher {
-    index: std::sync::Mutex<Index>,
-}
-
-impl IndexHasher {
-    /// A hasher remembering into `index`.
-    pub fn new(index: Index) -> Self {
-        IndexHasher {
-            index: std::sync::Mutex::new(index),
-        }
-    }
-}
-
-impl crate::kind::FileHasher for IndexHasher {
-    fn hash_file(&self, path: &Path) -> std::io::Result<String> {
-        let meta = std::fs::metadata(path)?;
-        let mtime_ns = meta
-            .modified()?
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i64);
-        let key = path.to_string_lossy();
-        let lock = || self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Ok(Some(digest)) = lock().remembered_hash(&key, meta.len(), mtime_ns) {
-            return Ok(digest);
-        }
-        // Hash without holding the lock, so callers can hash files in parallel.
-        let (digest, _) = objects::hash_file(path)?;
-        let _ = lock().remember_hash(&key, meta.len(), mtime_ns, &digest);
-        Ok(digest)
     }
 }

@@ -34,6 +34,20 @@ pub enum ObjectError {
         /// Where the bad file now is.
         quarantined: PathBuf,
     },
+    /// A digest that is not 64 lowercase hex characters (a tampered or foreign index).
+    #[error("`{digest}` is not an object digest (64 lowercase hex characters); the cache index may have been tampered with: run `asymflow cache verify`")]
+    BadDigest {
+        /// The text given as a digest.
+        digest: String,
+    },
+    /// A path in a directory manifest, or an output name, that could leave its folder.
+    #[error("unsafe path `{path}` in {place}: paths must be relative, without `..`, empty or `.` parts; the cache may have been tampered with: run `asymflow cache verify`")]
+    UnsafePath {
+        /// The path as recorded.
+        path: String,
+        /// Where it was found (`manifest abc...`, `outputs of KEY`).
+        place: String,
+    },
     /// A file-system error.
     #[error("{path}: {source}")]
     Io {
@@ -51,6 +65,43 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ObjectError + '_ {
     }
 }
 
+/// Whether `digest` is a blake3 hex digest: exactly 64 lowercase hex characters.
+pub fn is_digest(digest: &str) -> bool {
+    digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn check_digest(digest: &str) -> Result<(), ObjectError> {
+    if is_digest(digest) {
+        Ok(())
+    } else {
+        Err(ObjectError::BadDigest {
+            digest: digest.chars().take(100).collect(),
+        })
+    }
+}
+
+/// Checks a relative path read from the cache (a manifest entry, an output name) before it is
+/// joined to a folder: `/`-separated parts, none empty, `.` or `..`, no backslash or NUL, not
+/// absolute. Joined to a folder we created, such a path stays inside it.
+pub fn check_relative_path(path: &str, place: &str) -> Result<(), ObjectError> {
+    let bad = path.is_empty()
+        || path.starts_with('/')
+        || path.contains(['\\', '\0'])
+        || path
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..");
+    if bad {
+        return Err(ObjectError::UnsafePath {
+            path: path.chars().take(200).collect(),
+            place: place.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// A directory output: relative path -> digest of each file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -58,9 +109,106 @@ pub struct Manifest {
     pub entries: Vec<(String, String)>,
 }
 
-/// The object store under a cache folder.
+/// Where artifacts live, addressed by content. The engine talks only to this trait, so a store
+/// on another machine (a team cache) can stand in for the local folder; no code outside
+/// `cache/` builds an object's path.
+///
+/// Every digest is blake3 hex. Reading verifies: an object whose content no longer matches its
+/// digest is an error, never used.
+pub trait ObjectStore: std::fmt::Debug + Send + Sync {
+    /// Whether the object exists (not verified).
+    fn contains(&self, digest: &str) -> bool;
+
+    /// The object's size in bytes, if it exists.
+    fn size_of(&self, digest: &str) -> Option<u64>;
+
+    /// Where the object can be opened on this machine, to show a user (`show`), if the store
+    /// is local and holds it. Readers that use the content go through [`Self::open_verified`].
+    fn local_path(&self, digest: &str) -> Option<PathBuf>;
+
+    /// Stores the file at `src`, consuming it (it may be moved into the store). Returns
+    /// (digest, size).
+    fn put_file(&self, src: &Path) -> Result<(String, u64), ObjectError>;
+
+    /// Stores `bytes`. Returns (digest, size).
+    fn put_bytes(&self, bytes: &[u8]) -> Result<(String, u64), ObjectError>;
+
+    /// A local path holding object `digest`, its content verified against the digest. A
+    /// mismatch quarantines the object and is an error.
+    fn open_verified(&self, digest: &str) -> Result<PathBuf, ObjectError>;
+
+    /// Moves object `digest` aside (it is corrupt). Returns where it went.
+    fn quarantine(&self, digest: &str) -> Result<PathBuf, ObjectError>;
+
+    /// Removes object `digest` (garbage collection).
+    fn remove(&self, digest: &str) -> Result<(), ObjectError>;
+
+    /// Every object digest in the store, with its size.
+    fn list(&self) -> Result<Vec<(String, u64)>, ObjectError>;
+
+    /// Deletes temporary files that writers killed mid-write left behind; returns how many.
+    /// Called by `cache gc` while it holds the cache's exclusive lock.
+    fn remove_temporaries(&self) -> Result<usize, ObjectError> {
+        Ok(0)
+    }
+
+    /// Stores every file under `dir` and a manifest of them. Returns the manifest's
+    /// (digest, size) and the digests of its files.
+    fn put_dir(&self, dir: &Path) -> Result<(String, u64, Vec<String>), ObjectError> {
+        let mut files = Vec::new();
+        collect_files(dir, dir, &mut files).map_err(io_err(dir))?;
+        files.sort();
+        let mut entries = Vec::with_capacity(files.len());
+        let mut digests = Vec::with_capacity(files.len());
+        for rel in files {
+            let (digest, _) = self.put_file(&dir.join(&rel))?;
+            digests.push(digest.clone());
+            entries.push((rel, digest));
+        }
+        let manifest = serde_json::to_vec(&Manifest { entries }).expect("manifests serialise");
+        let (digest, size) = self.put_bytes(&manifest)?;
+        Ok((digest, size, digests))
+    }
+
+    /// Reads and verifies a manifest object.
+    fn read_manifest(&self, digest: &str) -> Result<Manifest, ObjectError> {
+        let path = self.open_verified(digest)?;
+        let bytes = fs::read(&path).map_err(io_err(&path))?;
+        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| ObjectError::Io {
+            path,
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        })?;
+        let place = format!("manifest {digest}");
+        for (rel, file_digest) in &manifest.entries {
+            check_relative_path(rel, &place)?;
+            check_digest(file_digest)?;
+        }
+        Ok(manifest)
+    }
+
+    /// Copies a directory output out of the store into `dest`, verifying every file.
+    fn materialise_dir(&self, digest: &str, dest: &Path) -> Result<(), ObjectError> {
+        for (rel, file_digest) in self.read_manifest(digest)?.entries {
+            let src = self.open_verified(&file_digest)?;
+            let target = dest.join(&rel);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(io_err(parent))?;
+            }
+            if fs::symlink_metadata(&target).is_ok() {
+                return Err(ObjectError::UnsafePath {
+                    path: rel,
+                    place: format!("manifest {digest} (listed twice or over a link)"),
+                });
+            }
+            fs::copy(&src, &target).map_err(io_err(&target))?;
+        }
+        Ok(())
+    }
+}
+
+/// The content-addressed store in a local cache folder: `objects/ab/cdef...`.
 #[derive(Debug, Clone)]
-pub struct ObjectStore {
+pub struct LocalObjectStore {
     root: PathBuf,
 }
 
@@ -81,36 +229,66 @@ pub fn hash_file(path: &Path) -> io::Result<(String, u64)> {
     Ok((hasher.finalize().to_hex().to_string(), size))
 }
 
-impl ObjectStore {
+impl LocalObjectStore {
     /// The store in `cache_dir/objects` (created on first write).
     pub fn new(cache_dir: &Path) -> Self {
-        ObjectStore {
+        LocalObjectStore {
             root: cache_dir.join("objects"),
         }
     }
 
-    /// Where the object `digest` lives (whether or not it exists).
-    pub fn path(&self, digest: &str) -> PathBuf {
-        let (shard, rest) = digest.split_at(2.min(digest.len()));
-        self.root.join(shard).join(rest)
+    /// Where the object `digest` lives (whether or not it exists). Only a well-formed digest
+    /// has a path, so no text from the index can name a file outside the store.
+    fn path(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+        check_digest(digest)?;
+        Ok(self.root.join(&digest[..2]).join(&digest[2..]))
     }
 
-    /// Whether the object exists (not verified).
-    pub fn contains(&self, digest: &str) -> bool {
-        self.path(digest).is_file()
-    }
-
-    /// Stores the file at `src`, moving it into the store (it must be on the same file
-    /// system, as a stage's temporary output folder is). Returns (digest, size).
-    pub fn put_file(&self, src: &Path) -> Result<(String, u64), ObjectError> {
-        let (digest, size) = hash_file(src).map_err(io_err(src))?;
-        let dest = self.path(&digest);
-        if dest.is_file() {
-            fs::remove_file(src).map_err(io_err(src))?;
-            return Ok((digest, size));
-        }
+    /// The shard folder of `dest`, created (and its creation made durable) if new.
+    fn shard_dir<'a>(&self, dest: &'a Path) -> Result<&'a Path, ObjectError> {
         let dir = dest.parent().expect("object paths have a shard folder");
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        if !dir.is_dir() {
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+            sync_dir(&self.root);
+            if let Some(cache) = self.root.parent() {
+                sync_dir(cache);
+            }
+        }
+        Ok(dir)
+    }
+}
+
+impl ObjectStore for LocalObjectStore {
+    fn contains(&self, digest: &str) -> bool {
+        self.path(digest).is_ok_and(|p| p.is_file())
+    }
+
+    fn size_of(&self, digest: &str) -> Option<u64> {
+        fs::metadata(self.path(digest).ok()?).ok().map(|m| m.len())
+    }
+
+    fn local_path(&self, digest: &str) -> Option<PathBuf> {
+        self.path(digest).ok().filter(|p| p.exists())
+    }
+
+    /// Moves `src` into the store (it must be on the same file system, as a stage's temporary
+    /// output folder is). A symbolic link is stored as the content it points to. An object
+    /// already in the store is replaced by the new, just-hashed copy rather than trusted: the
+    /// old one may be corrupt (deduplication never keeps bad bytes over good ones).
+    fn put_file(&self, src: &Path) -> Result<(String, u64), ObjectError> {
+        let is_link = fs::symlink_metadata(src)
+            .map_err(io_err(src))?
+            .file_type()
+            .is_symlink();
+        if is_link {
+            let bytes = fs::read(src).map_err(io_err(src))?;
+            let stored = self.put_bytes(&bytes)?;
+            fs::remove_file(src).map_err(io_err(src))?;
+            return Ok(stored);
+        }
+        let (digest, size) = hash_file(src).map_err(io_err(src))?;
+        let dest = self.path(&digest)?;
+        let dir = self.shard_dir(&dest)?;
         File::open(src)
             .and_then(|f| f.sync_all())
             .map_err(io_err(src))?;
@@ -119,16 +297,16 @@ impl ObjectStore {
         Ok((digest, size))
     }
 
-    /// Stores `bytes`. Returns (digest, size).
-    pub fn put_bytes(&self, bytes: &[u8]) -> Result<(String, u64), ObjectError> {
+    /// Writes `bytes` to a temporary file beside the object and renames it into place,
+    /// replacing an existing copy (see [`LocalObjectStore::put_file`]).
+    fn put_bytes(&self, bytes: &[u8]) -> Result<(String, u64), ObjectError> {
         let digest = blake3::hash(bytes).to_hex().to_string();
-        let dest = self.path(&digest);
-        if dest.is_file() {
-            return Ok((digest, bytes.len() as u64));
-        }
-        let dir = dest.parent().expect("object paths have a shard folder");
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err(dir))?;
+        let dest = self.path(&digest)?;
+        let dir = self.shard_dir(&dest)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(dir)
+            .map_err(io_err(dir))?;
         tmp.write_all(bytes).map_err(io_err(&dest))?;
         tmp.as_file().sync_all().map_err(io_err(&dest))?;
         tmp.persist(&dest).map_err(|e| ObjectError::Io {
@@ -139,28 +317,8 @@ impl ObjectStore {
         Ok((digest, bytes.len() as u64))
     }
 
-    /// Stores every file under `dir` and a manifest of them. Returns the manifest's
-    /// (digest, size) and the digests of its files.
-    pub fn put_dir(&self, dir: &Path) -> Result<(String, u64, Vec<String>), ObjectError> {
-        let mut files = Vec::new();
-        collect_files(dir, dir, &mut files).map_err(io_err(dir))?;
-        files.sort();
-        let mut entries = Vec::with_capacity(files.len());
-        let mut digests = Vec::with_capacity(files.len());
-        for rel in files {
-            let (digest, _) = self.put_file(&dir.join(&rel))?;
-            digests.push(digest.clone());
-            entries.push((rel, digest));
-        }
-        let manifest = serde_json::to_vec(&Manifest { entries }).expect("manifests serialise");
-        let (digest, size) = self.put_bytes(&manifest)?;
-        Ok((digest, size, digests))
-    }
-
-    /// The verified path of object `digest`: its content is rehashed; a mismatch quarantines
-    /// the file and is an error.
-    pub fn open_verified(&self, digest: &str) -> Result<PathBuf, ObjectError> {
-        let path = self.path(digest);
+    fn open_verified(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+        let path = self.path(digest)?;
         if !path.is_file() {
             return Err(ObjectError::Missing {
                 digest: digest.into(),
@@ -179,65 +337,82 @@ impl ObjectStore {
         Ok(path)
     }
 
-    /// Reads and verifies a manifest object.
-    pub fn read_manifest(&self, digest: &str) -> Result<Manifest, ObjectError> {
-        let path = self.open_verified(digest)?;
-        let bytes = fs::read(&path).map_err(io_err(&path))?;
-        serde_json::from_slice(&bytes).map_err(|e| ObjectError::Io {
-            path,
-            source: io::Error::new(io::ErrorKind::InvalidData, e),
-        })
-    }
-
-    /// Copies a directory output out of the store into `dest`, verifying every file.
-    pub fn materialise_dir(&self, digest: &str, dest: &Path) -> Result<(), ObjectError> {
-        for (rel, file_digest) in self.read_manifest(digest)?.entries {
-            let src = self.open_verified(&file_digest)?;
-            let target = dest.join(&rel);
-            if let Some(parent) = target.parent() {
-                fs::create_dir_all(parent).map_err(io_err(parent))?;
-            }
-            fs::copy(&src, &target).map_err(io_err(&target))?;
-        }
-        Ok(())
-    }
-
-    /// Moves object `digest` to `quarantine/` beside the store. Returns where it went.
-    pub fn quarantine(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+    /// Moves the object to `quarantine/` beside the store.
+    fn quarantine(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+        let src = self.path(digest)?;
         let dir = self.root.with_file_name("quarantine");
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let dest = dir.join(digest);
-        let src = self.path(digest);
         fs::rename(&src, &dest).map_err(io_err(&src))?;
         Ok(dest)
     }
 
-    /// Removes object `digest` (garbage collection).
-    pub fn remove(&self, digest: &str) -> io::Result<()> {
-        fs::remove_file(self.path(digest))
+    fn remove(&self, digest: &str) -> Result<(), ObjectError> {
+        let path = self.path(digest)?;
+        fs::remove_file(&path).map_err(io_err(&path))
     }
 
-    /// Every object digest in the store, with its size.
-    pub fn list(&self) -> io::Result<Vec<(String, u64)>> {
+    fn list(&self) -> Result<Vec<(String, u64)>, ObjectError> {
         let mut out = Vec::new();
+        self.walk(|digest, path| {
+            if let Some(digest) = digest {
+                let len = fs::metadata(path).map_err(io_err(path))?.len();
+                out.push((digest, len));
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Deletes `.tmp-object*` files left in shard folders by processes that died mid-write.
+    /// Only safe while no other process writes to the store (`cache gc` holds the cache's
+    /// exclusive lock).
+    fn remove_temporaries(&self) -> Result<usize, ObjectError> {
+        let mut removed = 0;
+        self.walk(|digest, path| {
+            let temporary = digest.is_none()
+                && path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(TEMP_PREFIX));
+            if temporary {
+                fs::remove_file(path).map_err(io_err(path))?;
+                removed += 1;
+            }
+            Ok(())
+        })?;
+        Ok(removed)
+    }
+}
+
+/// How temporary files in the store are named, so `cache gc` can find those a crash left.
+const TEMP_PREFIX: &str = ".tmp-object";
+
+impl LocalObjectStore {
+    /// Calls `visit` with each file in a shard folder: its digest when the name is one.
+    fn walk(
+        &self,
+        mut visit: impl FnMut(Option<String>, &Path) -> Result<(), ObjectError>,
+    ) -> Result<(), ObjectError> {
         let Ok(shards) = fs::read_dir(&self.root) else {
-            return Ok(out);
+            return Ok(());
         };
+        let root = &self.root;
         for shard in shards {
-            let shard = shard?;
+            let shard = shard.map_err(io_err(root))?;
             let name = shard.file_name().to_string_lossy().into_owned();
-            if name.len() != 2 || !shard.file_type()?.is_dir() {
+            let shard_path = shard.path();
+            if name.len() != 2 || !shard_path.is_dir() {
                 continue;
             }
-            for entry in fs::read_dir(shard.path())? {
-                let entry = entry?;
+            for entry in fs::read_dir(&shard_path).map_err(io_err(&shard_path))? {
+                let entry = entry.map_err(io_err(&shard_path))?;
                 let rest = entry.file_name().to_string_lossy().into_owned();
-                if rest.len() == 62 && rest.chars().all(|c| c.is_ascii_hexdigit()) {
-                    out.push((format!("{name}{rest}"), entry.metadata()?.len()));
-                }
+                let digest = format!("{name}{rest}");
+                let digest = is_digest(&digest).then_some(digest);
+                visit(digest, &entry.path())?;
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -269,7 +444,7 @@ mod tests {
     #[test]
     fn put_then_read_back_verified() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::new(dir.path());
+        let store = LocalObjectStore::new(dir.path());
         let (digest, size) = store.put_bytes(b"hello").unwrap();
         assert_eq!(size, 5);
         assert_eq!(digest, blake3::hash(b"hello").to_hex().to_string());
@@ -281,9 +456,9 @@ mod tests {
     #[test]
     fn a_flipped_byte_is_detected_and_quarantined() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::new(dir.path());
+        let store = LocalObjectStore::new(dir.path());
         let (digest, _) = store.put_bytes(b"weights").unwrap();
-        fs::write(store.path(&digest), b"weightz").unwrap();
+        fs::write(store.path(&digest).unwrap(), b"weightz").unwrap();
         let err = store.open_verified(&digest).unwrap_err();
         assert!(matches!(err, ObjectError::Corrupt { .. }), "{err}");
         assert!(!store.contains(&digest));
@@ -296,7 +471,7 @@ mod tests {
     #[test]
     fn directories_round_trip_through_a_manifest() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ObjectStore::new(&dir.path().join("cache"));
+        let store = LocalObjectStore::new(&dir.path().join("cache"));
         let src = dir.path().join("out");
         fs::create_dir_all(src.join("sub")).unwrap();
         fs::write(src.join("a.txt"), "a").unwrap();
@@ -306,5 +481,92 @@ mod tests {
         let dest = dir.path().join("back");
         store.materialise_dir(&manifest, &dest).unwrap();
         assert_eq!(fs::read_to_string(dest.join("sub/b.txt")).unwrap(), "b");
+    }
+
+    #[test]
+    fn issue11_tampered_manifest_cannot_write_outside_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(&dir.path().join("cache"));
+        let (file, _) = store.put_bytes(b"payload").unwrap();
+        for evil in [
+            "../../escaped",
+            "/tmp/abs",
+            "a/../../x",
+            "a//b",
+            "./a",
+            "a\\..\\b",
+        ] {
+            let manifest = Manifest {
+                entries: vec![(evil.to_string(), file.clone())],
+            };
+            let (digest, _) = store
+                .put_bytes(&serde_json::to_vec(&manifest).unwrap())
+                .unwrap();
+            let dest = dir.path().join("work/out");
+            let err = store.materialise_dir(&digest, &dest).unwrap_err();
+            assert!(
+                matches!(err, ObjectError::UnsafePath { .. }),
+                "{evil}: {err}"
+            );
+        }
+        assert!(!dir.path().join("escaped").exists());
+        assert!(!dir.path().join("work/escaped").exists());
+    }
+
+    #[test]
+    fn issue11_digests_must_be_64_lowercase_hex() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(dir.path());
+        let (good, _) = store.put_bytes(b"x").unwrap();
+        for bad in [
+            "",
+            "ab",
+            "../../etc/passwd",
+            &good.to_uppercase(),
+            &format!("{good}0"),
+        ] {
+            assert!(matches!(
+                store.open_verified(bad),
+                Err(ObjectError::BadDigest { .. })
+            ));
+            assert!(!store.contains(bad));
+            assert!(store.size_of(bad).is_none());
+        }
+    }
+
+    #[test]
+    fn issue11_dedup_replaces_a_corrupt_existing_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(dir.path());
+        let (digest, _) = store.put_bytes(b"model weights").unwrap();
+        fs::write(store.path(&digest).unwrap(), b"model wEights").unwrap();
+        // The producer reruns and stores the same content again: the good copy must win.
+        let fresh = dir.path().join("fresh.bin");
+        fs::write(&fresh, b"model weights").unwrap();
+        assert_eq!(store.put_file(&fresh).unwrap().0, digest);
+        assert!(store.open_verified(&digest).is_ok());
+        fs::write(store.path(&digest).unwrap(), b"model wEights").unwrap();
+        store.put_bytes(b"model weights").unwrap();
+        assert!(store.open_verified(&digest).is_ok());
+    }
+
+    #[test]
+    fn issue11_a_linked_file_in_a_folder_output_is_stored_as_its_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(&dir.path().join("cache"));
+        let out = dir.path().join("out");
+        fs::create_dir_all(&out).unwrap();
+        fs::write(dir.path().join("target.txt"), b"real bytes").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("target.txt"), out.join("link.txt")).unwrap();
+        let (manifest, _, files) = store.put_dir(&out).unwrap();
+        let stored = store.open_verified(&files[0]).unwrap();
+        assert!(!fs::symlink_metadata(&stored)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&stored).unwrap(), b"real bytes");
+        let back = dir.path().join("back");
+        store.materialise_dir(&manifest, &back).unwrap();
+        assert_eq!(fs::read(back.join("link.txt")).unwrap(), b"real bytes");
     }
 }

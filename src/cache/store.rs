@@ -1,20 +1,15 @@
-//! The SQLite index of the cache (`index.sqlite`, WAL): which keys have results, their outputs
-//! and metrics, the objects they reference, leases held by running processes, and a memo of
-//! file hashes.
+//! The SQLite index of the cache (`index.sqlite`, WAL): one connection type, [`Index`], and
+//! its schema. What the index holds is split by concept: [`super::results`] (the action cache:
+//! runs, outputs, metrics, the object table), [`super::leases`] (who is computing what) and
+//! [`super::memo`] (remembered file hashes). Each adds its methods to [`Index`].
 //!
 //! Migrations are append-only (like cargo's `util/sqlite.rs`): [`MIGRATIONS`] only ever grows,
 //! and `pragma user_version` records how many have been applied. Never edit a past migration.
-//!
-//! Freshness rule: a key is a hit only when its row in `runs` has status `ok`; that row is
-//! written in the same transaction as its `outputs` and `metrics`, after every output object
-//! is already in the object store. A crash before the commit leaves no trace but unreferenced
-//! objects, which `cache gc` removes.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior};
 
 /// A cache-index error.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +17,17 @@ pub enum IndexError {
     /// SQLite failed.
     #[error("cache index: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A recorded result names an output or digest that could write outside its folder.
+    #[error("cache index: result {key} records {what}; the index may have been tampered with: run `asymflow cache verify` to forget such results")]
+    Unsafe {
+        /// The result's key.
+        key: String,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The lease heartbeat thread could not start.
+    #[error("cache index: cannot start the lease heartbeat thread: {0}")]
+    Heartbeat(std::io::Error),
     /// The index was written by a newer asymflow.
     #[error("cache index {path} has schema version {found}, newer than this asymflow knows ({known}); upgrade asymflow or use another --cache")]
     TooNew {
@@ -90,81 +96,31 @@ pub const MIGRATIONS: &[&str] = &[
         mtime_ns INTEGER NOT NULL,
         digest TEXT NOT NULL
     );",
+    // 2: lease liveness beyond the PID: `boot id|PID namespace|process start time`.
+    "ALTER TABLE leases ADD COLUMN liveness TEXT NOT NULL DEFAULT '';",
+    // 3: the hash memo also keyed on device, inode and ctime, as git's index is (a rewrite at
+    // the same size with the mtime put back is still seen).
+    "ALTER TABLE file_hashes ADD COLUMN dev INTEGER NOT NULL DEFAULT -1;
+    ALTER TABLE file_hashes ADD COLUMN ino INTEGER NOT NULL DEFAULT -1;
+    ALTER TABLE file_hashes ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT -1;",
+    // 4: provenance of each result (what produced it, never part of its key).
+    "CREATE TABLE provenance (
+        key TEXT PRIMARY KEY,
+        asymflow TEXT NOT NULL,
+        git_commit TEXT NOT NULL,
+        libtorch TEXT NOT NULL,
+        device TEXT NOT NULL,
+        threads INTEGER NOT NULL
+    );",
+    // 5: provenance says where and by what a result ran, and keeps its telemetry.
+    "ALTER TABLE provenance ADD COLUMN host TEXT NOT NULL DEFAULT '';
+     ALTER TABLE provenance ADD COLUMN runner TEXT NOT NULL DEFAULT '';
+     ALTER TABLE provenance ADD COLUMN telemetry TEXT NOT NULL DEFAULT '{}';",
 ];
-
-/// A lease whose heartbeat is older than this belongs to a dead or hung process.
-pub const LEASE_STALE_AFTER: Duration = Duration::from_secs(30);
-
-/// One output of a recorded run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct OutputRef {
-    /// Content digest (of the manifest, for a directory).
-    pub digest: String,
-    /// Whether it is a directory output.
-    pub is_dir: bool,
-}
-
-/// A recorded successful run.
-#[derive(Debug, Clone)]
-pub struct RunRecord {
-    /// The stage key (hex).
-    pub key: String,
-    /// The stage's name when it ran.
-    pub stage: String,
-    /// Its kind.
-    pub kind: String,
-    /// The pipeline's name.
-    pub pipeline: String,
-    /// The sweep binding (JSON).
-    pub binding: String,
-    /// The canonical key JSON (for `why`).
-    pub key_json: String,
-    /// Seconds since the epoch.
-    pub started: f64,
-    /// Seconds since the epoch.
-    pub finished: f64,
-    /// Wall-clock seconds.
-    pub duration: f64,
-    /// Where it ran (`cpu`, `cuda:0`).
-    pub device: String,
-    /// Output name -> object.
-    pub outputs: BTreeMap<String, OutputRef>,
-    /// Metric name -> value.
-    pub metrics: BTreeMap<String, f64>,
-}
-
-/// One line of `asymflow status`'s recent runs.
-#[derive(Debug, Clone)]
-pub struct RecentRun {
-    /// The key.
-    pub key: String,
-    /// The stage.
-    pub stage: String,
-    /// The pipeline.
-    pub pipeline: String,
-    /// `ok` or `failed`.
-    pub status: String,
-    /// Seconds it ran.
-    pub duration: f64,
-}
-
-/// The outcome of asking for a lease.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Lease {
-    /// We hold it now.
-    Acquired,
-    /// A live process holds it.
-    HeldBy {
-        /// Its host.
-        host: String,
-        /// Its process id.
-        pid: i64,
-    },
-}
 
 /// The index connection. One per thread; SQLite serialises writers.
 pub struct Index {
-    conn: Connection,
+    pub(super) conn: Connection,
 }
 
 /// Seconds since the Unix epoch.
@@ -180,18 +136,6 @@ pub fn host_name() -> String {
         .map(|s| s.trim().to_string())
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "localhost".into())
-}
-
-/// Whether a lease belongs to a process that died (on this host) or stopped heart-beating.
-pub fn lease_is_stale(holder_host: &str, holder_pid: i64, heartbeat: f64) -> bool {
-    (holder_host == host_name() && !process_alive(holder_pid))
-        || now() - heartbeat > LEASE_STALE_AFTER.as_secs_f64()
-}
-
-fn process_alive(pid: i64) -> bool {
-    // SAFETY: kill with signal 0 only checks whether the process exists.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 impl Index {
@@ -229,482 +173,5 @@ impl Index {
             tx.commit()?;
         }
         Ok(Index { conn })
-    }
-
-    /// The successful run recorded for `key`, with its outputs and metrics.
-    pub fn lookup(&self, key: &str) -> Result<Option<RunRecord>, IndexError> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT stage, kind, pipeline, binding, key_json, started, finished, duration, device
-                 FROM runs WHERE key = ?1 AND status = 'ok'",
-                [key],
-                |r| {
-                    Ok(RunRecord {
-                        key: key.to_string(),
-                        stage: r.get(0)?,
-                        kind: r.get(1)?,
-                        pipeline: r.get(2)?,
-                        binding: r.get(3)?,
-                        key_json: r.get(4)?,
-                        started: r.get(5)?,
-                        finished: r.get(6)?,
-                        duration: r.get(7)?,
-                        device: r.get(8)?,
-                        outputs: BTreeMap::new(),
-                        metrics: BTreeMap::new(),
-                    })
-                },
-            )
-            .optional()?;
-        let Some(mut record) = row else {
-            return Ok(None);
-        };
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT name, digest, is_dir FROM outputs WHERE key = ?1")?;
-        for row in stmt.query_map([key], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                OutputRef {
-                    digest: r.get(1)?,
-                    is_dir: r.get(2)?,
-                },
-            ))
-        })? {
-            let (name, output) = row?;
-            record.outputs.insert(name, output);
-        }
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT name, value FROM metrics WHERE key = ?1")?;
-        for row in stmt.query_map([key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))? {
-            let (name, value) = row?;
-            record.metrics.insert(name, value);
-        }
-        Ok(Some(record))
-    }
-
-    /// The canonical key JSON of `key`'s last run, successful or not.
-    pub fn key_json(&self, key: &str) -> Result<Option<String>, IndexError> {
-        Ok(self
-            .conn
-            .query_row("SELECT key_json FROM runs WHERE key = ?1", [key], |r| {
-                r.get(0)
-            })
-            .optional()?)
-    }
-
-    /// Records a successful run, its outputs, metrics and object sizes, and the stage history,
-    /// in one transaction. Every object must already be in the store.
-    pub fn record_success(
-        &mut self,
-        run: &RunRecord,
-        object_sizes: &[(String, u64)],
-    ) -> Result<(), IndexError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute("DELETE FROM outputs WHERE key = ?1", [&run.key])?;
-        tx.execute("DELETE FROM metrics WHERE key = ?1", [&run.key])?;
-        tx.execute(
-            "INSERT OR REPLACE INTO runs
-             (key, stage, kind, pipeline, binding, key_json, status, started, finished, duration, device, error)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ok', ?7, ?8, ?9, ?10, NULL)",
-            params![
-                run.key, run.stage, run.kind, run.pipeline, run.binding, run.key_json,
-                run.started, run.finished, run.duration, run.device
-            ],
-        )?;
-        for (name, output) in &run.outputs {
-            tx.execute(
-                "INSERT INTO outputs (key, name, digest, is_dir) VALUES (?1, ?2, ?3, ?4)",
-                params![run.key, name, output.digest, output.is_dir],
-            )?;
-        }
-        for (name, value) in &run.metrics {
-            tx.execute(
-                "INSERT INTO metrics (key, name, value) VALUES (?1, ?2, ?3)",
-                params![run.key, name, value],
-            )?;
-        }
-        for (digest, size) in object_sizes {
-            tx.execute(
-                "INSERT INTO objects (digest, size, last_used) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(digest) DO UPDATE SET last_used = excluded.last_used",
-                params![digest, *size as i64, run.finished],
-            )?;
-        }
-        tx.execute(
-            "INSERT OR REPLACE INTO history (pipeline, stage, binding, key, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![run.pipeline, run.stage, run.binding, run.key, run.finished],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Records a failed run (never a cache hit; kept for `show` and `status`).
-    pub fn record_failure(&mut self, run: &RunRecord, error: &str) -> Result<(), IndexError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let has_ok: bool = tx
-            .query_row(
-                "SELECT 1 FROM runs WHERE key = ?1 AND status = 'ok'",
-                [&run.key],
-                |_| Ok(true),
-            )
-            .optional()?
-            .unwrap_or(false);
-        if !has_ok {
-            tx.execute(
-                "INSERT OR REPLACE INTO runs
-                 (key, stage, kind, pipeline, binding, key_json, status, started, finished, duration, device, error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'failed', ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    run.key, run.stage, run.kind, run.pipeline, run.binding, run.key_json,
-                    run.started, run.finished, run.duration, run.device, error
-                ],
-            )?;
-            tx.execute(
-                "INSERT OR REPLACE INTO history (pipeline, stage, binding, key, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![run.pipeline, run.stage, run.binding, run.key, run.finished],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Forgets `key`'s result (after one of its objects was found corrupt or missing).
-    pub fn forget(&mut self, key: &str) -> Result<(), IndexError> {
-        let tx = self.conn.transaction()?;
-        tx.execute("DELETE FROM runs WHERE key = ?1", [key])?;
-        tx.execute("DELETE FROM outputs WHERE key = ?1", [key])?;
-        tx.execute("DELETE FROM metrics WHERE key = ?1", [key])?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The key the named stage instance last ran (or failed) with in `pipeline`.
-    pub fn last_key(
-        &self,
-        pipeline: &str,
-        stage: &str,
-        binding: &str,
-    ) -> Result<Option<String>, IndexError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT key FROM history WHERE pipeline = ?1 AND stage = ?2 AND binding = ?3",
-                params![pipeline, stage, binding],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
-    /// Keys whose hex starts with `prefix`, with their stage names (for `show KEY`).
-    pub fn keys_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, IndexError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT key, stage FROM runs WHERE key LIKE ?1 || '%'")?;
-        let rows = stmt.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// The error text of a failed run.
-    pub fn failure(&self, key: &str) -> Result<Option<String>, IndexError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT error FROM runs WHERE key = ?1 AND status = 'failed'",
-                [key],
-                |r| r.get(0),
-            )
-            .optional()?
-            .flatten())
-    }
-
-    /// Tries to take the lease on `key` for `owner`. A lease held by a dead process on this
-    /// host, or with a heartbeat older than [`LEASE_STALE_AFTER`], is taken over.
-    pub fn try_lease(&mut self, key: &str, owner: &str) -> Result<Lease, IndexError> {
-        let host = host_name();
-        let pid = std::process::id() as i64;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let holder: Option<(String, String, i64, f64)> = tx
-            .query_row(
-                "SELECT owner, host, pid, heartbeat FROM leases WHERE key = ?1",
-                [key],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .optional()?;
-        if let Some((holder, holder_host, holder_pid, heartbeat)) = holder {
-            let stale = lease_is_stale(&holder_host, holder_pid, heartbeat);
-            if holder != owner && !stale {
-                return Ok(Lease::HeldBy {
-                    host: holder_host,
-                    pid: holder_pid,
-                });
-            }
-        }
-        tx.execute(
-            "INSERT OR REPLACE INTO leases (key, owner, host, pid, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![key, owner, host, pid, now()],
-        )?;
-        tx.commit()?;
-        Ok(Lease::Acquired)
-    }
-
-    /// Refreshes the heartbeat of every lease `owner` holds.
-    pub fn heartbeat(&self, owner: &str) -> Result<(), IndexError> {
-        self.conn.execute(
-            "UPDATE leases SET heartbeat = ?1 WHERE owner = ?2",
-            params![now(), owner],
-        )?;
-        Ok(())
-    }
-
-    /// Releases `owner`'s lease on `key`.
-    pub fn release(&self, key: &str, owner: &str) -> Result<(), IndexError> {
-        self.conn.execute(
-            "DELETE FROM leases WHERE key = ?1 AND owner = ?2",
-            params![key, owner],
-        )?;
-        Ok(())
-    }
-
-    /// Releases every lease `owner` holds.
-    pub fn release_all(&self, owner: &str) -> Result<(), IndexError> {
-        self.conn
-            .execute("DELETE FROM leases WHERE owner = ?1", [owner])?;
-        Ok(())
-    }
-
-    /// A remembered content hash of `path`, if its size and mtime are unchanged.
-    pub fn remembered_hash(
-        &self,
-        path: &str,
-        size: u64,
-        mtime_ns: i64,
-    ) -> Result<Option<String>, IndexError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT digest FROM file_hashes WHERE path = ?1 AND size = ?2 AND mtime_ns = ?3",
-                params![path, size as i64, mtime_ns],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
-    /// Remembers the content hash of `path` at this size and mtime.
-    pub fn remember_hash(
-        &self,
-        path: &str,
-        size: u64,
-        mtime_ns: i64,
-        digest: &str,
-    ) -> Result<(), IndexError> {
-        self.conn.execute(
-            "INSERT OR REPLACE INTO file_hashes (path, size, mtime_ns, digest) VALUES (?1, ?2, ?3, ?4)",
-            params![path, size as i64, mtime_ns, digest],
-        )?;
-        Ok(())
-    }
-
-    /// Every digest a recorded run references (manifests and, through them, their files are
-    /// resolved by the caller).
-    pub fn referenced_outputs(&self) -> Result<Vec<OutputRef>, IndexError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT DISTINCT o.digest, o.is_dir FROM outputs o JOIN runs r ON r.key = o.key WHERE r.status = 'ok'",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(OutputRef {
-                digest: r.get(0)?,
-                is_dir: r.get(1)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Keys of successful runs that finished before `cutoff` (seconds since the epoch).
-    pub fn runs_finished_before(&self, cutoff: f64) -> Result<Vec<String>, IndexError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT key FROM runs WHERE finished < ?1")?;
-        let rows = stmt.query_map([cutoff], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Drops `digest` from the objects table.
-    pub fn forget_object(&self, digest: &str) -> Result<(), IndexError> {
-        self.conn
-            .execute("DELETE FROM objects WHERE digest = ?1", [digest])?;
-        Ok(())
-    }
-
-    /// Keys of successful runs that reference `digest` directly.
-    pub fn runs_referencing(&self, digest: &str) -> Result<Vec<String>, IndexError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT DISTINCT key FROM outputs WHERE digest = ?1")?;
-        let rows = stmt.query_map([digest], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// (successful runs, failed runs, live leases, objects, total object bytes).
-    pub fn summary(&self) -> Result<(i64, i64, i64, i64, i64), IndexError> {
-        let ok = self
-            .conn
-            .query_row("SELECT count(*) FROM runs WHERE status = 'ok'", [], |r| {
-                r.get(0)
-            })?;
-        let failed = self.conn.query_row(
-            "SELECT count(*) FROM runs WHERE status = 'failed'",
-            [],
-            |r| r.get(0),
-        )?;
-        let leases = self
-            .conn
-            .query_row("SELECT count(*) FROM leases", [], |r| r.get(0))?;
-        let (objects, bytes) = self.conn.query_row(
-            "SELECT count(*), coalesce(sum(size), 0) FROM objects",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        Ok((ok, failed, leases, objects, bytes))
-    }
-
-    /// The most recent runs, newest first.
-    pub fn recent_runs(&self, limit: usize) -> Result<Vec<RecentRun>, IndexError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT key, stage, pipeline, status, finished, duration FROM runs ORDER BY finished DESC LIMIT ?1",
-        )?;
-        let rows = stmt.query_map([limit as i64], |r| {
-            Ok(RecentRun {
-                key: r.get(0)?,
-                stage: r.get(1)?,
-                pipeline: r.get(2)?,
-                status: r.get(3)?,
-                duration: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Removes leases whose process is gone; returns how many.
-    pub fn drop_stale_leases(&self) -> Result<usize, IndexError> {
-        let stale: Vec<String> = {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT key, host, pid, heartbeat FROM leases")?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, f64>(3)?,
-                ))
-            })?;
-            rows.filter_map(Result::ok)
-                .filter(|(_, host, pid, hb)| lease_is_stale(host, *pid, *hb))
-                .map(|(key, ..)| key)
-                .collect()
-        };
-        for key in &stale {
-            self.conn
-                .execute("DELETE FROM leases WHERE key = ?1", [key])?;
-        }
-        Ok(stale.len())
-    }
-
-    /// Leases currently recorded: (key, host, pid, seconds since heartbeat).
-    pub fn leases(&self) -> Result<Vec<(String, String, i64, f64)>, IndexError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT key, host, pid, heartbeat FROM leases")?;
-        let t = now();
-        let rows = stmt.query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, t - r.get::<_, f64>(3)?))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(key: &str) -> RunRecord {
-        RunRecord {
-            key: key.into(),
-            stage: "teacher".into(),
-            kind: "train-teacher".into(),
-            pipeline: "p".into(),
-            binding: "{}".into(),
-            key_json: "{}".into(),
-            started: 1.0,
-            finished: 2.0,
-            duration: 1.0,
-            device: "cpu".into(),
-            outputs: BTreeMap::from([(
-                "model".into(),
-                OutputRef {
-                    digest: "ab".repeat(32),
-                    is_dir: false,
-                },
-            )]),
-            metrics: BTreeMap::from([("loss".into(), 0.5)]),
-        }
-    }
-
-    #[test]
-    fn migrations_apply_once_and_records_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut index = Index::open(dir.path()).unwrap();
-        assert!(index.lookup("k").unwrap().is_none());
-        index
-            .record_success(&record("k"), &[("ab".repeat(32), 3)])
-            .unwrap();
-        drop(index);
-        let index = Index::open(dir.path()).unwrap();
-        let back = index.lookup("k").unwrap().unwrap();
-        assert_eq!(back.metrics["loss"], 0.5);
-        assert_eq!(back.outputs["model"].digest, "ab".repeat(32));
-        assert_eq!(
-            index.last_key("p", "teacher", "{}").unwrap().as_deref(),
-            Some("k")
-        );
-    }
-
-    #[test]
-    fn a_failure_is_never_a_hit() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut index = Index::open(dir.path()).unwrap();
-        index.record_failure(&record("k"), "boom").unwrap();
-        assert!(index.lookup("k").unwrap().is_none());
-        assert_eq!(index.failure("k").unwrap().as_deref(), Some("boom"));
-    }
-
-    #[test]
-    fn a_live_lease_blocks_and_a_dead_one_is_taken_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut index = Index::open(dir.path()).unwrap();
-        assert_eq!(index.try_lease("k", "me").unwrap(), Lease::Acquired);
-        // Another owner in this (live) process is blocked.
-        assert!(matches!(
-            index.try_lease("k", "other").unwrap(),
-            Lease::HeldBy { .. }
-        ));
-        // A lease recorded for a process that does not exist is stale.
-        index
-            .conn
-            .execute(
-                "UPDATE leases SET pid = 2147483000, owner = 'ghost' WHERE key = 'k'",
-                [],
-            )
-            .unwrap();
-        assert_eq!(index.try_lease("k", "other").unwrap(), Lease::Acquired);
     }
 }

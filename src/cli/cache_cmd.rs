@@ -1,77 +1,106 @@
-//! `asymflow cache verify` and `asymflow cache gc`.
+//! `asymflow cache verify`, `asymflow cache gc` and `asymflow cache forget`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
 use super::common::cache_here;
 use super::status::human_bytes;
 use super::CacheArgs;
-use crate::cache::objects::hash_file;
+use crate::cache::results::check_output;
+use crate::cache::{short_key, LockMode, ObjectError};
 
-/// Rehashes every object. A corrupt one is quarantined and every result that references it
-/// (directly or through a directory manifest) is forgotten, so its stage runs again.
+/// Checks every recorded result against the object store. An object that is corrupt is
+/// quarantined; a result that references a corrupt or missing object (directly or through a
+/// directory manifest), or records an unsafe output name or digest, is forgotten, so its stage
+/// runs again. Exits 1 when anything was wrong.
 pub fn verify(args: CacheArgs) -> anyhow::Result<ExitCode> {
     let cache = cache_here(&args)?;
     let mut index = cache.index()?;
-    let objects = cache.objects().list()?;
-    let manifests: Vec<String> = index
-        .referenced_outputs()?
-        .into_iter()
-        .filter(|o| o.is_dir)
-        .map(|o| o.digest)
-        .collect();
-    let mut corrupt = Vec::new();
-    for (digest, _) in &objects {
-        let (actual, _) = hash_file(&cache.objects().path(digest))?;
-        if &actual != digest {
-            let moved = cache.objects().quarantine(digest)?;
+    let objects = cache.objects();
+    let mut problems = 0usize;
+    let mut corrupt = BTreeSet::new();
+    let mut checked = 0usize;
+    for (digest, _) in objects.list()? {
+        checked += 1;
+        if let Err(ObjectError::Corrupt {
+            actual,
+            quarantined,
+            ..
+        }) = objects.open_verified(&digest)
+        {
             println!(
                 "corrupt {digest}: content hashes to {actual}; moved to {}",
-                moved.display()
+                quarantined.display()
             );
-            corrupt.push(digest.clone());
+            problems += 1;
+            corrupt.insert(digest);
         }
     }
-    let mut forgotten = BTreeSet::new();
-    for digest in &corrupt {
-        let mut owners = index.runs_referencing(digest)?;
-        for manifest in &manifests {
-            if let Ok(m) = cache.objects().read_manifest(manifest) {
-                if m.entries.iter().any(|(_, d)| d == digest) {
-                    owners.extend(index.runs_referencing(manifest)?);
+    // Every result's outputs, and the files of its directory outputs, must be present.
+    let mut bad_results: BTreeMap<String, String> = BTreeMap::new();
+    for (key, name, output) in index.recorded_outputs()? {
+        if bad_results.contains_key(&key) {
+            continue;
+        }
+        if let Err(e) = check_output(&key, &name, &output) {
+            bad_results.insert(key, e.to_string());
+            continue;
+        }
+        let mut needed = vec![output.digest.clone()];
+        if output.is_dir {
+            match objects.read_manifest(&output.digest) {
+                Ok(m) => needed.extend(m.entries.into_iter().map(|(_, d)| d)),
+                Err(e) => {
+                    bad_results.insert(key, format!("output `{name}`: {e}"));
+                    continue;
                 }
             }
         }
-        for key in owners {
-            index.forget(&key)?;
-            forgotten.insert(key);
+        if let Some(gone) = needed
+            .iter()
+            .find(|d| corrupt.contains(*d) || !objects.contains(d))
+        {
+            let what = if corrupt.contains(gone) {
+                "corrupt"
+            } else {
+                "missing"
+            };
+            bad_results.insert(key, format!("output `{name}`: object {gone} is {what}"));
         }
+    }
+    for (key, why) in &bad_results {
+        println!("forgetting result {}: {why}", short_key(key));
+        index.forget(key)?;
+        problems += 1;
+    }
+    for digest in &corrupt {
         index.forget_object(digest)?;
     }
     println!(
-        "verified {} objects: {} corrupt, {} results forgotten (their stages run again)",
-        objects.len(),
+        "verified {checked} objects: {} corrupt, {} results forgotten (their stages run again)",
         corrupt.len(),
-        forgotten.len()
+        bad_results.len()
     );
-    Ok(if corrupt.is_empty() {
+    Ok(if problems == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
 }
 
-/// Deletes objects that no recorded result reaches (optionally forgetting old results first)
-/// and scratch folders left by killed runs.
+/// Deletes objects that no recorded result reaches (optionally forgetting old results first),
+/// scratch folders and temporary files left by killed runs. Holds the cache's exclusive lock,
+/// so it never runs beside a `run` whose objects are stored but not yet recorded.
 pub fn gc(
     args: CacheArgs,
     dry_run: bool,
     older_than_days: Option<f64>,
 ) -> anyhow::Result<ExitCode> {
     let cache = cache_here(&args)?;
+    let _lock = cache.lock(LockMode::Exclusive)?;
     let mut index = cache.index()?;
     if let Some(days) = older_than_days {
-        let cutoff = crate::cache::store::now() - days * 86_400.0;
+        let cutoff = crate::cache::now() - days * 86_400.0;
         let old = index.runs_finished_before(cutoff)?;
         println!(
             "{} {} results older than {days} days",
@@ -110,30 +139,63 @@ pub fn gc(
             index.forget_object(&digest)?;
         }
     }
-    if !dry_run {
-        index.drop_stale_leases()?;
-    }
-    let live: BTreeSet<String> = index
-        .leases()?
-        .into_iter()
-        .map(|(k, ..)| k[..16].to_string())
-        .collect();
+    // With the exclusive lock held no run is alive: every lease, scratch folder and temporary
+    // object file is a leftover.
     let mut scratch = 0usize;
     if let Ok(entries) = std::fs::read_dir(cache.tmp_dir()) {
         for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !live.iter().any(|k| name.starts_with(k.as_str())) {
-                scratch += 1;
-                if !dry_run {
-                    let _ = std::fs::remove_dir_all(entry.path());
+            scratch += 1;
+            if !dry_run {
+                let path = entry.path();
+                if path.is_dir() {
+                    std::fs::remove_dir_all(&path)?;
+                } else {
+                    std::fs::remove_file(&path)?;
                 }
             }
         }
     }
+    let temporaries = if dry_run {
+        0
+    } else {
+        index.drop_stale_leases()?;
+        cache.objects().remove_temporaries()?
+    };
     let verb = if dry_run { "would delete" } else { "deleted" };
     println!(
-        "{verb} {count} unreferenced objects ({}) and {scratch} scratch folders",
+        "{verb} {count} unreferenced objects ({}), {scratch} scratch folders and {temporaries} temporary files",
         human_bytes(freed)
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Forgets the results whose keys start with each of `prefixes` (each must name one result),
+/// so their stages run again. Their objects stay until `cache gc`.
+pub fn forget(args: CacheArgs, prefixes: &[String]) -> anyhow::Result<ExitCode> {
+    let cache = cache_here(&args)?;
+    let mut index = cache.index()?;
+    let mut keys = Vec::new();
+    for prefix in prefixes {
+        let matches = index.keys_with_prefix(prefix)?;
+        match matches.as_slice() {
+            [(key, _)] => keys.push(key.clone()),
+            [] => anyhow::bail!(
+                "no result has a key starting with `{prefix}` (see `asymflow status` or `asymflow show`)"
+            ),
+            many => anyhow::bail!(
+                "`{prefix}` names {} results ({}); give more characters of the key",
+                many.len(),
+                many.iter()
+                    .take(5)
+                    .map(|(k, s)| format!("{} {s}", short_key(k)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+    for key in &keys {
+        index.forget(key)?;
+        println!("forgot {}", short_key(key));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -190,11 +190,21 @@ pub enum DataCommand {
 /// `asymflow cache ...`.
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
-    /// Rehash every object; quarantine corrupt ones and forget the results that used them.
+    /// Rehash every object; quarantine corrupt ones and forget the results that use corrupt or
+    /// missing objects.
     #[command(
         after_help = "Examples:\n  asymflow cache verify\n  asymflow cache verify --cache /data/asymflow-cache"
     )]
     Verify(CacheArgs),
+    /// Forget results by key (a unique prefix each), so their stages run again.
+    Forget {
+        /// Keys or unique key prefixes (as `status` and `show` print them).
+        #[arg(required = true, value_name = "KEY")]
+        keys: Vec<String>,
+        /// The cache.
+        #[command(flatten)]
+        cache: CacheArgs,
+    },
     /// Delete objects no recorded result references (and results older than --older-than).
     #[command(
         after_help = "Examples:\n  asymflow cache gc --dry-run\n  asymflow cache gc --older-than 30"
@@ -406,6 +416,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             partition,
         }) => data_cmd::export(pipeline, &stage, &out, partition.as_deref()),
         Command::Cache(CacheCommand::Verify(args)) => cache_cmd::verify(args),
+        Command::Cache(CacheCommand::Forget { keys, cache }) => cache_cmd::forget(cache, &keys),
         Command::Cache(CacheCommand::Gc {
             dry_run,
             older_than,

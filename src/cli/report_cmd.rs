@@ -17,7 +17,7 @@ use super::common::{
 };
 use super::{OverrideArgs, PipelineArgs};
 use crate::cache::Cache;
-use crate::exec::plan_status;
+use crate::exec::{plan_status, publish};
 use crate::exec::scheduler::artifact;
 use crate::graph::Plan;
 use crate::kind::{InputArtifact, Registry, StageContext};
@@ -144,17 +144,17 @@ pub fn render(
             }
             inputs.insert(slot.clone(), list);
         }
-        let dest = root.join(super::run::folder(&inst.stage, &inst.binding));
-        if dest.exists() {
-            std::fs::remove_dir_all(&dest)?;
-        }
-        std::fs::create_dir_all(&dest)?;
+        let dest = root.join(publish::folder_name(&super::run::folder(
+            &inst.stage,
+            &inst.binding,
+        )));
+        let staging = publish::staging_dir(&dest)?;
         let cancel = AtomicBool::new(false);
         let mut ctx = StageContext::new(
             &inst.stage,
             &inst.params,
             &inputs,
-            dest.clone(),
+            staging.path().to_path_buf(),
             &plan.spec().project_dir,
             crate::kind::Device::Cpu,
             &cancel,
@@ -166,8 +166,9 @@ pub fn render(
             .run(&mut ctx)
             .map_err(|e| anyhow::anyhow!("rendering {}: {e}", inst.label()))?;
         drop(ctx);
-        let _ = std::fs::remove_file(dest.join(crate::kind::LOG_OUTPUT));
-        note_overrides(&dest, overrides)?;
+        let _ = std::fs::remove_file(staging.path().join(crate::kind::LOG_OUTPUT));
+        note_overrides(staging.path(), overrides)?;
+        publish::install_dir(staging, &dest)?;
         done.rendered += 1;
         if let Ok(table) = std::fs::read_to_string(dest.join("table.md")) {
             done.tables

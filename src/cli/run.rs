@@ -69,7 +69,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let clock = std::time::Instant::now();
     let summary = exec::run(&plan, &registry, &cache, &options, &cancel)?;
 
-    // Publish reports and show their tables.
+    // Publish reports and show their tables. A failed publish is reported after the summary,
+    // which is never lost.
     let overrides = &args.pipeline.overrides;
     let root = reports_dir(
         &plan.spec().project_dir,
@@ -78,6 +79,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.reports.as_deref(),
     );
     let mut tables = Vec::new();
+    let mut publish_errors = Vec::new();
     let index = cache.index()?;
     let mut unrendered = Vec::new();
     for outcome in &summary.instances {
@@ -97,8 +99,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             unrendered.push(label(&outcome.stage, &outcome.binding));
             continue;
         };
-        let dest = root.join(folder(&outcome.stage, &outcome.binding));
-        let written = publish(&cache, &record, &dest)?;
+        let dest = root.join(exec::publish::folder_name(&folder(
+            &outcome.stage,
+            &outcome.binding,
+        )));
+        let written = match publish(&cache, &record, &dest) {
+            Ok(written) => written,
+            Err(e) => {
+                publish_errors.push(e);
+                continue;
+            }
+        };
         note_overrides(&dest, overrides)?;
         if written
             .iter()
@@ -161,9 +172,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             clock.elapsed().as_secs_f64()
         );
     }
+    for e in &publish_errors {
+        eprintln!("error: {e}");
+    }
     Ok(if summary.interrupted {
         ExitCode::from(exit::INTERRUPTED)
-    } else if summary.success() {
+    } else if summary.success() && publish_errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(exit::STAGE_FAILED)

@@ -143,12 +143,13 @@ fn describe(
                 n.clone(),
                 serde_json::json!({
                     "digest": o.digest,
-                    "path": cache.objects().path(&o.digest),
+                    "path": cache.objects().local_path(&o.digest),
                     "is_dir": o.is_dir,
                 }),
             )
         })
         .collect();
+    let provenance = cache.index()?.provenance(&record.key)?;
     let value = serde_json::json!({
         "instance": name,
         "key": record.key,
@@ -160,6 +161,7 @@ fn describe(
         "duration_s": record.duration,
         "finished": record.finished,
         "device": record.device,
+        "provenance": provenance,
     });
     if json {
         return Ok(value);
@@ -174,6 +176,30 @@ fn describe(
     if let Some(params) = &params {
         print_params(params);
     }
+    if let Some(p) = &provenance {
+        let libtorch = if p.libtorch.is_empty() {
+            String::new()
+        } else {
+            format!(", libtorch {}", p.libtorch)
+        };
+        println!(
+            "  made by   asymflow {} ({}){libtorch}, {} threads on {}{}{}",
+            p.asymflow,
+            p.git_commit,
+            p.threads,
+            p.device,
+            if p.host.is_empty() { String::new() } else { format!(" at {}", p.host) },
+            if p.runner.is_empty() { String::new() } else { format!(" ({})", p.runner) },
+        );
+        if !p.telemetry.is_empty() {
+            let items: Vec<String> = p
+                .telemetry
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.4}"))
+                .collect();
+            println!("  telemetry {}", items.join(", "));
+        }
+    }
     if let Some(key) = &key {
         if !key.inputs.is_empty() {
             println!("  inputs");
@@ -187,9 +213,12 @@ fn describe(
     }
     println!("  outputs");
     for (n, o) in &record.outputs {
-        let path = cache.objects().path(&o.digest);
-        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-        println!("    {n:24} {:>10}  {}", human_bytes(size), path.display());
+        let size = cache.objects().size_of(&o.digest).unwrap_or(0);
+        let place = cache
+            .objects()
+            .local_path(&o.digest)
+            .map_or_else(|| "(missing)".to_string(), |p| p.display().to_string());
+        println!("    {n:24} {:>10}  {place}", human_bytes(size));
     }
     if let Some(split) = record.outputs.get(crate::data::MANIFEST_OUTPUT) {
         if let Ok(manifest) = cache

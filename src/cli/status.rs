@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use super::common::{cache_here, existing_cache};
 use super::plan::count;
 use super::CacheArgs;
-use crate::cache::store::{lease_is_stale, now};
+use crate::cache::leases::lease_is_stale;
+use crate::cache::store::now;
 
 /// Prints a summary of the cache.
 pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
@@ -24,15 +25,15 @@ pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
     let live = index.leases()?;
     if leases > 0 {
         println!("  {}:", count(leases as usize, "lease", "leases"));
-        for (key, host, pid, age) in live {
-            let state = if lease_is_stale(&host, pid, now() - age) {
+        for (key, host, pid, liveness, age) in live {
+            let state = if lease_is_stale(&host, pid, &liveness, now() - age) {
                 "stale (its process is gone; the next run takes it over)"
             } else {
                 "held"
             };
             println!(
                 "    {} {state}: pid {pid} on {host}, heartbeat {age:.0}s ago",
-                &key[..16.min(key.len())]
+                crate::cache::short_key(&key)
             );
         }
     }
@@ -40,7 +41,7 @@ pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
     if !recent.is_empty() {
         println!("  recent runs:");
         for run in recent {
-            let key = &run.key[..16];
+            let key = crate::cache::short_key(&run.key);
             println!(
                 "    {:6} {}/{} {:.1}s  {key}",
                 run.status, run.pipeline, run.stage, run.duration

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::cache::OutputRef;
+use crate::cache::{OutputRef, Provenance};
 use crate::kind::{Device, Params, Resource};
 
 /// The scheduler's handle on a submitted job (the instance's index in the plan).
@@ -102,33 +102,13 @@ pub struct JobResult {
     pub outputs: BTreeMap<String, OutputRef>,
     /// Keyed metrics (deterministic results of the stage; downstream keys depend on them).
     pub metrics: BTreeMap<String, f64>,
-    /// Volatile measurements (seconds, images per second): stored and shown, never keyed.
-    pub telemetry: BTreeMap<String, f64>,
     /// Seconds since the epoch.
     pub started: f64,
     /// Seconds since the epoch.
     pub finished: f64,
-    /// Where it ran, and with what (never in the key).
+    /// Where it ran, with what, and its telemetry (volatile measurements): stored and shown,
+    /// never in the key.
     pub provenance: Provenance,
-}
-
-/// Where and with what a result was computed. Shown by `show`; never part of a key.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Provenance {
-    /// asymflow's version.
-    pub asymflow: String,
-    /// The device (`cpu`, `cuda:0`), as the job saw it.
-    pub device: String,
-    /// The GPU the process was pinned to, if any (`CUDA_VISIBLE_DEVICES`).
-    pub visible_devices: Option<String>,
-    /// Intra-op threads.
-    pub threads: usize,
-    /// The libtorch version, for kinds that ran in a worker.
-    pub libtorch: Option<String>,
-    /// The host name.
-    pub host: String,
-    /// What ran it: `engine`, `worker`, `exec` (one process per job, as under Slurm).
-    pub runner: String,
 }
 
 /// Why a job produced no result.

@@ -31,7 +31,7 @@ use super::local::{LocalExecutor, LocalOptions};
 use super::progress::Progress;
 use super::schedule::{Schedule, State, STOPPED_BY_FAILURE, STOPPED_BY_INTERRUPT};
 use crate::cache::why::{join, DirtyReason};
-use crate::cache::{Cache, IndexHasher, Lease, RunRecord};
+use crate::cache::{Cache, Heartbeat, IndexHasher, Lease, LockMode, RunRecord};
 use crate::graph::Plan;
 use crate::kind::{Device, InputArtifact, Registry};
 
@@ -138,6 +138,9 @@ pub enum ExecError {
     /// The executor could not take a job.
     #[error(transparent)]
     Executor(#[from] super::executor::ExecutorError),
+    /// The cache is being garbage-collected.
+    #[error(transparent)]
+    Lock(#[from] crate::cache::LockError),
 }
 
 /// Runs `plan` against `cache` on this machine ([`LocalExecutor`]).
@@ -169,6 +172,8 @@ pub fn run_with(
     cancel: &Arc<AtomicBool>,
     executor: &mut dyn Executor,
 ) -> Result<RunSummary, ExecError> {
+    // Held for the whole run, so `cache gc` never deletes objects stored but not yet recorded.
+    let _gc_guard = cache.lock(LockMode::Shared)?;
     let mut index = cache.index()?;
     let hasher = IndexHasher::new(cache.index()?);
     let owner = format!(
@@ -177,6 +182,7 @@ pub fn run_with(
         std::process::id(),
         rand::random::<u64>()
     );
+    let _heartbeat = Heartbeat::start(cache.dir(), &owner)?;
     let n = plan.instances().len();
     let mut schedule = Schedule::new(
         plan.instances().iter().map(|inst| inst.label()).collect(),
@@ -192,7 +198,6 @@ pub fn run_with(
     let mut bars: HashMap<usize, indicatif::ProgressBar> = HashMap::new();
     let mut attempts: HashMap<usize, usize> = HashMap::new();
     let mut bad_input_rounds: HashMap<usize, usize> = HashMap::new();
-    let mut last_heartbeat = Instant::now();
     let mut lease_wait: HashMap<usize, Instant> = HashMap::new();
     let mut fingerprints: HashMap<usize, serde_json::Value> = HashMap::new();
 
@@ -307,10 +312,6 @@ pub fn run_with(
 
         // 4. Wait for an executor event (or a timeout for leases, heartbeats and Ctrl-C).
         let event = executor.next_event(Duration::from_millis(100));
-        if last_heartbeat.elapsed() > Duration::from_secs(5) {
-            index.heartbeat(&owner)?;
-            last_heartbeat = Instant::now();
-        }
         let (i, outcome) = match event {
             None => continue,
             Some(JobEvent::Note { id, message }) => {
@@ -351,8 +352,10 @@ pub fn run_with(
         index.release(&digest, &owner)?;
         let failure = match outcome {
             JobOutcome::Done(result) => {
+                let provenance = result.provenance.clone();
                 let record = success_record(plan, i, &digest, &key_json, result);
                 index.record_success(&record, &object_sizes(&record, cache))?;
+                index.record_provenance(&record.key, &provenance)?;
                 let seconds = started.elapsed().as_secs_f64();
                 progress.println(&format!(
                     "ran     {label} in {seconds:.1}s ({})",
@@ -588,7 +591,7 @@ fn object_sizes(record: &RunRecord, cache: &Cache) -> Vec<(String, u64)> {
         .outputs
         .values()
         .map(|o| {
-            let size = std::fs::metadata(cache.objects().path(&o.digest)).map_or(0, |m| m.len());
+            let size = cache.objects().size_of(&o.digest).unwrap_or(0);
             (o.digest.clone(), size)
         })
         .collect()

@@ -17,9 +17,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use super::executor::{FailureReason, Job, JobFailure, JobId, JobOutcome, JobResult, Provenance};
+use super::executor::{FailureReason, Job, JobFailure, JobId, JobOutcome, JobResult};
 use super::protocol::{FromWorker, ToWorker};
-use crate::cache::{Cache, OutputRef};
+use crate::cache::{Cache, OutputRef, Provenance};
 use crate::kind::{InputArtifact, Inputs, ProgressSink, Registry, StageContext, StageError};
 
 /// What the process running jobs knows about itself (libtorch, for the worker binary).
@@ -74,7 +74,7 @@ pub fn run_job(
     let tmp = cache.tmp_dir();
     let scratch = std::fs::create_dir_all(&tmp).and_then(|()| {
         tempfile::Builder::new()
-            .prefix(&format!("{}-", job.key.get(..16).unwrap_or(&job.key)))
+            .prefix(&format!("{}-", crate::cache::short_key(&job.key)))
             .tempdir_in(&tmp)
     });
     let scratch = match scratch {
@@ -139,22 +139,28 @@ pub fn run_job(
         }
     };
     match store_outputs(&cache, &out_dir, &metrics) {
-        Ok(outputs) => JobOutcome::Done(JobResult {
-            outputs,
-            metrics,
-            telemetry,
-            started,
-            finished: crate::cache::store::now(),
-            provenance: Provenance {
-                asymflow: env!("CARGO_PKG_VERSION").to_string(),
-                device: job.resources.device.to_string(),
-                visible_devices: std::env::var("CUDA_VISIBLE_DEVICES").ok(),
-                threads: job.resources.threads,
-                libtorch: runtime.libtorch(),
-                host: crate::cache::store::host_name(),
-                runner: runner.to_string(),
-            },
-        }),
+        Ok(outputs) => {
+            let mut device = job.resources.device.to_string();
+            if let Ok(visible) = std::env::var("CUDA_VISIBLE_DEVICES") {
+                if !visible.is_empty() && device != "cpu" {
+                    device = format!("{device} (CUDA_VISIBLE_DEVICES={visible})");
+                }
+            }
+            let mut provenance = Provenance::this_build(
+                &device,
+                job.resources.threads as i64,
+                &runtime.libtorch().unwrap_or_default(),
+            );
+            provenance.runner = runner.to_string();
+            provenance.telemetry = telemetry;
+            JobOutcome::Done(JobResult {
+                outputs,
+                metrics,
+                started,
+                finished: crate::cache::store::now(),
+                provenance,
+            })
+        }
         Err(message) => failed(FailureReason::Stage, message, None),
     }
 }

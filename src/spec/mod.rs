@@ -2,6 +2,7 @@
 //! [`PipelineSpec`].
 //!
 //! - [`source`]: files and locations; [`error`]: errors with file, line, column and a hint.
+//! - [`names`]: pipeline and stage names, which become folder names, kept safe.
 //! - [`value`]: the located TOML tree; [`model`]: the file's four tables, unknown keys rejected.
 //! - [`overrides`]: `--set` and `--sweep`, applied to the written pipeline.
 //! - [`template`]: `${vars.x}` / `${sweep.x}` interpolation that keeps types.
@@ -13,6 +14,7 @@
 
 pub mod error;
 pub mod model;
+pub mod names;
 pub mod overrides;
 pub mod resolve;
 pub mod source;

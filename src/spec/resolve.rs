@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::error::SpecError;
 use super::model::{string_list, RawPipeline, RawStage};
+use super::names::check_name;
 use super::overrides::Override;
 use super::source::{Loc, SourceFile};
 use super::sweep::read_axes;
@@ -71,14 +72,30 @@ fn resolve(
     registry: &Registry,
 ) -> Result<PipelineSpec, SpecError> {
     let name = match &raw.name {
-        Some(v) => v.expect_str("[pipeline] name")?.to_string(),
-        None => raw
-            .file
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "pipeline".into()),
+        Some(v) => {
+            let name = v.expect_str("[pipeline] name")?.to_string();
+            check_name(&name, "pipeline name", &v.loc)?;
+            name
+        }
+        None => {
+            let name = raw
+                .file
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "pipeline".into());
+            check_name(
+                &name,
+                "pipeline name (from the file name)",
+                &Loc::new(&raw.file, 0..0),
+            )
+            .map_err(|e| e.hint("rename the file, or set `[pipeline] name = \"...\"`"))?;
+            name
+        }
     };
+    for stage in &raw.stages {
+        check_name(&stage.name.name, "stage name", &stage.name.loc)?;
+    }
     let mut vars = Vars::new();
     for (key, value) in &raw.vars {
         if value.to_json().to_string().contains("${") {
@@ -131,6 +148,15 @@ fn apply_templates(
             )),
         );
     }
+    if !rel.ends_with(".toml") {
+        return Err(SpecError::at(
+            &extends.loc,
+            format!("template `{rel}` is not a .toml file"),
+        )
+        .hint(
+            "`extends` names a stage template: a .toml file beside the pipeline or in the project",
+        ));
+    }
     let candidates = [pipeline_dir.join(rel), project_dir.join(rel)];
     let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
         SpecError::at(&extends.loc, format!("template file `{rel}` not found")).hint(format!(
@@ -139,8 +165,24 @@ fn apply_templates(
             project_dir.display()
         ))
     })?;
-    let text = std::fs::read_to_string(found)
+    // A link named `x.toml` may lead anywhere (`/proc/self/environ`): the file it resolves to
+    // must be a .toml text file too, or its content could end up in an error message.
+    let real = std::fs::canonicalize(found)
         .map_err(|e| SpecError::at(&extends.loc, format!("cannot read `{rel}`: {e}")))?;
+    if real.extension().is_none_or(|x| x != "toml") {
+        return Err(SpecError::at(
+            &extends.loc,
+            format!("template `{rel}` is a link to a file that is not a .toml file"),
+        ));
+    }
+    let text = std::fs::read_to_string(&real)
+        .map_err(|e| SpecError::at(&extends.loc, format!("cannot read `{rel}`: {e}")))?;
+    if text.contains('\0') {
+        return Err(SpecError::at(
+            &extends.loc,
+            format!("template `{rel}` is not a text file"),
+        ));
+    }
     let file = Arc::new(SourceFile {
         path: PathBuf::from(rel),
         text,

@@ -34,12 +34,22 @@ impl Loc {
 
     /// 1-based line and column of the start of the span (columns count characters).
     pub fn line_col(&self) -> (usize, usize) {
-        let start = self.span.start.min(self.file.text.len());
+        let start = self.start();
         let before = &self.file.text[..start];
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         let col = self.file.text[line_start..start].chars().count() + 1;
         (line, col)
+    }
+
+    /// The span's start, clamped into the text and onto a character boundary, so a location
+    /// from any source never makes slicing panic.
+    fn start(&self) -> usize {
+        let mut start = self.span.start.min(self.file.text.len());
+        while !self.file.text.is_char_boundary(start) {
+            start -= 1;
+        }
+        start
     }
 
     /// The file's path.
@@ -57,7 +67,11 @@ impl Loc {
             .nth(line - 1)
             .unwrap_or("")
             .to_string();
-        let width = self.file.text[self.span.clone()]
+        let width = self
+            .file
+            .text
+            .get(self.start()..self.span.end.max(self.start()).min(self.file.text.len()))
+            .unwrap_or("")
             .lines()
             .next()
             .map_or(1, |first| {
@@ -68,5 +82,25 @@ impl Loc {
             });
         let caret = format!("{}{}", " ".repeat(col - 1), "^".repeat(width));
         (text, caret)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue11_locations_never_slice_inside_a_character_or_past_the_end() {
+        let file = Arc::new(SourceFile {
+            path: PathBuf::from("x.toml"),
+            text: "a = \"é€\"\nb".into(),
+        });
+        for start in 0..20 {
+            for end in start..22 {
+                let loc = Loc::new(&file, start..end);
+                let _ = loc.line_col();
+                let _ = loc.snippet();
+            }
+        }
     }
 }

@@ -37,7 +37,7 @@ pub enum SKind {
     Str(String),
     /// An integer.
     Int(i64),
-    /// A float (never NaN: rejected when read).
+    /// A float (never NaN or infinite: rejected when read).
     Float(f64),
     /// A boolean.
     Bool(bool),
@@ -188,6 +188,10 @@ fn convert(
             if parsed.is_nan() {
                 return Err(SpecError::at(&loc, "NaN is not allowed in a pipeline")
                     .hint("NaN never equals itself, so it could never hit the cache"));
+            }
+            if parsed.is_infinite() {
+                return Err(SpecError::at(&loc, "infinity is not allowed in a pipeline")
+                    .hint("JSON has no infinity, so it would silently become null in the key; write a large finite number"));
             }
             SKind::Float(parsed)
         }

@@ -108,6 +108,12 @@ const PARAMS: &[ParamDecl] = &[
         "sleep this long while running",
     ),
     ParamDecl::optional("fail", ParamType::Bool, "false", "fail on purpose"),
+    ParamDecl::optional(
+        "pad_bytes",
+        ParamType::Int,
+        "0",
+        "also write `pad.bin` of this many bytes (a large output, for disk-full tests)",
+    ),
     ParamDecl::optional("device", ParamType::Bool, "false", "take a device slot"),
     ParamDecl::optional(
         "trace",
@@ -200,6 +206,11 @@ impl Run for Echo {
             "value.json",
             &serde_json::json!({ "value": params.get("value"), "inputs": seen }),
         )?;
+        let pad = params.int("pad_bytes")?.max(0) as usize;
+        if pad > 0 {
+            let path = ctx.out_path("pad.bin");
+            std::fs::write(&path, vec![0x5a; pad]).map_err(|e| StageError::io(&path, e))?;
+        }
         ctx.metric("value", total);
         ctx.log(format!("echo total {total}"));
         Ok(())

@@ -3,7 +3,7 @@
 //! extensions and files directly under `root` are not images of any class and are ignored, as
 //! torchvision does. A class folder without images is an error.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{require_root, Entry, Listing, Part};
 use crate::data::DataError;
@@ -26,13 +26,42 @@ fn sorted_dir(dir: &Path) -> Result<Vec<std::fs::DirEntry>, DataError> {
     Ok(entries)
 }
 
-fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<(), DataError> {
+/// Collects the images under `dir`. `ancestors` holds the real paths of the folders being
+/// walked, so a link back to one of them (a loop) is found instead of followed forever; every
+/// link must resolve inside `root` (the real root), so no file from elsewhere joins the data set
+/// unnoticed.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    prefix: &str,
+    ancestors: &mut Vec<PathBuf>,
+    out: &mut Vec<String>,
+) -> Result<(), DataError> {
     for entry in sorted_dir(dir)? {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         let rel = format!("{prefix}/{name}");
+        let is_link = entry
+            .file_type()
+            .map_err(|e| DataError::io(&path, e))?
+            .is_symlink();
+        if is_link {
+            check_link(root, &path)?;
+        }
         if path.is_dir() {
-            walk(&path, &rel, out)?;
+            let real = std::fs::canonicalize(&path).map_err(|e| DataError::io(&path, e))?;
+            if let Some(loop_start) = ancestors.iter().find(|a| **a == real) {
+                return Err(DataError::BadFile {
+                    path,
+                    message: format!(
+                        "symbolic link loop: it leads back to {}; remove the link",
+                        loop_start.display()
+                    ),
+                });
+            }
+            ancestors.push(real);
+            walk(root, &path, &rel, ancestors, out)?;
+            ancestors.pop();
         } else if is_image(&path) {
             out.push(rel);
         }
@@ -40,9 +69,29 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<(), DataError
     Ok(())
 }
 
+/// Refuses a symbolic link whose target is missing or lies outside the real `root`.
+pub(crate) fn check_link(root: &Path, link: &Path) -> Result<(), DataError> {
+    let target = std::fs::canonicalize(link).map_err(|e| DataError::BadFile {
+        path: link.to_path_buf(),
+        message: format!("symbolic link cannot be followed ({e}); remove it or fix its target"),
+    })?;
+    if target.starts_with(root) {
+        return Ok(());
+    }
+    Err(DataError::BadFile {
+        path: link.to_path_buf(),
+        message: format!(
+            "symbolic link leads outside the data set root, to {}; copy the files into the root, \
+             or point `root` at the folder that holds them",
+            target.display()
+        ),
+    })
+}
+
 /// Lists an ImageFolder tree at `root`.
 pub fn image_folder(root: &Path) -> Result<Listing, DataError> {
     require_root("imagefolder", root, HINT)?;
+    let real_root = std::fs::canonicalize(root).map_err(|e| DataError::io(root, e))?;
     let mut listing = Listing::default();
     let mut label = 0;
     for entry in sorted_dir(root)? {
@@ -50,9 +99,19 @@ pub fn image_folder(root: &Path) -> Result<Listing, DataError> {
         if !path.is_dir() {
             continue;
         }
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            check_link(&real_root, &path)?;
+        }
         let class = entry.file_name().to_string_lossy().into_owned();
         let mut files = Vec::new();
-        walk(&path, &class, &mut files)?;
+        let real = std::fs::canonicalize(&path).map_err(|e| DataError::io(&path, e))?;
+        walk(
+            &real_root,
+            &path,
+            &class,
+            &mut vec![real_root.clone(), real],
+            &mut files,
+        )?;
         if files.is_empty() {
             return Err(DataError::BadFile {
                 path,
@@ -75,4 +134,41 @@ pub fn image_folder(root: &Path) -> Result<Listing, DataError> {
         });
     }
     Ok(listing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("root/a/sub")).unwrap();
+        std::fs::write(dir.path().join("root/a/x.png"), b"x").unwrap();
+        dir
+    }
+
+    #[test]
+    fn issue11_symlink_loops_in_an_image_folder_are_errors_not_hangs() {
+        let dir = tree();
+        let root = dir.path().join("root");
+        symlink(root.join("a"), root.join("a/sub/back")).unwrap();
+        symlink(&root, root.join("a/sub/up")).unwrap();
+        let err = image_folder(&root).unwrap_err().to_string();
+        assert!(err.contains("loop"), "{err}");
+    }
+
+    #[test]
+    fn issue11_links_leaving_the_data_root_are_refused() {
+        let dir = tree();
+        let root = dir.path().join("root");
+        std::fs::write(dir.path().join("secret.png"), b"s").unwrap();
+        symlink(dir.path().join("secret.png"), root.join("a/leak.png")).unwrap();
+        let err = image_folder(&root).unwrap_err().to_string();
+        assert!(err.contains("outside the data set root"), "{err}");
+        // A link that stays inside the root is fine.
+        std::fs::remove_file(root.join("a/leak.png")).unwrap();
+        symlink(root.join("a/x.png"), root.join("a/sub/y.png")).unwrap();
+        assert_eq!(image_folder(&root).unwrap().entries.len(), 2);
+    }
 }

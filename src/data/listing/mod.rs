@@ -116,8 +116,25 @@ pub(crate) fn require_images(
     entries: &[Entry],
     listed_in: &str,
 ) -> Result<(), DataError> {
+    let real_root = std::fs::canonicalize(root).map_err(|e| DataError::io(root, e))?;
     for e in entries {
         let path: PathBuf = root.join(&e.id);
+        let climbs = Path::new(&e.id)
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)));
+        if climbs {
+            return Err(DataError::BadFile {
+                path,
+                message: format!(
+                    "listed in {listed_in} with a path that leaves the data set root; \
+                     image paths must be relative, without `..`"
+                ),
+            });
+        }
+        if path.is_file() && !std::fs::canonicalize(&path).is_ok_and(|p| p.starts_with(&real_root))
+        {
+            image_folder::check_link(&real_root, &path)?;
+        }
         if !path.is_file() {
             return Err(DataError::Missing {
                 dataset,

@@ -1,0 +1,443 @@
+//! The action cache: which keys have results, their outputs and metrics, the objects they
+//! reference, the per-stage history `why` diffs against, and the queries `show`, `status`,
+//! `cache gc` and `cache verify` need.
+//!
+//! Freshness rule: a key is a hit only when its row in `runs` has status `ok`; that row is
+//! written in the same transaction as its `outputs` and `metrics`, after every output object
+//! is already in the object store. A crash before the commit leaves no trace but unreferenced
+//! objects, which `cache gc` removes.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+
+use super::objects::{check_relative_path, is_digest};
+use super::store::{Index, IndexError};
+
+/// One output of a recorded run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OutputRef {
+    /// Content digest (of the manifest, for a directory).
+    pub digest: String,
+    /// Whether it is a directory output.
+    pub is_dir: bool,
+}
+
+/// A recorded successful run.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// The stage key (hex).
+    pub key: String,
+    /// The stage's name when it ran.
+    pub stage: String,
+    /// Its kind.
+    pub kind: String,
+    /// The pipeline's name.
+    pub pipeline: String,
+    /// The sweep binding (JSON).
+    pub binding: String,
+    /// The canonical key JSON (for `why`).
+    pub key_json: String,
+    /// Seconds since the epoch.
+    pub started: f64,
+    /// Seconds since the epoch.
+    pub finished: f64,
+    /// Wall-clock seconds.
+    pub duration: f64,
+    /// Where it ran (`cpu`, `cuda:0`).
+    pub device: String,
+    /// Output name -> object.
+    pub outputs: BTreeMap<String, OutputRef>,
+    /// Metric name -> value.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// One line of `asymflow status`'s recent runs.
+#[derive(Debug, Clone)]
+pub struct RecentRun {
+    /// The key.
+    pub key: String,
+    /// The stage.
+    pub stage: String,
+    /// The pipeline.
+    pub pipeline: String,
+    /// `ok` or `failed`.
+    pub status: String,
+    /// Seconds it ran.
+    pub duration: f64,
+}
+
+/// Checks a recorded output before anyone joins its name to a folder or its digest to the
+/// store: the name is one safe path part, the digest 64 lowercase hex characters.
+pub fn check_output(key: &str, name: &str, output: &OutputRef) -> Result<(), IndexError> {
+    let unsafe_because = |what: String| IndexError::Unsafe {
+        key: key.chars().take(64).collect(),
+        what,
+    };
+    if name.contains('/') || check_relative_path(name, "an output name").is_err() {
+        return Err(unsafe_because(format!(
+            "the output name `{}`, which is not one plain file name",
+            name.chars().take(100).collect::<String>()
+        )));
+    }
+    if !is_digest(&output.digest) {
+        return Err(unsafe_because(format!(
+            "`{}` as the digest of output `{name}`",
+            output.digest.chars().take(100).collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
+impl Index {
+    /// The successful run recorded for `key`, with its outputs and metrics.
+    pub fn lookup(&self, key: &str) -> Result<Option<RunRecord>, IndexError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT stage, kind, pipeline, binding, key_json, started, finished, duration, device
+                 FROM runs WHERE key = ?1 AND status = 'ok'",
+                [key],
+                |r| {
+                    Ok(RunRecord {
+                        key: key.to_string(),
+                        stage: r.get(0)?,
+                        kind: r.get(1)?,
+                        pipeline: r.get(2)?,
+                        binding: r.get(3)?,
+                        key_json: r.get(4)?,
+                        started: r.get(5)?,
+                        finished: r.get(6)?,
+                        duration: r.get(7)?,
+                        device: r.get(8)?,
+                        outputs: BTreeMap::new(),
+                        metrics: BTreeMap::new(),
+                    })
+                },
+            )
+            .optional()?;
+        let Some(mut record) = row else {
+            return Ok(None);
+        };
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name, digest, is_dir FROM outputs WHERE key = ?1")?;
+        for row in stmt.query_map([key], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                OutputRef {
+                    digest: r.get(1)?,
+                    is_dir: r.get(2)?,
+                },
+            ))
+        })? {
+            let (name, output) = row?;
+            check_output(key, &name, &output)?;
+            record.outputs.insert(name, output);
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name, value FROM metrics WHERE key = ?1")?;
+        for row in stmt.query_map([key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))? {
+            let (name, value) = row?;
+            record.metrics.insert(name, value);
+        }
+        Ok(Some(record))
+    }
+
+    /// The canonical key JSON of `key`'s last run, successful or not.
+    pub fn key_json(&self, key: &str) -> Result<Option<String>, IndexError> {
+        Ok(self
+            .conn
+            .query_row("SELECT key_json FROM runs WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
+    /// Records a successful run, its outputs, metrics and object sizes, and the stage history,
+    /// in one transaction. Every object must already be in the store.
+    pub fn record_success(
+        &mut self,
+        run: &RunRecord,
+        object_sizes: &[(String, u64)],
+    ) -> Result<(), IndexError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM outputs WHERE key = ?1", [&run.key])?;
+        tx.execute("DELETE FROM metrics WHERE key = ?1", [&run.key])?;
+        tx.execute(
+            "INSERT OR REPLACE INTO runs
+             (key, stage, kind, pipeline, binding, key_json, status, started, finished, duration, device, error)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'ok', ?7, ?8, ?9, ?10, NULL)",
+            params![
+                run.key, run.stage, run.kind, run.pipeline, run.binding, run.key_json,
+                run.started, run.finished, run.duration, run.device
+            ],
+        )?;
+        for (name, output) in &run.outputs {
+            tx.execute(
+                "INSERT INTO outputs (key, name, digest, is_dir) VALUES (?1, ?2, ?3, ?4)",
+                params![run.key, name, output.digest, output.is_dir],
+            )?;
+        }
+        for (name, value) in &run.metrics {
+            tx.execute(
+                "INSERT INTO metrics (key, name, value) VALUES (?1, ?2, ?3)",
+                params![run.key, name, value],
+            )?;
+        }
+        for (digest, size) in object_sizes {
+            tx.execute(
+                "INSERT INTO objects (digest, size, last_used) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(digest) DO UPDATE SET last_used = excluded.last_used",
+                params![digest, *size as i64, run.finished],
+            )?;
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO history (pipeline, stage, binding, key, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![run.pipeline, run.stage, run.binding, run.key, run.finished],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records a failed run (never a cache hit; kept for `show` and `status`).
+    pub fn record_failure(&mut self, run: &RunRecord, error: &str) -> Result<(), IndexError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let has_ok: bool = tx
+            .query_row(
+                "SELECT 1 FROM runs WHERE key = ?1 AND status = 'ok'",
+                [&run.key],
+                |_| Ok(true),
+            )
+            .optional()?
+            .unwrap_or(false);
+        if !has_ok {
+            tx.execute(
+                "INSERT OR REPLACE INTO runs
+                 (key, stage, kind, pipeline, binding, key_json, status, started, finished, duration, device, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'failed', ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    run.key, run.stage, run.kind, run.pipeline, run.binding, run.key_json,
+                    run.started, run.finished, run.duration, run.device, error
+                ],
+            )?;
+            tx.execute(
+                "INSERT OR REPLACE INTO history (pipeline, stage, binding, key, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run.pipeline, run.stage, run.binding, run.key, run.finished],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Forgets `key`'s result (after one of its objects was found corrupt or missing).
+    pub fn forget(&mut self, key: &str) -> Result<(), IndexError> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM runs WHERE key = ?1", [key])?;
+        tx.execute("DELETE FROM outputs WHERE key = ?1", [key])?;
+        tx.execute("DELETE FROM metrics WHERE key = ?1", [key])?;
+        tx.execute("DELETE FROM provenance WHERE key = ?1", [key])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The key the named stage instance last ran (or failed) with in `pipeline`.
+    pub fn last_key(
+        &self,
+        pipeline: &str,
+        stage: &str,
+        binding: &str,
+    ) -> Result<Option<String>, IndexError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT key FROM history WHERE pipeline = ?1 AND stage = ?2 AND binding = ?3",
+                params![pipeline, stage, binding],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Keys whose hex starts with `prefix`, with their stage names (for `show KEY`).
+    pub fn keys_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, IndexError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, stage FROM runs WHERE substr(key, 1, length(?1)) = ?1")?;
+        let rows = stmt.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The error text of a failed run.
+    pub fn failure(&self, key: &str) -> Result<Option<String>, IndexError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT error FROM runs WHERE key = ?1 AND status = 'failed'",
+                [key],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// Every digest a recorded run references (manifests and, through them, their files are
+    /// resolved by the caller).
+    pub fn referenced_outputs(&self) -> Result<Vec<OutputRef>, IndexError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT o.digest, o.is_dir FROM outputs o JOIN runs r ON r.key = o.key WHERE r.status = 'ok'",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(OutputRef {
+                digest: r.get(0)?,
+                is_dir: r.get(1)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every output row of every successful run, unchecked: (key, output name, output), for
+    /// `cache verify`, which checks each of them.
+    pub fn recorded_outputs(&self) -> Result<Vec<(String, String, OutputRef)>, IndexError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT o.key, o.name, o.digest, o.is_dir FROM outputs o JOIN runs r ON r.key = o.key
+             WHERE r.status = 'ok' ORDER BY o.key, o.name",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                OutputRef {
+                    digest: r.get(2)?,
+                    is_dir: r.get(3)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Keys of successful runs that finished before `cutoff` (seconds since the epoch).
+    pub fn runs_finished_before(&self, cutoff: f64) -> Result<Vec<String>, IndexError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key FROM runs WHERE finished < ?1")?;
+        let rows = stmt.query_map([cutoff], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Drops `digest` from the objects table.
+    pub fn forget_object(&self, digest: &str) -> Result<(), IndexError> {
+        self.conn
+            .execute("DELETE FROM objects WHERE digest = ?1", [digest])?;
+        Ok(())
+    }
+
+    /// Keys of successful runs that reference `digest` directly.
+    pub fn runs_referencing(&self, digest: &str) -> Result<Vec<String>, IndexError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT key FROM outputs WHERE digest = ?1")?;
+        let rows = stmt.query_map([digest], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// (successful runs, failed runs, live leases, objects, total object bytes).
+    pub fn summary(&self) -> Result<(i64, i64, i64, i64, i64), IndexError> {
+        let ok = self
+            .conn
+            .query_row("SELECT count(*) FROM runs WHERE status = 'ok'", [], |r| {
+                r.get(0)
+            })?;
+        let failed = self.conn.query_row(
+            "SELECT count(*) FROM runs WHERE status = 'failed'",
+            [],
+            |r| r.get(0),
+        )?;
+        let leases = self
+            .conn
+            .query_row("SELECT count(*) FROM leases", [], |r| r.get(0))?;
+        let (objects, bytes) = self.conn.query_row(
+            "SELECT count(*), coalesce(sum(size), 0) FROM objects",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok((ok, failed, leases, objects, bytes))
+    }
+
+    /// The most recent runs, newest first.
+    pub fn recent_runs(&self, limit: usize) -> Result<Vec<RecentRun>, IndexError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT key, stage, pipeline, status, finished, duration FROM runs ORDER BY finished DESC LIMIT ?1",
+        )?;
+        let rows = stmt.query_map([limit as i64], |r| {
+            Ok(RecentRun {
+                key: r.get(0)?,
+                stage: r.get(1)?,
+                pipeline: r.get(2)?,
+                status: r.get(3)?,
+                duration: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(key: &str) -> RunRecord {
+        RunRecord {
+            key: key.into(),
+            stage: "teacher".into(),
+            kind: "train-teacher".into(),
+            pipeline: "p".into(),
+            binding: "{}".into(),
+            key_json: "{}".into(),
+            started: 1.0,
+            finished: 2.0,
+            duration: 1.0,
+            device: "cpu".into(),
+            outputs: BTreeMap::from([(
+                "model".into(),
+                OutputRef {
+                    digest: "ab".repeat(32),
+                    is_dir: false,
+                },
+            )]),
+            metrics: BTreeMap::from([("loss".into(), 0.5)]),
+        }
+    }
+
+    #[test]
+    fn migrations_apply_once_and_records_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = Index::open(dir.path()).unwrap();
+        assert!(index.lookup("k").unwrap().is_none());
+        index
+            .record_success(&record("k"), &[("ab".repeat(32), 3)])
+            .unwrap();
+        drop(index);
+        let index = Index::open(dir.path()).unwrap();
+        let back = index.lookup("k").unwrap().unwrap();
+        assert_eq!(back.metrics["loss"], 0.5);
+        assert_eq!(back.outputs["model"].digest, "ab".repeat(32));
+        assert_eq!(
+            index.last_key("p", "teacher", "{}").unwrap().as_deref(),
+            Some("k")
+        );
+    }
+
+    #[test]
+    fn a_failure_is_never_a_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = Index::open(dir.path()).unwrap();
+        index.record_failure(&record("k"), "boom").unwrap();
+        assert!(index.lookup("k").unwrap().is_none());
+        assert_eq!(index.failure("k").unwrap().as_deref(), Some("boom"));
+    }
+}
