@@ -3,12 +3,12 @@
 //!
 //! Modelled on Bazel's action cache + content-addressed store: [`key`] says what a result
 //! depends on, [`store`] maps keys to output digests and metrics, [`objects`] holds the bytes,
-//! [`why`] diffs keys so a user sees what changed. A shared remote holding the same two things
-//! (action cache and objects) is the planned next step; nothing here assumes a local disk
-//! beyond `Cache::dir`.
+//! [`why`] diffs keys so a user sees what changed. [`remote`] holds the same two things
+//! (action cache and objects) on a shared folder or S3, verified on every download.
 
 pub mod key;
 pub mod objects;
+pub mod remote;
 pub mod store;
 pub mod why;
 
