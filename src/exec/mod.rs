@@ -5,6 +5,7 @@
 //! - [`scheduler`]: the ready queue, worker pool, device slots, leases, Ctrl-C.
 //! - [`local`]: runs one instance in this process.
 //! - [`progress`]: progress bars.
+//! - [`resolve`]: a pipeline's keys from records, for moving results between caches.
 //!
 //! Submitting instances to a cluster scheduler (`asymflow exec --key K` under Slurm) is the
 //! planned next executor beside [`local`]; it needs only a job's key, since inputs and results
@@ -15,7 +16,8 @@ pub mod local;
 pub mod plan_status;
 pub mod progress;
 pub mod publish;
+pub mod resolve;
 pub mod scheduler;
 
-pub use plan_status::{plan_status, PlannedInstance};
+pub use plan_status::{plan_status, plan_status_with, PlannedInstance};
 pub use scheduler::{run, InstanceOutcome, RunOptions, RunSummary, Status};
