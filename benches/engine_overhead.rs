@@ -50,6 +50,7 @@ fn run_once(path: &Path, registry: &Arc<Registry>, cache: &Cache) -> (Duration, 
         jobs: 2,
         keep_going: false,
         progress: false,
+        remote: None,
     };
     let summary = asymflow::exec::run(
         &plan,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::freshness::{dirty_reasons, fingerprint, instance_key, outputs_present};
+use crate::cache::remote::Remote;
 use crate::cache::{Cache, IndexHasher, RunRecord};
 use crate::graph::Plan;
 use crate::kind::Registry;
@@ -18,7 +19,7 @@ pub struct PlannedInstance {
     pub binding: BTreeMap<String, serde_json::Value>,
     /// The key, when its inputs are known.
     pub key: Option<String>,
-    /// `cached` or `to-run`.
+    /// `cached`, `on-remote` (the team's remote holds it; `run` pulls it) or `to-run`.
     pub status: &'static str,
     /// Why it runs (empty when cached).
     pub reason: String,
@@ -32,6 +33,17 @@ pub fn plan_status(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,
+) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
+    plan_status_with(plan, registry, cache, None)
+}
+
+/// [`plan_status`], also asking `remote` about each local miss: a valid record there is
+/// `on-remote`, and its outputs key the instances downstream.
+pub fn plan_status_with(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    remote: Option<&Remote>,
 ) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
     let index = cache.index()?;
     let hasher = IndexHasher::new(cache.index()?);
@@ -86,13 +98,27 @@ pub fn plan_status(
                                 record: Some(record),
                             }
                         }
-                        _ => PlannedInstance {
-                            stage: inst.stage.clone(),
-                            binding: inst.binding.clone(),
-                            reason: dirty_reasons(&index, cache, pipeline, inst, &key).join("; "),
-                            key: Some(digest),
-                            status: "to-run",
-                            record: None,
+                        _ => match remote.and_then(|r| r.lookup(&digest).ok().flatten()) {
+                            Some(record) => {
+                                records[i] = Some(record);
+                                PlannedInstance {
+                                    stage: inst.stage.clone(),
+                                    binding: inst.binding.clone(),
+                                    key: Some(digest),
+                                    status: "on-remote",
+                                    reason: "on the team's remote: `run` pulls it".into(),
+                                    record: None,
+                                }
+                            }
+                            None => PlannedInstance {
+                                stage: inst.stage.clone(),
+                                binding: inst.binding.clone(),
+                                reason: dirty_reasons(&index, cache, pipeline, inst, &key)
+                                    .join("; "),
+                                key: Some(digest),
+                                status: "to-run",
+                                record: None,
+                            },
                         },
                     }
                 }

@@ -37,6 +37,9 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// Show progress bars (off for `--json` and when stderr is not a terminal).
     pub progress: bool,
+    /// The team's remote cache: local misses are pulled from it (verified), and what runs is
+    /// pushed to it when it says so. `None` with `--offline` or without a remote.
+    pub remote: Option<Arc<crate::cache::remote::Remote>>,
 }
 
 /// What happened to one instance.
@@ -232,6 +235,16 @@ pub fn run(
                     progress.inc();
                 }
                 _ => {
+                    if let Some(record) = options
+                        .remote
+                        .as_ref()
+                        .and_then(|r| r.read_through(cache, &digest, &|m| progress.println(m)))
+                    {
+                        progress.println(&format!("pulled  {} from the remote", inst.label()));
+                        states[i] = State::Done { record, ran: None };
+                        progress.inc();
+                        continue;
+                    }
                     let reasons = dirty_reasons(&index, cache, &pipeline, inst, &key);
                     states[i] = State::Ready {
                         key,
@@ -387,6 +400,9 @@ pub fn run(
             Ok(record) => {
                 index.record_success(&record, &object_sizes(&record, cache))?;
                 index.release(&digest, &owner)?;
+                if let Some(remote) = options.remote.as_ref().filter(|r| r.push_after_run()) {
+                    remote.push_after(cache, &record, &|m| progress.println(m));
+                }
                 progress.println(&format!(
                     "ran     {label} in {:.1}s ({})",
                     started.elapsed().as_secs_f64(),
