@@ -3,8 +3,13 @@
 mod cache_cmd;
 mod common;
 mod data_cmd;
+mod export;
+mod import;
 mod kinds;
 mod plan;
+mod pull;
+mod push;
+mod remote;
 mod report_cmd;
 mod run;
 mod show;
@@ -76,6 +81,17 @@ pub enum Command {
     /// Look at data sets.
     #[command(subcommand)]
     Data(DataCommand),
+    /// The team's remote cache (`remote` in asymflow.toml or ASYMFLOW_REMOTE).
+    #[command(subcommand)]
+    Remote(remote::RemoteCommand),
+    /// Publish a pipeline's local results to the team's remote.
+    Push(PipelineArgs),
+    /// Fetch what a pipeline's instances need from the team's remote, verified.
+    Pull(pull::PullArgs),
+    /// Copy results out: a bundle (`-o results.tar`) or one stage's outputs into a folder.
+    Export(export::ExportArgs),
+    /// Import a bundle written by `export -o`, verifying every record and object.
+    Import(import::ImportArgs),
 }
 
 /// `asymflow data ...`.
@@ -163,6 +179,13 @@ pub struct RunArgs {
     /// Keep running every branch that does not depend on a failed stage.
     #[arg(long)]
     pub keep_going: bool,
+    /// Do not use the team's remote cache (no pulls, no pushes).
+    #[arg(long, conflicts_with = "require_remote")]
+    pub offline: bool,
+    /// Fail when the team's remote cache is not configured or does not answer (instead of a
+    /// warning and computing locally).
+    #[arg(long)]
+    pub require_remote: bool,
 }
 
 fn default_jobs() -> usize {
@@ -215,6 +238,11 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             older_than,
             cache,
         }) => cache_cmd::gc(cache, dry_run, older_than),
+        Command::Remote(command) => remote::dispatch(command),
+        Command::Push(args) => push::push(args),
+        Command::Pull(args) => pull::pull(args),
+        Command::Export(args) => export::export(args),
+        Command::Import(args) => import::import(args),
     }
 }
 

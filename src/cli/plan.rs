@@ -4,14 +4,15 @@ use std::process::ExitCode;
 
 use super::common::{cache_for, label, load_plan, print_json, registry};
 use super::PipelineArgs;
-use crate::exec::plan_status;
+use crate::exec::plan_status_with;
 
 /// Prints the plan.
 pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
     let cache = cache_for(&args.cache, &plan.spec().project_dir);
-    let planned = plan_status(&plan, &registry, &cache)?;
+    let remote = super::remote::remote_for(&plan.spec().project_dir, false, false)?;
+    let planned = plan_status_with(&plan, &registry, &cache, remote.as_deref())?;
     if args.json {
         print_json(&serde_json::json!({ "pipeline": plan.spec().name, "instances": planned }))?;
         return Ok(ExitCode::SUCCESS);
@@ -25,15 +26,19 @@ pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
         let name = label(&p.stage, &p.binding);
         if p.status == "cached" {
             println!("cached  {name}");
+        } else if p.status == "on-remote" {
+            println!("remote  {name:width$}  on the team's remote (run pulls it)");
         } else {
             println!("to-run  {name:width$}  {}", p.reason);
         }
     }
-    let cached = planned.iter().filter(|p| p.status == "cached").count();
+    let count = |status: &str| planned.iter().filter(|p| p.status == status).count();
     println!(
-        "\n{} instances: {cached} cached, {} to run",
+        "\n{} instances: {} cached, {} on remote, {} to run",
         planned.len(),
-        planned.len() - cached
+        count("cached"),
+        count("on-remote"),
+        count("to-run")
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         jobs: args.jobs,
         keep_going: args.keep_going,
         progress: !args.pipeline.json,
+        remote: super::remote::remote_for(
+            &plan.spec().project_dir,
+            args.offline,
+            args.require_remote,
+        )?,
     };
     let clock = std::time::Instant::now();
     let summary = exec::run(&plan, &registry, &cache, &options, &cancel)?;
