@@ -138,4 +138,3 @@ impl Registry {
         self.kinds.iter().map(|k| k.kind()).collect()
     }
 }
-

@@ -74,6 +74,8 @@ impl Backend {
                     .host_str()
                     .filter(|b| !b.is_empty())
                     .ok_or_else(|| bad("no bucket: write s3://bucket/prefix".into()))?;
+                // TLS through ring (see Cargo.toml); an error means a provider is installed.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let mut builder =
                     object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
                 builder = super::credentials::apply_profile(builder);
@@ -93,7 +95,8 @@ impl Backend {
                     builder = builder
                         .with_endpoint(endpoint)
                         .with_virtual_hosted_style_request(false);
-                    client = client.with_allow_http(endpoint.starts_with("http://"));
+                    let env_allows = std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v == "true");
+                    client = client.with_allow_http(endpoint.starts_with("http://") || env_allows);
                 }
                 builder =
                     builder

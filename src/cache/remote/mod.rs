@@ -147,7 +147,7 @@ impl RemoteError {
         } else {
             "check `remote` in asymflow.toml (or ASYMFLOW_REMOTE); pass --offline to work without it"
         };
-        let problem: String = chain.chars().take(400).collect();
+        let problem = concise(&chain, &e);
         RemoteError::Unavailable {
             url: url.into(),
             what: what.into(),
@@ -156,6 +156,30 @@ impl RemoteError {
             fix,
         }
     }
+}
+
+/// The part of a store error a person needs: the S3 error code and message when the server
+/// sent one, else the innermost cause (`Connection refused`).
+fn concise(chain: &str, e: &object_store::Error) -> String {
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = chain.find(&open)? + open.len();
+        let end = chain[start..].find("</")? + start;
+        Some(chain[start..end].to_string())
+    };
+    if let Some(code) = tag("Code") {
+        return match tag("Message") {
+            Some(message) => format!("{code}: {message}"),
+            None => code,
+        };
+    }
+    let mut innermost = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        innermost = s.to_string();
+        source = s.source();
+    }
+    innermost.chars().take(300).collect()
 }
 
 impl From<crate::cache::IndexError> for RemoteError {
@@ -261,9 +285,10 @@ impl Remote {
         })
     }
 
-    /// Checks that the remote answers (a cheap listing of the records).
+    /// Checks that the remote answers, with these credentials, and the bucket exists.
     pub fn probe(&self) -> Result<(), RemoteError> {
-        self.backend.size("ac/probe").map(|_| ())
+        // A listing, not a HEAD: S3 answers a HEAD in a missing bucket with a plain 404.
+        self.backend.list("probe").map(|_| ())
     }
 
     /// Every stage key the remote holds a record for.
