@@ -11,6 +11,7 @@ mod data_loaders;
 mod data_split;
 mod freshness;
 mod raml;
+mod remote;
 mod report;
 mod report_freshness;
 mod report_templates;
