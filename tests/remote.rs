@@ -434,7 +434,7 @@ fn remote_a_flipped_byte_is_detected_quarantined_and_recomputed() {
             .is_file());
         assert_eq!(
             remote.list("quarantine"),
-            [digest.clone()],
+            std::slice::from_ref(&digest),
             "{}",
             remote.name()
         );

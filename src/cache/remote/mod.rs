@@ -133,7 +133,7 @@ impl RemoteError {
         ) || lower.contains("invalidaccesskeyid")
             || lower.contains("signaturedoesnotmatch")
             || lower.contains("accessdenied")
-            || lower.contains("403")
+            || lower.contains("403 forbidden")
         {
             "check the credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE and ~/.aws/credentials"
         } else if lower.contains("nosuchbucket") || lower.contains("bucket does not exist") {
