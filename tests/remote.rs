@@ -731,3 +731,72 @@ fn remote_pull_fetches_what_a_pipeline_needs_and_status_shows_it() {
         assert!(stderr.contains("pulled 4 records"), "{stderr}");
     }
 }
+
+/// A result with one large output (over the multipart threshold) in a fresh local cache.
+fn large_result(dir: &Path) -> (asymflow::cache::Cache, asymflow::cache::RunRecord, Vec<u8>) {
+    let cache = asymflow::cache::Cache::new(dir);
+    let mut content = vec![0u8; (17 << 20) + 5];
+    for (i, b) in content.iter_mut().enumerate() {
+        *b = (i as u64).wrapping_mul(2_654_435_761).rotate_right(13) as u8;
+    }
+    let (digest, size) = cache.objects().put_bytes(&content).unwrap();
+    let key_json = "{\"test\":\"large\"}".to_string();
+    let run = asymflow::cache::RunRecord {
+        key: blake3::hash(key_json.as_bytes()).to_hex().to_string(),
+        stage: "teacher".into(),
+        kind: "test-echo".into(),
+        pipeline: "large".into(),
+        binding: "{}".into(),
+        key_json,
+        started: 1.0,
+        finished: 2.0,
+        duration: 1.0,
+        device: "cpu".into(),
+        outputs: [(
+            "model.safetensors".to_string(),
+            asymflow::cache::OutputRef {
+                digest: digest.clone(),
+                is_dir: false,
+            },
+        )]
+        .into(),
+        metrics: Default::default(),
+    };
+    cache
+        .index()
+        .unwrap()
+        .record_success(&run, &[(digest, size)])
+        .unwrap();
+    (cache, run, content)
+}
+
+#[test]
+fn remote_a_large_blob_goes_up_in_parts_and_comes_back_verified() {
+    for remote in TeamRemote::all("remote_a_large_blob") {
+        let dir = tempfile::tempdir().unwrap();
+        let user = User::new(&remote, false);
+        let config = asymflow::config::ProjectConfig::load(user.path()).unwrap();
+        let r = asymflow::cache::remote::Remote::from_config(&config)
+            .unwrap()
+            .unwrap();
+        let (cache, run, content) = large_result(&dir.path().join("a"));
+        let stats = r.push(&cache, &run).unwrap();
+        assert!(
+            stats.created && stats.blobs == 1,
+            "{}: {stats:?}",
+            remote.name()
+        );
+        assert_eq!(stats.bytes, content.len() as u64);
+        // A second push finds it there.
+        assert!(!r.push(&cache, &run).unwrap().created);
+        let digest = &run.outputs["model.safetensors"].digest;
+        assert_eq!(remote.get(&format!("cas/{digest}")).unwrap(), content);
+
+        let fresh = asymflow::cache::Cache::new(&dir.path().join("b"));
+        let fetched = r.fetch(&fresh, &run.key, None).unwrap().unwrap();
+        assert_eq!(fetched.bytes, content.len() as u64);
+        let path = fresh.objects().open_verified(digest).unwrap();
+        assert_eq!(std::fs::read(path).unwrap(), content);
+        assert!(fresh.index().unwrap().lookup(&run.key).unwrap().is_some());
+    }
+}
