@@ -9,8 +9,8 @@
 //! so its bytes are synthesised): 9 model records with an 8 MiB checkpoint, 18 embedding
 //! records with 2 MiB of embeddings, each with a small log and metrics file (about 110 MB in
 //! 108 objects). A second set of 300 records of one 1 KiB object each measures the per-object
-//! overhead. asymflow hashes every byte while it streams and writes it to the object store;
-//! DVC's pull (as configured by default) trusts the remote.
+//! overhead. `asymflow pull` downloads 8 at a time (as here) and hashes every byte while it streams and writes it to the object store;
+//! DVC's pull (default settings: its own parallel jobs) trusts the remote.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -109,8 +109,8 @@ fn push_then_pull(remote: &Remote, src: &Cache, keys: &[String]) -> (Duration, u
     let dest = Cache::new(dest_dir.path());
     let clock = Instant::now();
     let (mut bytes, mut objects) = (0u64, 0usize);
-    for key in keys {
-        let fetched = remote.fetch(&dest, key, None).unwrap().expect("pushed");
+    for fetched in remote.fetch_many(&dest, keys, 8, None) {
+        let fetched = fetched.unwrap().expect("pushed");
         bytes += fetched.bytes;
         objects += fetched.blobs;
     }

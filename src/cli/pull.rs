@@ -9,8 +9,7 @@ use clap::Args;
 
 use super::common::{cache_for, load_plan, print_json, registry};
 use super::{CacheArgs, OverrideArgs, PipelineArgs};
-use crate::cache::remote::{Fetched, Remote, RemoteError};
-use crate::cache::Cache;
+use crate::cache::remote::{Fetched, RemoteError};
 use crate::exec::resolve::walk;
 
 /// `asymflow pull`.
@@ -43,41 +42,37 @@ struct Tally {
 }
 
 impl Tally {
-    fn fetch(
+    /// Counts the outcome of fetching `label`; a rejected record is a warning, a broken remote
+    /// an error.
+    fn absorb(
         &mut self,
-        remote: &Remote,
-        cache: &Cache,
         label: &str,
-        key: &str,
+        result: Result<Option<Fetched>, RemoteError>,
         bar: &indicatif::ProgressBar,
-    ) -> Result<Option<Fetched>, RemoteError> {
-        bar.set_message(label.to_string());
-        match remote.fetch(cache, key, Some(bar)) {
+    ) -> Result<(), RemoteError> {
+        let status = match result {
             Ok(Some(f)) => {
                 self.pulled += 1;
                 self.blobs += f.blobs;
                 self.bytes += f.bytes;
-                self.lines
-                    .push(serde_json::json!({ "instance": label, "status": "pulled" }));
-                Ok(Some(f))
+                "pulled".to_string()
             }
-            Ok(None) => {
-                self.lines
-                    .push(serde_json::json!({ "instance": label, "status": "not on remote" }));
-                Ok(None)
-            }
+            Ok(None) => "not on remote".to_string(),
             Err(e) if e.is_miss() => {
                 self.rejected += 1;
                 bar.suspend(|| eprintln!("warning: {e}"));
-                self.lines.push(
-                    serde_json::json!({ "instance": label, "status": format!("rejected: {e}") }),
-                );
-                Ok(None)
+                format!("rejected: {e}")
             }
-            Err(e) => Err(e),
-        }
+            Err(e) => return Err(e),
+        };
+        self.lines
+            .push(serde_json::json!({ "instance": label, "status": status }));
+        Ok(())
     }
 }
+
+/// Downloads at once (they mostly wait on the network).
+const PARALLEL: usize = 8;
 
 fn bytes_bar(hidden: bool) -> indicatif::ProgressBar {
     if hidden {
@@ -112,19 +107,37 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
             let cache = cache_for(&args.cache, &plan.spec().project_dir);
             let remote = super::remote::required_remote(&plan.spec().project_dir)?;
             url = remote.url().to_string();
+            // Keys come from records (local, or the remote's without their blobs), in plan
+            // order; then every blob the local cache lacks comes down, side by side.
+            let mut wanted: Vec<(String, String)> = Vec::new();
             let walked = walk(&plan, &registry, &cache, |inst, key, local| {
                 if local.is_some() {
                     tally
                         .lines
                         .push(serde_json::json!({ "instance": inst.label(), "status": "local" }));
-                    return Ok(local);
+                    return Ok::<_, RemoteError>(local);
                 }
-                Ok::<_, anyhow::Error>(
-                    tally
-                        .fetch(&remote, &cache, &inst.label(), key, &bar)?
-                        .map(|f| f.record),
-                )
+                match remote.lookup(key) {
+                    Ok(found) => {
+                        if found.is_some() {
+                            wanted.push((inst.label(), key.to_string()));
+                        } else {
+                            tally.lines.push(serde_json::json!({ "instance": inst.label(), "status": "not on remote" }));
+                        }
+                        Ok(found)
+                    }
+                    Err(e) if e.is_miss() => {
+                        tally.absorb(&inst.label(), Err(e), &bar)?;
+                        Ok(None)
+                    }
+                    Err(e) => Err(e),
+                }
             })?;
+            let keys: Vec<String> = wanted.iter().map(|(_, k)| k.clone()).collect();
+            let results = remote.fetch_many(&cache, &keys, PARALLEL, Some(&bar));
+            for ((label, _), result) in wanted.iter().zip(results) {
+                tally.absorb(label, result, &bar)?;
+            }
             for w in walked.iter().filter(|w| w.key.is_none()) {
                 tally.lines.push(serde_json::json!({ "instance": w.label, "status": "an input is not available" }));
             }
@@ -146,11 +159,15 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
             let remote = super::remote::required_remote(&project)?;
             url = remote.url().to_string();
             let index = cache.index()?;
+            let mut keys = Vec::new();
             for key in remote.keys()? {
-                if index.lookup(&key)?.is_some() {
-                    continue;
+                if index.lookup(&key)?.is_none() {
+                    keys.push(key);
                 }
-                tally.fetch(&remote, &cache, &key[..12], &key, &bar)?;
+            }
+            let results = remote.fetch_many(&cache, &keys, PARALLEL, Some(&bar));
+            for (key, result) in keys.iter().zip(results) {
+                tally.absorb(&key[..12], result, &bar)?;
             }
         }
     }

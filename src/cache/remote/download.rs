@@ -80,9 +80,7 @@ fn download_blob(
             quarantined,
         });
     }
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| RemoteError::local(tmp.path(), e))?;
+    // `put_file` fsyncs before it renames into place.
     let path = tmp.into_temp_path();
     let (stored, _) = cache.objects().put_file(&path)?;
     if stored != digest {

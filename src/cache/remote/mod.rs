@@ -347,6 +347,39 @@ impl Remote {
         download::fetch_record(&self.backend, cache, &body, progress).map(Some)
     }
 
+    /// [`Remote::fetch`] of every key in `keys`, `parallel` at a time (downloads are mostly
+    /// waiting on the network, so a pull of many small results needs them side by side).
+    /// The results are in the order of `keys`.
+    pub fn fetch_many(
+        &self,
+        cache: &Cache,
+        keys: &[String],
+        parallel: usize,
+        progress: Option<&indicatif::ProgressBar>,
+    ) -> Vec<Result<Option<Fetched>, RemoteError>> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<Result<Option<Fetched>, RemoteError>>>> =
+            keys.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..parallel.clamp(1, keys.len().max(1)) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(key) = keys.get(i) else { break };
+                    let result = self.fetch(cache, key, progress);
+                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .expect("every key was fetched")
+            })
+            .collect()
+    }
+
     /// Publishes a local record and its blobs: blobs first (create-only), the record last.
     /// Blobs are verified locally before they leave.
     pub fn push(&self, cache: &Cache, run: &RunRecord) -> Result<PushStats, RemoteError> {
