@@ -194,6 +194,9 @@ impl From<crate::cache::ObjectError> for RemoteError {
     }
 }
 
+/// The outcome of fetching one key.
+pub type FetchResult = Result<Option<Fetched>, RemoteError>;
+
 /// What `remote status` reports about the store itself.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RemoteSummary {
@@ -356,9 +359,9 @@ impl Remote {
         keys: &[String],
         parallel: usize,
         progress: Option<&indicatif::ProgressBar>,
-    ) -> Vec<Result<Option<Fetched>, RemoteError>> {
+    ) -> Vec<FetchResult> {
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<Result<Option<Fetched>, RemoteError>>>> =
+        let results: Vec<std::sync::Mutex<Option<FetchResult>>> =
             keys.iter().map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|scope| {
             for _ in 0..parallel.clamp(1, keys.len().max(1)) {
