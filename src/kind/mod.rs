@@ -138,3 +138,4 @@ impl Registry {
         self.kinds.iter().map(|k| k.kind()).collect()
     }
 }
+
