@@ -19,6 +19,7 @@
 
 pub mod cache;
 pub mod cli;
+pub mod config;
 pub mod data;
 pub mod exec;
 pub mod graph;

@@ -14,6 +14,7 @@ mod data_split;
 mod freshness;
 mod raml;
 mod reliability;
+mod remote;
 mod report;
 mod report_freshness;
 mod report_templates;

@@ -5,9 +5,9 @@
 //! depends on; the SQLite index ([`store`]) holds the action cache ([`results`]: keys to
 //! output digests and metrics), the [`leases`] of running work and the file-hash [`memo`];
 //! [`objects`] holds the bytes behind the [`ObjectStore`] trait; [`why`] diffs keys so a user
-//! sees what changed. A shared remote holding the same two things (action cache and objects)
-//! is the planned next step: it is another [`ObjectStore`], and nothing outside `cache/`
-//! builds an object's path.
+//! sees what changed; nothing outside `cache/` builds an object's path. [`remote`] holds the
+//! same two things (action cache and objects) on a shared folder or S3, verified on every
+//! download.
 
 pub mod key;
 pub mod leases;
@@ -15,6 +15,7 @@ pub mod lock;
 pub mod memo;
 pub mod objects;
 pub mod provenance;
+pub mod remote;
 pub mod results;
 pub mod store;
 pub mod why;

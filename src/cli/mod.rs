@@ -5,10 +5,15 @@ mod common;
 mod data_cmd;
 pub mod exit;
 mod failure;
+mod export;
+mod import;
 mod kinds;
 mod metrics;
 mod output;
 mod plan;
+mod pull;
+mod push;
+mod remote;
 mod report_cmd;
 mod run;
 mod show;
@@ -164,6 +169,17 @@ pub enum Command {
         #[arg(long)]
         result: PathBuf,
     },
+    /// The team's remote cache (`remote` in asymflow.toml or ASYMFLOW_REMOTE).
+    #[command(subcommand)]
+    Remote(remote::RemoteCommand),
+    /// Publish a pipeline's local results to the team's remote.
+    Push(PipelineArgs),
+    /// Fetch what a pipeline's instances need from the team's remote, verified.
+    Pull(pull::PullArgs),
+    /// Copy results out: a bundle (`-o results.tar`) or one stage's outputs into a folder.
+    Export(export::ExportArgs),
+    /// Import a bundle written by `export -o`, verifying every record and object.
+    Import(import::ImportArgs),
 }
 
 /// `asymflow data ...`.
@@ -331,6 +347,13 @@ pub struct RunArgs {
     /// Run only these stages (or instances) and what they need.
     #[arg(value_name = "STAGE")]
     pub stages: Vec<String>,
+    /// Do not use the team's remote cache (no pulls, no pushes).
+    #[arg(long, conflicts_with = "require_remote")]
+    pub offline: bool,
+    /// Fail when the team's remote cache is not configured or does not answer (instead of a
+    /// warning and computing locally).
+    #[arg(long)]
+    pub require_remote: bool,
 }
 
 fn default_jobs() -> usize {
@@ -424,6 +447,11 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         }) => cache_cmd::gc(cache, dry_run, older_than),
         Command::Worker => worker::hand_over(&["serve".as_ref()]),
         Command::Exec { job, result } => worker::exec(&job, &result),
+        Command::Remote(command) => remote::dispatch(command),
+        Command::Push(args) => push::push(args),
+        Command::Pull(args) => pull::pull(args),
+        Command::Export(args) => export::export(args),
+        Command::Import(args) => import::import(args),
     }
 }
 

@@ -9,14 +9,16 @@ use std::process::ExitCode;
 
 use super::common::{cache_for, load_plan, planning_cache, print_json, registry};
 use super::{exit, output, PipelineArgs};
-use crate::exec::plan_status::{cannot_run, plan_status};
+use crate::exec::plan_status::cannot_run;
+use crate::exec::plan_status_with;
 
 /// Prints the plan.
 pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
     let (cache, scratch) = planning_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
-    let planned = plan_status(&plan, &registry, &cache)?;
+    let remote = super::remote::remote_for(&plan.spec().project_dir, false, false)?;
+    let planned = plan_status_with(&plan, &registry, &cache, remote.as_deref())?;
     let blocked = planned.iter().filter(|p| cannot_run(p)).count();
     let code = if blocked > 0 {
         ExitCode::from(exit::STAGE_FAILED)
@@ -49,6 +51,11 @@ pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
                 output::status_word("cannot-run"),
                 p.reason
             );
+        } else if p.status == "on-remote" {
+            println!(
+                "{}      {name:width$}  on the team's remote (run pulls it)",
+                output::status_word("remote")
+            );
         } else {
             println!(
                 "{}      {name:width$}  {}",
@@ -57,11 +64,13 @@ pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let cached = planned.iter().filter(|p| p.status == "cached").count();
+    let n = |status: &str| planned.iter().filter(|p| p.status == status).count();
     println!(
-        "\n{}: {cached} cached, {} to run{}",
+        "\n{}: {} cached, {} on remote, {} to run{}",
         count(planned.len(), "instance", "instances"),
-        planned.len() - cached,
+        n("cached"),
+        n("on-remote"),
+        planned.len() - n("cached") - n("on-remote"),
         if blocked > 0 {
             format!(" ({blocked} cannot run: fix the data or params named above)")
         } else {

@@ -65,6 +65,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         device_slots: args.device_slots,
         retries: args.retries,
         force,
+        remote: super::remote::remote_for(
+            &plan.spec().project_dir,
+            args.offline,
+            args.require_remote,
+        )?,
     };
     let clock = std::time::Instant::now();
     let summary = exec::run(&plan, &registry, &cache, &options, &cancel)?;

@@ -20,6 +20,7 @@
 //! - [`worker`]: running one job anywhere (inputs verified from the object store, outputs moved
 //!   into it); `asymflow worker` and `asymflow exec`.
 //! - [`progress`]: progress bars; [`publish`]: reports copied out of the cache.
+//! - [`resolve`]: a pipeline's keys from records, for moving results between caches.
 
 pub mod executor;
 pub mod freshness;
@@ -28,9 +29,10 @@ pub mod plan_status;
 pub mod progress;
 pub mod protocol;
 pub mod publish;
+pub mod resolve;
 mod schedule;
 pub mod scheduler;
 pub mod worker;
 
-pub use plan_status::{plan_status, PlannedInstance};
+pub use plan_status::{plan_status, plan_status_with, PlannedInstance};
 pub use scheduler::{run, run_with, InstanceOutcome, RunOptions, RunSummary, Status};

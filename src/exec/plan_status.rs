@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::freshness::{dirty_reasons, fingerprint, instance_key, outputs_present};
+use crate::cache::remote::Remote;
 use crate::cache::{Cache, IndexHasher, RunRecord};
 use crate::graph::Plan;
 use crate::kind::Registry;
@@ -25,7 +26,7 @@ pub struct PlannedInstance {
     pub binding: BTreeMap<String, serde_json::Value>,
     /// The key, when its inputs are known.
     pub key: Option<String>,
-    /// `cached` or `to-run`.
+    /// `cached`, `on-remote` (the team's remote holds it; `run` pulls it) or `to-run`.
     pub status: &'static str,
     /// Why it runs (empty when cached), in words.
     pub reason: String,
@@ -48,6 +49,17 @@ pub fn plan_status(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,
+) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
+    plan_status_with(plan, registry, cache, None)
+}
+
+/// [`plan_status`], also asking `remote` about each local miss: a valid record there is
+/// `on-remote`, and its outputs key the instances downstream.
+pub fn plan_status_with(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    remote: Option<&Remote>,
 ) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
     let index = cache.index()?;
     let hasher = IndexHasher::new(cache.index()?);
@@ -111,21 +123,38 @@ pub fn plan_status(
                                 record: Some(record),
                             }
                         }
-                        _ => {
-                            let reasons = dirty_reasons(&index, cache, pipeline, inst, &key);
-                            PlannedInstance {
-                                label: inst.label(),
-                                stage: inst.stage.clone(),
-                                kind: inst.kind.clone(),
-                                params: inst.params.clone(),
-                                binding: inst.binding.clone(),
-                                reason: crate::cache::why::join(&reasons),
-                                reasons,
-                                key: Some(digest),
-                                status: "to-run",
-                                record: None,
+                        _ => match remote.and_then(|r| r.lookup(&digest).ok().flatten()) {
+                            Some(record) => {
+                                records[i] = Some(record);
+                                PlannedInstance {
+                                    label: inst.label(),
+                                    stage: inst.stage.clone(),
+                                    kind: inst.kind.clone(),
+                                    params: inst.params.clone(),
+                                    binding: inst.binding.clone(),
+                                    key: Some(digest),
+                                    status: "on-remote",
+                                    reason: "on the team's remote: `run` pulls it".into(),
+                                    reasons: Vec::new(),
+                                    record: None,
+                                }
                             }
-                        }
+                            None => {
+                                let reasons = dirty_reasons(&index, cache, pipeline, inst, &key);
+                                PlannedInstance {
+                                    label: inst.label(),
+                                    stage: inst.stage.clone(),
+                                    kind: inst.kind.clone(),
+                                    params: inst.params.clone(),
+                                    binding: inst.binding.clone(),
+                                    reason: crate::cache::why::join(&reasons),
+                                    reasons,
+                                    key: Some(digest),
+                                    status: "to-run",
+                                    record: None,
+                                }
+                            }
+                        },
                     }
                 }
             }

@@ -55,6 +55,9 @@ pub struct RunOptions {
     /// Instances (indices into the plan) to recompute even when the cache holds them
     /// (`--force`); the result is recorded under the same key, the old objects stay until gc.
     pub force: std::collections::BTreeSet<usize>,
+    /// The team's remote cache: local misses are pulled from it (verified), and what runs is
+    /// pushed to it when it says so. `None` with `--offline` or without a remote.
+    pub remote: Option<Arc<crate::cache::remote::Remote>>,
 }
 
 impl RunOptions {
@@ -67,6 +70,7 @@ impl RunOptions {
             device_slots: 1,
             retries: 0,
             force: Default::default(),
+            remote: None,
         }
     }
 }
@@ -239,6 +243,16 @@ pub fn run_with(
                     progress.inc();
                 }
                 _ => {
+                    if !forced {
+                        if let Some(record) = options.remote.as_ref().and_then(|r| {
+                            r.read_through(cache, &digest, &|m| progress.println(m))
+                        }) {
+                            progress.println(&format!("pulled  {} from the remote", inst.label()));
+                            schedule.hit(i, record);
+                            progress.inc();
+                            continue;
+                        }
+                    }
                     let reasons = if forced {
                         vec![DirtyReason::Forced]
                     } else {
@@ -357,6 +371,9 @@ pub fn run_with(
                 index.record_success(&record, &object_sizes(&record, cache))?;
                 index.record_provenance(&record.key, &provenance)?;
                 let seconds = started.elapsed().as_secs_f64();
+                if let Some(remote) = options.remote.as_ref().filter(|r| r.push_after_run()) {
+                    remote.push_after(cache, &record, &|m| progress.println(m));
+                }
                 progress.println(&format!(
                     "ran     {label} in {seconds:.1}s ({})",
                     join(&reasons)

@@ -1,0 +1,430 @@
+//! The remote cache: the same two things as a local cache, an action cache and objects, on a
+//! shared folder or an S3-compatible store, so a teammate gets a trained teacher in seconds
+//! instead of retraining it.
+//!
+//! Layout: `cas/<blake3>` holds blobs, `ac/<stage key>.json` holds records (outputs with
+//! digests, metrics, provenance; see [`record`]). The local SQLite index is never shared: each
+//! machine keeps its own and fills it from the remote (WAL does not work on network file
+//! systems).
+//!
+//! The guarantees, and where they are kept:
+//! - a record is published only after every blob it names, with create-only puts (the first
+//!   writer wins; an existing object is success): [`push`];
+//! - every download is hashed while it streams into a temp file and used only if it matches;
+//!   a mismatch quarantines the blob (locally and on the remote) and is a miss; a record whose
+//!   blobs are missing is a miss: [`download`];
+//! - with a team secret records are signed, and an unsigned or badly signed record is a miss;
+//!   every path and digest in a record is validated before it is used: [`record`], [`signing`];
+//! - bundles (`export -o results.tar`, `import`) carry the same layout and go through the
+//!   same verification: [`bundle`].
+//!
+//! The rest of asymflow calls three things: [`Remote::fetch`] (read-through: a local miss
+//! found on the remote is pulled, verified and recorded), [`Remote::push`], and
+//! [`Remote::lookup`] (what `plan` shows as "on remote").
+
+mod backend;
+pub mod bundle;
+mod credentials;
+mod download;
+mod push;
+pub mod record;
+mod signing;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::cache::{Cache, RunRecord};
+use crate::config::ProjectConfig;
+
+pub use download::Fetched;
+pub use push::PushStats;
+pub use record::Invalid;
+
+/// What went wrong with the remote.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The remote is configured wrongly.
+    #[error("remote {url}: {why}")]
+    Config {
+        /// The configured URL.
+        url: String,
+        /// What is wrong and how to fix it.
+        why: String,
+    },
+    /// The remote did not answer, refused the credentials, or has no such bucket.
+    #[error("remote {url}: cannot {what} {path}: {problem}\n  fix: {fix}")]
+    Unavailable {
+        /// The remote.
+        url: String,
+        /// The operation.
+        what: String,
+        /// The object.
+        path: String,
+        /// What the store said (first line).
+        problem: String,
+        /// What to do about it.
+        fix: &'static str,
+    },
+    /// A record was rejected (a miss: never used).
+    #[error("remote record {key} rejected: {why}")]
+    Rejected {
+        /// The stage key.
+        key: String,
+        /// Why.
+        why: Invalid,
+    },
+    /// A downloaded blob did not match its digest (a miss: never used).
+    #[error("remote blob cas/{digest} is corrupt (content hashes to {actual}); quarantined as {quarantined}")]
+    Corrupt {
+        /// Its name.
+        digest: String,
+        /// What it hashes to.
+        actual: String,
+        /// Where it went.
+        quarantined: String,
+    },
+    /// A record names a blob the remote does not hold (a miss).
+    #[error("remote record {key} names blob cas/{digest}, which the remote does not hold")]
+    MissingBlob {
+        /// The record.
+        key: String,
+        /// The blob.
+        digest: String,
+    },
+    /// The local side failed (disk, index).
+    #[error("{0}")]
+    Local(String),
+}
+
+impl RemoteError {
+    /// Whether this error means "not usable from the remote; compute it" rather than "the
+    /// remote is broken".
+    pub fn is_miss(&self) -> bool {
+        matches!(
+            self,
+            RemoteError::Rejected { .. }
+                | RemoteError::Corrupt { .. }
+                | RemoteError::MissingBlob { .. }
+        )
+    }
+
+    pub(crate) fn local(path: &Path, e: impl std::fmt::Display) -> RemoteError {
+        RemoteError::Local(format!("{}: {e}", path.display()))
+    }
+
+    pub(crate) fn from_store(
+        url: &str,
+        what: &str,
+        path: &str,
+        e: object_store::Error,
+    ) -> RemoteError {
+        let mut chain = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            chain.push_str(": ");
+            chain.push_str(&s.to_string());
+            source = s.source();
+        }
+        let lower = chain.to_ascii_lowercase();
+        let fix = if matches!(
+            e,
+            object_store::Error::Unauthenticated { .. }
+                | object_store::Error::PermissionDenied { .. }
+        ) || lower.contains("invalidaccesskeyid")
+            || lower.contains("signaturedoesnotmatch")
+            || lower.contains("accessdenied")
+            || lower.contains("403 forbidden")
+        {
+            "check the credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE and ~/.aws/credentials"
+        } else if lower.contains("nosuchbucket") || lower.contains("bucket does not exist") {
+            "the bucket does not exist: create it (`aws s3 mb s3://BUCKET`) or fix `remote` in asymflow.toml"
+        } else if lower.contains("connect")
+            || lower.contains("dns")
+            || lower.contains("timed out")
+            || lower.contains("timeout")
+        {
+            "the remote does not answer: check the network, the `endpoint` setting, or pass --offline to work without it"
+        } else {
+            "check `remote` in asymflow.toml (or ASYMFLOW_REMOTE); pass --offline to work without it"
+        };
+        let problem = concise(&chain, &e);
+        RemoteError::Unavailable {
+            url: url.into(),
+            what: what.into(),
+            path: path.into(),
+            problem,
+            fix,
+        }
+    }
+}
+
+/// The part of a store error a person needs: the S3 error code and message when the server
+/// sent one, else the innermost cause (`Connection refused`).
+fn concise(chain: &str, e: &object_store::Error) -> String {
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = chain.find(&open)? + open.len();
+        let end = chain[start..].find("</")? + start;
+        Some(chain[start..end].to_string())
+    };
+    if let Some(code) = tag("Code") {
+        return match tag("Message") {
+            Some(message) => format!("{code}: {message}"),
+            None => code,
+        };
+    }
+    let mut innermost = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        innermost = s.to_string();
+        source = s.source();
+    }
+    innermost.chars().take(300).collect()
+}
+
+impl From<crate::cache::IndexError> for RemoteError {
+    fn from(e: crate::cache::IndexError) -> Self {
+        RemoteError::Local(e.to_string())
+    }
+}
+
+impl From<crate::cache::ObjectError> for RemoteError {
+    fn from(e: crate::cache::ObjectError) -> Self {
+        RemoteError::Local(e.to_string())
+    }
+}
+
+/// The outcome of fetching one key.
+pub type FetchResult = Result<Option<Fetched>, RemoteError>;
+
+/// What `remote status` reports about the store itself.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RemoteSummary {
+    /// Where it points.
+    pub url: String,
+    /// Records (`ac/`).
+    pub records: usize,
+    /// Blobs (`cas/`).
+    pub blobs: usize,
+    /// Bytes in blobs.
+    pub bytes: u64,
+    /// Whether records are signed and checked.
+    pub signing: bool,
+    /// Whether `run` pushes.
+    pub push: bool,
+}
+
+/// A remote cache.
+pub struct Remote {
+    backend: backend::Backend,
+    secret: Option<String>,
+    push_after_run: bool,
+    /// Set when the remote failed during a run: the rest of the run stays local instead of
+    /// waiting on it for every instance.
+    unavailable: AtomicBool,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("url", &self.backend.url)
+            .field("signing", &self.secret.is_some())
+            .field("push", &self.push_after_run)
+            .finish()
+    }
+}
+
+impl Remote {
+    /// The remote a project's configuration names, if any (nothing is contacted yet).
+    pub fn from_config(config: &ProjectConfig) -> Result<Option<Remote>, RemoteError> {
+        let Some(url) = &config.remote else {
+            return Ok(None);
+        };
+        let conn = backend::Connection {
+            endpoint: config.endpoint.clone(),
+            region: config.region.clone(),
+        };
+        Ok(Some(Remote {
+            backend: backend::Backend::open(url, &conn)?,
+            secret: config.secret.clone(),
+            push_after_run: config.push,
+            unavailable: AtomicBool::new(false),
+        }))
+    }
+
+    /// A remote on a folder (`file://`), signing with `secret` (bundles, tests).
+    pub fn folder(dir: &Path, secret: Option<String>) -> Result<Remote, RemoteError> {
+        let url = url::Url::from_directory_path(dir)
+            .map_err(|()| RemoteError::local(dir, "not an absolute folder"))?;
+        Ok(Remote {
+            backend: backend::Backend::open(url.as_str(), &backend::Connection::default())?,
+            secret,
+            push_after_run: false,
+            unavailable: AtomicBool::new(false),
+        })
+    }
+
+    /// Where it points.
+    pub fn url(&self) -> &str {
+        &self.backend.url
+    }
+
+    /// Whether `run` pushes what it computes.
+    pub fn push_after_run(&self) -> bool {
+        self.push_after_run
+    }
+
+    /// Contacts the remote and counts what it holds; an error says what and how to fix it.
+    pub fn summary(&self) -> Result<RemoteSummary, RemoteError> {
+        let records = self.backend.list("ac")?;
+        let blobs = self.backend.list("cas")?;
+        Ok(RemoteSummary {
+            url: self.backend.url.clone(),
+            records: records.len(),
+            blobs: blobs.len(),
+            bytes: blobs.iter().map(|(_, s)| s).sum(),
+            signing: self.secret.is_some(),
+            push: self.push_after_run,
+        })
+    }
+
+    /// Checks that the remote answers, with these credentials, and the bucket exists.
+    pub fn probe(&self) -> Result<(), RemoteError> {
+        // A listing, not a HEAD: S3 answers a HEAD in a missing bucket with a plain 404.
+        self.backend.list("probe").map(|_| ())
+    }
+
+    /// Every stage key the remote holds a record for.
+    pub fn keys(&self) -> Result<Vec<String>, RemoteError> {
+        Ok(self
+            .backend
+            .list("ac")?
+            .into_iter()
+            .filter_map(|(path, _)| {
+                let key = path.strip_prefix("ac/")?.strip_suffix(".json")?;
+                record::is_digest(key).then(|| key.to_string())
+            })
+            .collect())
+    }
+
+    /// The record stored for `key`, authenticated and validated, without its blobs (what
+    /// `plan` reports as "on remote"). `None` when there is none.
+    pub fn lookup(&self, key: &str) -> Result<Option<RunRecord>, RemoteError> {
+        Ok(self.lookup_body(key)?.map(|b| b.to_run()))
+    }
+
+    fn lookup_body(&self, key: &str) -> Result<Option<record::RecordBody>, RemoteError> {
+        if !record::is_digest(key) {
+            return Err(RemoteError::Rejected {
+                key: key.chars().take(80).collect(),
+                why: Invalid::Digest {
+                    what: "stage key".into(),
+                    value: key.chars().take(80).collect(),
+                },
+            });
+        }
+        let Some(bytes) = self.backend.get_bytes(&format!("ac/{key}.json"))? else {
+            return Ok(None);
+        };
+        record::Envelope::open(&bytes, key, self.secret.as_deref())
+            .map(Some)
+            .map_err(|why| RemoteError::Rejected {
+                key: key.to_string(),
+                why,
+            })
+    }
+
+    /// Read-through: when the remote holds `key`, downloads every blob of its record into the
+    /// local object store (each verified while it streams), then records the run in the local
+    /// index. `None` when the remote has no record. A rejected record, a corrupt or missing
+    /// blob is an error for which [`RemoteError::is_miss`] holds: the caller computes.
+    pub fn fetch(
+        &self,
+        cache: &Cache,
+        key: &str,
+        progress: Option<&indicatif::ProgressBar>,
+    ) -> Result<Option<Fetched>, RemoteError> {
+        let Some(body) = self.lookup_body(key)? else {
+            return Ok(None);
+        };
+        download::fetch_record(&self.backend, cache, &body, progress).map(Some)
+    }
+
+    /// [`Remote::fetch`] of every key in `keys`, `parallel` at a time (downloads are mostly
+    /// waiting on the network, so a pull of many small results needs them side by side).
+    /// The results are in the order of `keys`.
+    pub fn fetch_many(
+        &self,
+        cache: &Cache,
+        keys: &[String],
+        parallel: usize,
+        progress: Option<&indicatif::ProgressBar>,
+    ) -> Vec<FetchResult> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<FetchResult>>> =
+            keys.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..parallel.clamp(1, keys.len().max(1)) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(key) = keys.get(i) else { break };
+                    let result = self.fetch(cache, key, progress);
+                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .expect("every key was fetched")
+            })
+            .collect()
+    }
+
+    /// Publishes a local record and its blobs: blobs first (create-only), the record last.
+    /// Blobs are verified locally before they leave.
+    pub fn push(&self, cache: &Cache, run: &RunRecord) -> Result<PushStats, RemoteError> {
+        push::push_record(&self.backend, cache, run, self.secret.as_deref())
+    }
+
+    /// For `run`: [`Remote::fetch`] with every failure turned into a warning (through `warn`)
+    /// and a miss, so the stage computes. After the remote itself fails once, the rest of the
+    /// run does not ask it again.
+    pub fn read_through(&self, cache: &Cache, key: &str, warn: &dyn Fn(&str)) -> Option<RunRecord> {
+        if self.unavailable.load(Ordering::Relaxed) {
+            return None;
+        }
+        match self.fetch(cache, key, None) {
+            Ok(fetched) => fetched.map(|f| f.record),
+            Err(e) if e.is_miss() => {
+                warn(&format!("warning: {e}; computing it instead"));
+                None
+            }
+            Err(e) => {
+                self.unavailable.store(true, Ordering::Relaxed);
+                warn(&format!(
+                    "warning: {e}\n  the rest of this run computes locally"
+                ));
+                None
+            }
+        }
+    }
+
+    /// For `run` with `push = true`: [`Remote::push`], a failure being a warning.
+    pub fn push_after(&self, cache: &Cache, run: &RunRecord, warn: &dyn Fn(&str)) {
+        if self.unavailable.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = self.push(cache, run) {
+            if !e.is_miss() {
+                self.unavailable.store(true, Ordering::Relaxed);
+            }
+            warn(&format!(
+                "warning: pushing {} failed: {e}\n  `asymflow push FILE` retries later",
+                run.stage
+            ));
+        }
+    }
+}

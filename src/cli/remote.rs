@@ -1,0 +1,190 @@
+//! `asymflow remote status [FILE]`, and how every command finds the team's remote: from
+//! `asymflow.toml` beside `pipelines/` and the `ASYMFLOW_REMOTE*` variables.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Subcommand;
+
+use super::common::{cache_for, load_plan, print_json, registry};
+use super::{CacheArgs, OverrideArgs, PipelineArgs};
+use crate::cache::remote::Remote;
+use crate::config::ProjectConfig;
+use crate::exec::resolve::walk;
+
+/// `asymflow remote ...`.
+#[derive(Debug, Subcommand)]
+pub enum RemoteCommand {
+    /// Where the remote points, whether it answers, and what it holds (for a pipeline: per
+    /// instance).
+    Status {
+        /// A pipeline file.
+        file: Option<PathBuf>,
+        /// Overrides.
+        #[command(flatten)]
+        overrides: OverrideArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The cache.
+        #[command(flatten)]
+        cache: CacheArgs,
+    },
+}
+
+/// The project around the current folder.
+pub(super) fn project_here() -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir()?;
+    Ok(crate::spec::resolve::find_project_dir(&cwd))
+}
+
+/// The remote `run` and `plan` use: none with `--offline` or when none is configured; a
+/// remote that cannot be opened or does not answer is a warning (and none), or an error with
+/// `require`.
+pub(super) fn remote_for(
+    project_dir: &Path,
+    offline: bool,
+    require: bool,
+) -> anyhow::Result<Option<Arc<Remote>>> {
+    if offline {
+        return Ok(None);
+    }
+    let config = ProjectConfig::load(project_dir)?;
+    let opened = Remote::from_config(&config).and_then(|remote| {
+        if let Some(r) = &remote {
+            r.probe()?;
+        }
+        Ok(remote)
+    });
+    match opened {
+        Ok(Some(remote)) => Ok(Some(Arc::new(remote))),
+        Ok(None) if require => anyhow::bail!(
+            "--require-remote: no remote is configured; set `remote = \"s3://bucket/prefix\"` (or \"file:///folder\") in {}, or ASYMFLOW_REMOTE",
+            project_dir.join(crate::config::CONFIG_FILE).display()
+        ),
+        Ok(None) => Ok(None),
+        Err(e) if require => Err(anyhow::Error::new(e).context("--require-remote")),
+        Err(e) => {
+            eprintln!("warning: {e}\n  going on without the remote (--offline silences this)");
+            Ok(None)
+        }
+    }
+}
+
+/// The remote a command that needs one (`push`, `pull`, `remote status`) uses.
+pub(super) fn required_remote(project_dir: &Path) -> anyhow::Result<Remote> {
+    let config = ProjectConfig::load(project_dir)?;
+    Remote::from_config(&config)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no remote is configured; set `remote = \"s3://bucket/prefix\"` (or \"file:///folder\") in {}, or ASYMFLOW_REMOTE",
+            project_dir.join(crate::config::CONFIG_FILE).display()
+        )
+    })
+}
+
+/// Runs `asymflow remote ...`.
+pub fn dispatch(command: RemoteCommand) -> anyhow::Result<ExitCode> {
+    let RemoteCommand::Status {
+        file,
+        overrides,
+        json,
+        cache,
+    } = command;
+    let pipeline = file.map(|file| PipelineArgs {
+        file,
+        overrides,
+        json,
+        cache: cache.clone(),
+    });
+    let registry = registry();
+    let plan = pipeline
+        .as_ref()
+        .map(|p| load_plan(p, &registry))
+        .transpose()?;
+    let project = match &plan {
+        Some(plan) => plan.spec().project_dir.clone(),
+        None => project_here()?,
+    };
+    let remote = required_remote(&project)?;
+    let summary = remote.summary()?;
+    let mut instances = Vec::new();
+    if let Some(plan) = &plan {
+        let local_cache = cache_for(&cache, &plan.spec().project_dir);
+        let walked = walk(plan, &registry, &local_cache, |_, key, local| {
+            let on_remote = remote.lookup(key);
+            Ok::<_, anyhow::Error>(match (local, on_remote) {
+                (Some(local), _) => Some(local),
+                (None, Ok(found)) => found,
+                (None, Err(_)) => None,
+            })
+        })?;
+        for w in walked {
+            let local = w.key.as_ref().is_some_and(|k| {
+                local_cache
+                    .index()
+                    .ok()
+                    .and_then(|i| i.lookup(k).ok().flatten())
+                    .is_some()
+            });
+            let remote_state = match &w.key {
+                None => "unknown (an input is neither local nor on the remote)".to_string(),
+                Some(k) => match remote.lookup(k) {
+                    Ok(Some(_)) => "on remote".into(),
+                    Ok(None) => "not on remote".into(),
+                    Err(e) => format!("rejected: {e}"),
+                },
+            };
+            instances.push(serde_json::json!({
+                "instance": w.label,
+                "key": w.key,
+                "local": local,
+                "remote": remote_state,
+            }));
+        }
+    }
+    if json {
+        print_json(&serde_json::json!({ "remote": summary, "instances": instances }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("remote:  {}", summary.url);
+    println!(
+        "answers: yes; {} records, {} blobs, {:.1} MB",
+        summary.records,
+        summary.blobs,
+        summary.bytes as f64 / 1e6
+    );
+    println!(
+        "signing: {}",
+        if summary.signing {
+            "on (ASYMFLOW_REMOTE_SECRET): unsigned or badly signed records are never used"
+        } else {
+            "off (set ASYMFLOW_REMOTE_SECRET to sign and check records)"
+        }
+    );
+    println!(
+        "push after run: {}",
+        if summary.push { "on" } else { "off" }
+    );
+    if let Some(plan) = &plan {
+        println!("\n{}:", plan.spec().name);
+        let width = instances
+            .iter()
+            .map(|i| i["instance"].as_str().unwrap_or("").len())
+            .max()
+            .unwrap_or(0);
+        for i in &instances {
+            println!(
+                "  {:width$}  {:9}  {}",
+                i["instance"].as_str().unwrap_or(""),
+                if i["local"].as_bool() == Some(true) {
+                    "local"
+                } else {
+                    "not local"
+                },
+                i["remote"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

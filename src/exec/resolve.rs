@@ -1,0 +1,69 @@
+//! Walking a pipeline's keys without running anything, for the commands that move results
+//! between caches (`pull`, `push`, `export`, `remote status`).
+//!
+//! A key depends on the digests of its inputs' outputs, so the keys of a pipeline can only be
+//! computed in plan order, from records: the walk computes each instance's key once all its
+//! inputs have a record, and asks the caller what the record of that key is (the local one, one
+//! pulled from the remote, none). An instance whose inputs have no record has no key yet.
+
+use super::freshness::{fingerprint, instance_key, outputs_present};
+use crate::cache::{Cache, IndexHasher, RunRecord};
+use crate::graph::{Instance, Plan};
+use crate::kind::Registry;
+
+/// One instance as the walk saw it.
+#[derive(Debug, Clone)]
+pub struct Walked {
+    /// Its position in the plan.
+    pub index: usize,
+    /// `stage[axis=v]`.
+    pub label: String,
+    /// Its key, when its inputs have records.
+    pub key: Option<String>,
+    /// The record the caller chose for it.
+    pub record: Option<RunRecord>,
+}
+
+/// Walks `plan` in order. For an instance whose key can be computed, `visit` gets the
+/// instance, its key and the local record (when the local cache holds the result with every
+/// object present) and returns the record to use for it, if any.
+pub fn walk<E: From<crate::cache::IndexError>>(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    mut visit: impl FnMut(&Instance, &str, Option<RunRecord>) -> Result<Option<RunRecord>, E>,
+) -> Result<Vec<Walked>, E> {
+    let index = cache.index()?;
+    let hasher = IndexHasher::new(cache.index()?);
+    let mut records: Vec<Option<RunRecord>> = vec![None; plan.instances().len()];
+    let mut out = Vec::with_capacity(plan.instances().len());
+    for &i in plan.order() {
+        let inst = &plan.instances()[i];
+        let ready = inst
+            .inputs
+            .values()
+            .flatten()
+            .all(|&u| records[u].is_some());
+        let key = if ready {
+            fingerprint(plan, inst, registry, &hasher)
+                .ok()
+                .and_then(|fp| {
+                    let upstream = |u: usize| records[u].clone();
+                    instance_key(plan, inst, registry, &upstream, fp).map(|k| k.digest())
+                })
+        } else {
+            None
+        };
+        if let Some(key) = &key {
+            let local = index.lookup(key)?.filter(|r| outputs_present(cache, r));
+            records[i] = visit(inst, key, local)?;
+        }
+        out.push(Walked {
+            index: i,
+            label: inst.label(),
+            key,
+            record: records[i].clone(),
+        });
+    }
+    Ok(out)
+}
