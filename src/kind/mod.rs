@@ -17,7 +17,9 @@
 mod context;
 mod params;
 
-pub use context::{read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT};
+pub use context::{
+    read_json, InputArtifact, Inputs, StageContext, StageError, LOG_OUTPUT, PROGRESS_FILE,
+};
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params};
 
 use std::path::Path;
@@ -138,4 +140,3 @@ impl Registry {
         self.kinds.iter().map(|k| k.kind()).collect()
     }
 }
-

@@ -3,14 +3,16 @@
 //!
 //! `test-echo` writes `value.json` holding its `value` param and the values of its inputs, and
 //! records the metric `value` (its own number plus its inputs'). It can sleep (checking for
-//! Ctrl-C), fail on purpose, take a device slot, and append a line to a file every time it
+//! Ctrl-C, reporting ten steps of progress and a log line per step), fail on purpose, take a device slot, and append a line to a file every time it
 //! really runs, so tests can count executions across processes.
 
 use std::io::Write;
 
 use serde_json::Value;
 
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
+use crate::kind::{
+    InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError,
+};
 
 /// The test kinds.
 pub fn kinds() -> Vec<Box<dyn Stage>> {
@@ -151,10 +153,21 @@ impl Stage for Echo {
             .map_err(|e| StageError::io(&path, e))?;
         }
         let sleep = params.int("sleep_ms")?.max(0) as u64;
+        if sleep > 0 {
+            // Ten steps of progress, so readers of a running stage (`serve`) see it move.
+            ctx.progress_start(10, "steps");
+        }
         let clock = std::time::Instant::now();
+        let mut step = 0;
         while clock.elapsed().as_millis() < sleep as u128 {
             ctx.check_cancelled()?;
             std::thread::sleep(std::time::Duration::from_millis(10));
+            let done = (clock.elapsed().as_millis() * 10 / sleep.max(1) as u128).min(10);
+            while step < done {
+                step += 1;
+                ctx.progress_tick();
+                ctx.log(format!("step {step}/10"));
+            }
         }
         if params.bool("fail")? {
             return Err(StageError::Other("failed on purpose (fail = true)".into()));
