@@ -7,6 +7,7 @@ mod kinds;
 mod plan;
 mod report_cmd;
 mod run;
+mod serve;
 mod show;
 mod status;
 mod why;
@@ -76,6 +77,8 @@ pub enum Command {
     /// Look at data sets.
     #[command(subcommand)]
     Data(DataCommand),
+    /// Browse pipelines and results in a local web dashboard (read-only).
+    Serve(serve::ServeArgs),
 }
 
 /// `asymflow data ...`.
@@ -209,6 +212,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             out,
             partition,
         }) => data_cmd::export(pipeline, &stage, &out, partition.as_deref()),
+        Command::Serve(args) => serve::serve(args),
         Command::Cache(CacheCommand::Verify(args)) => cache_cmd::verify(args),
         Command::Cache(CacheCommand::Gc {
             dry_run,
