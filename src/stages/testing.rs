@@ -3,8 +3,12 @@
 //!
 //! `test-echo` writes `value.json` holding its `value` param and the values of its inputs, and
 //! records the metric `value` (its own number plus its inputs'). It can sleep (checking for
-//! Ctrl-C, reporting ten steps of progress and a log line per step), fail on purpose, take a device slot, and append a line to a file every time it
-//! really runs, so tests can count executions across processes.
+//! Ctrl-C, reporting ten steps of progress and a log line per step), fail on purpose, take a
+//! device slot, and append a line to a file every time it really runs, so tests can count
+//! executions across processes.
+//!
+//! `test-train` stands in for a training stage (a loss curve, per-epoch progress, metrics) for
+//! the dashboard's tests.
 
 use std::io::Write;
 
@@ -22,7 +26,82 @@ pub fn kinds() -> Vec<Box<dyn Stage>> {
             version: echo_version(),
         }),
         Box::new(Strict),
+        Box::new(Train),
     ]
+}
+
+/// `test-train`: a stand-in for a training stage, for the dashboard's tests. Per epoch it
+/// reports progress, logs the loss and can sleep; it writes `loss.json` (one object per epoch
+/// with `loss` and an `aux` term) and records `map` and `final_loss`, all computed from its
+/// `value`, `seed` and `epochs` so every result is known in advance.
+pub struct Train;
+
+const TRAIN_PARAMS: &[ParamDecl] = &[
+    ParamDecl::optional(
+        "value",
+        ParamType::Float,
+        "0.5",
+        "sets the metric and the curve",
+    ),
+    ParamDecl::optional(
+        "seed",
+        ParamType::Int,
+        "0",
+        "shifts the metric by seed / 100",
+    ),
+    ParamDecl::optional("epochs", ParamType::Int, "5", "points on the loss curve"),
+    ParamDecl::optional(
+        "sleep_ms",
+        ParamType::Int,
+        "0",
+        "sleep this long in every epoch",
+    ),
+];
+
+/// The loss of `test-train` after `epoch` of `epochs` with `value`.
+pub fn train_loss(value: f64, epoch: i64, epochs: i64) -> f64 {
+    (1.0 + value) * (-2.0 * epoch as f64 / epochs.max(1) as f64).exp()
+}
+
+impl Stage for Train {
+    fn kind(&self) -> &'static str {
+        "test-train"
+    }
+    fn impl_version(&self) -> u32 {
+        1
+    }
+    fn summary(&self) -> &'static str {
+        "test kind: a training stand-in with a loss curve, progress and metrics"
+    }
+    fn params(&self) -> &'static [ParamDecl] {
+        TRAIN_PARAMS
+    }
+    fn inputs(&self) -> &'static [InputDecl] {
+        INPUTS
+    }
+    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
+        let value = ctx.params().float("value")?;
+        let seed = ctx.params().int("seed")?;
+        let epochs = ctx.params().int("epochs")?.max(1);
+        let sleep = ctx.params().int("sleep_ms")?.max(0) as u64;
+        ctx.progress_start(epochs as u64, "epochs");
+        let mut curve = Vec::new();
+        for epoch in 1..=epochs {
+            let clock = std::time::Instant::now();
+            while clock.elapsed().as_millis() < sleep as u128 {
+                ctx.check_cancelled()?;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let loss = train_loss(value, epoch, epochs);
+            curve.push(serde_json::json!({ "epoch": epoch, "loss": loss, "aux": loss / 2.0 }));
+            ctx.log(format!("epoch {epoch}/{epochs}: loss {loss:.5}"));
+            ctx.progress_tick();
+        }
+        ctx.write_json("loss.json", &curve)?;
+        ctx.metric("map", value * 0.8 + seed as f64 / 100.0);
+        ctx.metric("final_loss", train_loss(value, epochs, epochs));
+        Ok(())
+    }
 }
 
 /// `test-strict`: a required parameter and a required input, for error-message tests.
