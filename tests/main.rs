@@ -14,5 +14,7 @@ mod raml;
 mod report;
 mod report_freshness;
 mod report_templates;
+mod serve;
+mod serve_browser;
 mod spec_errors;
 mod sweeps;

@@ -275,11 +275,12 @@ function drawChart(div) {
     if (parent) parent.appendChild(e);
     return e;
   };
-  const ticks = (lo, hi, n) => {
+  const ticks = (lo, hi, n, integers) => {
     if (!(hi > lo)) return [lo];
     const step0 = (hi - lo) / n;
     const mag = Math.pow(10, Math.floor(Math.log10(step0)));
-    const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
+    let step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0 * 0.999) || step0;
+    if (integers) step = Math.max(1, Math.round(step));
     const out = [];
     for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
     return out;
@@ -303,11 +304,11 @@ function drawChart(div) {
     const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
     const sy = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
     const axis = el("g", { class: "axis" }, svg);
-    for (const t of ticks(y0, y1, 5)) {
+    for (const t of ticks(y0, y1, 6, false)) {
       el("line", { class: "grid-line", x1: L, x2: W - R, y1: sy(t), y2: sy(t) }, axis);
       el("text", { x: L - 6, y: sy(t) + 4, "text-anchor": "end" }, axis).textContent = fmt(t);
     }
-    for (const t of ticks(x0, x1, 8)) {
+    for (const t of ticks(x0, x1, 8, all.every((p) => Number.isInteger(p[0])))) {
       el("line", { x1: sx(t), x2: sx(t), y1: H - B, y2: H - B + 4 }, axis);
       el("text", { x: sx(t), y: H - B + 16, "text-anchor": "middle" }, axis).textContent = fmt(t);
     }

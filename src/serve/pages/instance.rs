@@ -253,9 +253,9 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
         let pretty = serde_json::from_str::<Value>(&record.key_json)
             .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
             .unwrap_or_else(|_| record.key_json.clone());
-        let _ = write!(
+        let _ = writeln!(
             body,
-            "<details><summary>The key, field by field</summary><pre>{}</pre></details></section>\n",
+            "<details><summary>The key, field by field</summary><pre>{}</pre></details></section>",
             esc(&pretty)
         );
     }
