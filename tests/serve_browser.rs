@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::serve::{instance_id, request, sweep_project, Server};
+use super::support::Project;
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
@@ -195,15 +196,25 @@ fn column(browser: &Browser, header: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-#[test]
-fn a_researcher_sorts_filters_and_opens_a_loss_chart_in_chromium() {
-    let (Ok(driver), Ok(chromium)) = (
+/// The WebDriver URL and the browser, or `None` (with the one-line skip message).
+fn chromium() -> Option<(String, String)> {
+    match (
         std::env::var("ASYMFLOW_WEBDRIVER"),
         std::env::var("ASYMFLOW_CHROMIUM"),
-    ) else {
-        eprintln!(
-            "skipped: chromium not available (run `eval \"$(scripts/services/chromium.sh up)\"`, which installs Debian's chromium and chromium-driver)"
-        );
+    ) {
+        (Ok(driver), Ok(chromium)) => Some((driver, chromium)),
+        _ => {
+            eprintln!(
+                "skipped: chromium not available (run `eval \"$(scripts/services/chromium.sh up)\"`, which installs Debian's chromium and chromium-driver)"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn a_researcher_sorts_filters_and_opens_a_loss_chart_in_chromium() {
+    let Some((driver, chromium)) = chromium() else {
         return;
     };
     let project = sweep_project();
@@ -356,4 +367,51 @@ fn a_researcher_sorts_filters_and_opens_a_loss_chart_in_chromium() {
     );
     browser.screenshot("6-compare-dark.png");
     eprintln!("screenshots in {}", browser.shots.display());
+}
+
+#[test]
+fn the_open_pipeline_page_follows_a_run_in_chromium() {
+    let Some((driver, chromium)) = chromium() else {
+        return;
+    };
+    let project = Project::new();
+    project.write(
+        "pipelines/live.toml",
+        "[stages.train]\nkind = \"test-train\"\nparams = { epochs = 8, sleep_ms = 600 }\n",
+    );
+    project.write("pipelines/warm.toml", "[stages.w]\nkind = \"test-echo\"\n");
+    project.run_json("pipelines/warm.toml", &[]);
+    let server = Server::start(&project, &[]);
+    let browser = Browser::start(&driver, &chromium);
+    browser.goto(&format!("http://{}/p/live", server.addr));
+    assert_eq!(
+        browser.eval("return document.querySelector('td[data-status-of=\"0\"]').textContent;"),
+        json!("to-run")
+    );
+    let mut run = project
+        .cmd(&["run", "pipelines/live.toml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The page, loaded before the run, turns the row and the graph's node to running and
+    // shows the epochs advancing, then the result, without a reload.
+    browser.wait("document.querySelector('td[data-status-of=\"0\"]').textContent === 'running'");
+    browser.wait("document.querySelector('svg.dag .node').classList.contains('st-running')");
+    browser.wait("/^[1-7]\\/8 epochs$/.test(document.querySelector('td[data-progress-of=\"0\"]').textContent)");
+    browser.screenshot("7-live-running.png");
+    browser.wait("document.querySelector('td[data-status-of=\"0\"]').textContent === 'cached'");
+    assert!(run.wait().unwrap().success());
+    assert_eq!(
+        browser.eval("return document.querySelector('[data-count=\"cached\"]').textContent;"),
+        json!("1")
+    );
+    assert_eq!(
+        browser.eval("return document.querySelector('svg.dag .node text.count').textContent;"),
+        json!("1/1 cached")
+    );
+    assert_eq!(
+        browser.eval("return document.querySelector('td[data-progress-of=\"0\"]').textContent;"),
+        json!("")
+    );
 }

@@ -253,7 +253,7 @@ function setupLive() {
       active = false;
     } finally {
       busy = false;
-      setTimeout(poll, active ? 1000 : 2500);
+      setTimeout(poll, active ? 1000 : 2000);
     }
   }
   setTimeout(poll, 1000);

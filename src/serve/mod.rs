@@ -21,8 +21,10 @@
 //! - [`routes`]: the axum router and the only place tokio is used; [`assets`] holds the
 //!   stylesheet and script, embedded in the binary (no CDN, no build step).
 //!
-//! Nothing here writes to the cache: objects are hashed while they are read and a mismatch is
-//! reported, not quarantined.
+//! Nothing here writes results, objects or leases, and a project without a cache is served
+//! without creating one. Objects are hashed while they are read, and a mismatch is reported,
+//! not quarantined. (Statuses come from `plan_status`, which, as for `asymflow plan`, may
+//! remember data-set file hashes in the index.)
 
 pub mod assets;
 pub mod dag;

@@ -309,6 +309,27 @@ async fn api_instance(
     .await
 }
 
+/// axum's own rejections (a path segment or query that is not valid UTF-8 or not the
+/// expected shape) come back as bare 400s; they become the 404 page like any other address
+/// the dashboard does not serve.
+async fn rejections(uri: Uri, response: Response) -> Response {
+    if response.status() == StatusCode::BAD_REQUEST
+        && !response
+            .headers()
+            .contains_key(header::CONTENT_SECURITY_POLICY)
+    {
+        return Reply::Html(
+            StatusCode::NOT_FOUND,
+            not_found::render(
+                uri.path(),
+                "This address is not one the dashboard serves (a part of it is not valid).",
+            ),
+        )
+        .into_response();
+    }
+    response
+}
+
 async fn fallback(uri: Uri) -> Reply {
     Reply::Html(
         StatusCode::NOT_FOUND,
@@ -331,6 +352,7 @@ pub fn router(site: Site) -> Router {
         .route("/api/p/{name}/status", get(api_status))
         .route("/api/p/{name}/i/{id}", get(api_instance))
         .fallback(fallback)
+        .layer(axum::middleware::map_response(rejections))
         .with_state(Arc::new(site))
 }
 

@@ -61,6 +61,11 @@ pub fn log_text(site: &Site, s: &InstanceState) -> Result<Option<String>, ServeE
     Ok(None)
 }
 
+/// The first 16 characters of a digest, as tables show it.
+fn short(digest: &str) -> &str {
+    digest.get(..16).unwrap_or(digest)
+}
+
 fn loss_curves(site: &Site, record: &RunRecord) -> Option<Value> {
     let out = record.outputs.get(LOSS_OUTPUT)?;
     let bytes = objects::read(site.cache(), &out.digest).ok()?;
@@ -172,7 +177,7 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
                 if out.is_dir { "/" } else { "" },
                 size.map(bytes).unwrap_or_else(|| "missing".into()),
                 esc(&out.digest),
-                esc(&out.digest[..out.digest.len().min(16)]),
+                esc(short(&out.digest)),
                 esc(&href)
             );
             if out.is_dir {
@@ -185,7 +190,7 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
                             esc(rel),
                             objects::size(site.cache(), digest).map(bytes).unwrap_or_else(|| "missing".into()),
                             esc(digest),
-                            esc(&digest[..digest.len().min(16)]),
+                            esc(short(digest)),
                             esc(digest),
                             seg(&objects::download_name(rel))
                         );
