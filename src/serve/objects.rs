@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn download_names_are_plain() {
-        assert_eq!(download_name("../../x\"; y.json"), "x__y.json");
+        assert_eq!(download_name("../../x\"; y.json"), "x___y.json");
         assert_eq!(download_name(".."), "download");
     }
 }
