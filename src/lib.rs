@@ -15,7 +15,8 @@
 //!    processes never compute one key twice, and records results atomically.
 //! 5. [`stages`] holds one implementation per stage kind; [`data`], [`nn`] and [`metrics`] are
 //!    the ML they are built from; [`report`] renders tables and plots.
-//! 6. [`cli`] is the command line (`run`, `plan`, `why`, `show`, `report`, `cache ...`).
+//! 6. [`cli`] is the command line (`run`, `plan`, `why`, `show`, `report`, `cache ...`);
+//!    [`serve`] is the web dashboard `asymflow serve` runs over the same cache.
 
 pub mod cache;
 pub mod cli;
@@ -26,5 +27,6 @@ pub mod graph;
 pub mod kind;
 pub mod metrics;
 pub mod report;
+pub mod serve;
 pub mod spec;
 pub mod stages;

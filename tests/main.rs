@@ -18,6 +18,8 @@ mod remote;
 mod report;
 mod report_freshness;
 mod report_templates;
+mod serve;
+mod serve_browser;
 mod spec_errors;
 mod sweeps;
 mod trust;

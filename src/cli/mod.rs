@@ -16,6 +16,7 @@ mod push;
 mod remote;
 mod report_cmd;
 mod run;
+mod serve;
 mod show;
 mod status;
 mod why;
@@ -180,6 +181,8 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Import a bundle written by `export -o`, verifying every record and object.
     Import(import::ImportArgs),
+    /// Browse pipelines and results in a local web dashboard (read-only).
+    Serve(serve::ServeArgs),
 }
 
 /// `asymflow data ...`.
@@ -438,6 +441,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             out,
             partition,
         }) => data_cmd::export(pipeline, &stage, &out, partition.as_deref()),
+        Command::Serve(args) => serve::serve(args),
         Command::Cache(CacheCommand::Verify(args)) => cache_cmd::verify(args),
         Command::Cache(CacheCommand::Forget { keys, cache }) => cache_cmd::forget(cache, &keys),
         Command::Cache(CacheCommand::Gc {

@@ -135,6 +135,7 @@ pub struct StageContext<'a> {
     telemetry: BTreeMap<String, f64>,
     log: Option<std::fs::File>,
     progress: Option<Box<dyn ProgressSink>>,
+    live: LiveProgress,
 }
 
 impl<'a> StageContext<'a> {
@@ -151,6 +152,7 @@ impl<'a> StageContext<'a> {
         progress: Option<Box<dyn ProgressSink>>,
     ) -> Self {
         let log = std::fs::File::create(out_dir.join(LOG_OUTPUT)).ok();
+        let live = LiveProgress::new(&out_dir);
         StageContext {
             params,
             inputs,
@@ -161,6 +163,7 @@ impl<'a> StageContext<'a> {
             cancel,
             metrics: BTreeMap::new(),
             telemetry: BTreeMap::new(),
+            live,
             log,
             progress,
         }
@@ -255,6 +258,7 @@ impl<'a> StageContext<'a> {
 
     /// Sets up the progress bar for `len` steps with a message (epochs, batches).
     pub fn progress_start(&self, len: u64, message: &str) {
+        self.live.start(len, message);
         if let Some(sink) = &self.progress {
             sink.start(len, message);
         }
@@ -262,6 +266,7 @@ impl<'a> StageContext<'a> {
 
     /// Advances the progress bar by one step.
     pub fn progress_tick(&self) {
+        self.live.tick();
         if let Some(sink) = &self.progress {
             sink.tick();
         }
@@ -287,6 +292,68 @@ impl<'a> StageContext<'a> {
     /// Consumes the context, returning the metrics and the telemetry.
     pub fn finish(self) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
         (self.metrics, self.telemetry)
+    }
+}
+
+/// The file beside a running stage's output folder that holds its progress as JSON
+/// (`{"pos": 3, "len": 10, "unit": "epochs", "updated": 1.7e9}`), for readers in other
+/// processes (`asymflow serve`). It lives in the scratch folder, so it never becomes an output
+/// and goes away with the scratch folder.
+pub const PROGRESS_FILE: &str = "progress.json";
+
+/// Progress written to [`PROGRESS_FILE`]: at every start, then at most every 200 ms, each
+/// write a whole file renamed into place so a reader never sees half of one.
+struct LiveProgress {
+    path: Option<PathBuf>,
+    pos: std::sync::atomic::AtomicU64,
+    len: std::sync::atomic::AtomicU64,
+    unit: std::sync::Mutex<(String, Option<std::time::Instant>)>,
+}
+
+impl LiveProgress {
+    fn new(out_dir: &Path) -> Self {
+        LiveProgress {
+            path: out_dir.parent().map(|p| p.join(PROGRESS_FILE)),
+            pos: 0.into(),
+            len: 0.into(),
+            unit: std::sync::Mutex::new((String::new(), None)),
+        }
+    }
+
+    fn start(&self, len: u64, unit: &str) {
+        self.len.store(len, Ordering::Relaxed);
+        self.pos.store(0, Ordering::Relaxed);
+        let mut guard = self.unit.lock().unwrap_or_else(|p| p.into_inner());
+        guard.0 = unit.to_string();
+        guard.1 = None;
+        self.write(&mut guard);
+    }
+
+    fn tick(&self) {
+        self.pos.fetch_add(1, Ordering::Relaxed);
+        let mut guard = self.unit.lock().unwrap_or_else(|p| p.into_inner());
+        let due = guard.1.is_none_or(|t| t.elapsed().as_millis() >= 200)
+            || self.pos.load(Ordering::Relaxed) >= self.len.load(Ordering::Relaxed);
+        if due {
+            self.write(&mut guard);
+        }
+    }
+
+    fn write(&self, guard: &mut (String, Option<std::time::Instant>)) {
+        let Some(path) = &self.path else { return };
+        let doc = serde_json::json!({
+            "pos": self.pos.load(Ordering::Relaxed),
+            "len": self.len.load(Ordering::Relaxed),
+            "unit": guard.0,
+            "updated": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        });
+        let tmp = path.with_extension("json.tmp");
+        if std::fs::write(&tmp, doc.to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        }
+        guard.1 = Some(std::time::Instant::now());
     }
 }
 

@@ -19,6 +19,7 @@ mod params;
 
 pub use context::{
     read_json, InputArtifact, Inputs, ProgressSink, StageContext, StageError, LOG_OUTPUT,
+    PROGRESS_FILE,
 };
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params, Range};
 

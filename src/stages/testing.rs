@@ -3,8 +3,12 @@
 //!
 //! `test-echo` writes `value.json` holding its `value` param and the values of its inputs, and
 //! records the metric `value` (its own number plus its inputs'). It can sleep (checking for
-//! Ctrl-C), fail on purpose, take a device slot, and append a line to a file every time it
-//! really runs, so tests can count executions across processes.
+//! Ctrl-C, reporting ten steps of progress and a log line per step), fail on purpose, take a
+//! device slot, and append a line to a file every time it really runs, so tests can count
+//! executions across processes.
+//!
+//! `test-train` stands in for a training stage (a loss curve, per-epoch progress, metrics) for
+//! the dashboard's tests.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -23,18 +27,98 @@ pub fn register(registry: &mut Registry) {
     declare(registry);
     registry.register_runner("test-echo", Box::new(echo()));
     registry.register_runner("test-strict", Box::new(Strict));
+    registry.register_runner("test-train", Box::new(Train));
 }
 
 /// The test kinds' declarations only: they run elsewhere (in a worker).
 pub fn declare(registry: &mut Registry) {
     registry.register(Box::new(echo()));
     registry.register(Box::new(Strict));
+    registry.register(Box::new(Train));
 }
 
 fn echo() -> Echo {
     Echo {
         kind: "test-echo",
         version: echo_version(),
+    }
+}
+
+/// `test-train`: a stand-in for a training stage, for the dashboard's tests. Per epoch it
+/// reports progress, logs the loss and can sleep; it writes `loss.json` (one object per epoch
+/// with `loss` and an `aux` term) and records `map` and `final_loss`, all computed from its
+/// `value`, `seed` and `epochs` so every result is known in advance.
+#[derive(Clone)]
+pub struct Train;
+
+const TRAIN_PARAMS: &[ParamDecl] = &[
+    ParamDecl::optional(
+        "value",
+        ParamType::Float,
+        "0.5",
+        "sets the metric and the curve",
+    ),
+    ParamDecl::optional(
+        "seed",
+        ParamType::Int,
+        "0",
+        "shifts the metric by seed / 100",
+    ),
+    ParamDecl::optional("epochs", ParamType::Int, "5", "points on the loss curve"),
+    ParamDecl::optional(
+        "sleep_ms",
+        ParamType::Int,
+        "0",
+        "sleep this long in every epoch",
+    ),
+];
+
+/// The loss of `test-train` after `epoch` of `epochs` with `value`.
+pub fn train_loss(value: f64, epoch: i64, epochs: i64) -> f64 {
+    (1.0 + value) * (-2.0 * epoch as f64 / epochs.max(1) as f64).exp()
+}
+
+impl Stage for Train {
+    fn kind(&self) -> &'static str {
+        "test-train"
+    }
+    fn impl_version(&self) -> u32 {
+        1
+    }
+    fn summary(&self) -> &'static str {
+        "test kind: a training stand-in with a loss curve, progress and metrics"
+    }
+    fn params(&self) -> &'static [ParamDecl] {
+        TRAIN_PARAMS
+    }
+    fn inputs(&self) -> &'static [InputDecl] {
+        INPUTS
+    }
+}
+
+impl Run for Train {
+    fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
+        let value = ctx.params().float("value")?;
+        let seed = ctx.params().int("seed")?;
+        let epochs = ctx.params().int("epochs")?.max(1);
+        let sleep = ctx.params().int("sleep_ms")?.max(0) as u64;
+        ctx.progress_start(epochs as u64, "epochs");
+        let mut curve = Vec::new();
+        for epoch in 1..=epochs {
+            let clock = std::time::Instant::now();
+            while clock.elapsed().as_millis() < sleep as u128 {
+                ctx.check_cancelled()?;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let loss = train_loss(value, epoch, epochs);
+            curve.push(serde_json::json!({ "epoch": epoch, "loss": loss, "aux": loss / 2.0 }));
+            ctx.log(format!("epoch {epoch}/{epochs}: loss {loss:.5}"));
+            ctx.progress_tick();
+        }
+        ctx.write_json("loss.json", &curve)?;
+        ctx.metric("map", value * 0.8 + seed as f64 / 100.0);
+        ctx.metric("final_loss", train_loss(value, epochs, epochs));
+        Ok(())
     }
 }
 
@@ -180,10 +264,21 @@ impl Run for Echo {
             .map_err(|e| StageError::io(&path, e))?;
         }
         let sleep = params.int("sleep_ms")?.max(0) as u64;
+        if sleep > 0 {
+            // Ten steps of progress, so readers of a running stage (`serve`) see it move.
+            ctx.progress_start(10, "steps");
+        }
         let clock = std::time::Instant::now();
+        let mut step = 0;
         while clock.elapsed().as_millis() < sleep as u128 {
             ctx.check_cancelled()?;
             std::thread::sleep(std::time::Duration::from_millis(10));
+            let done = (clock.elapsed().as_millis() * 10 / sleep.max(1) as u128).min(10);
+            while step < done {
+                step += 1;
+                ctx.progress_tick();
+                ctx.log(format!("step {step}/10"));
+            }
         }
         if params.bool("fail")? {
             return Err(StageError::Other("failed on purpose (fail = true)".into()));

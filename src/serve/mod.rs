@@ -1,0 +1,98 @@
+//! `asymflow serve`: a local, read-only web dashboard over a project's pipelines and cache.
+//!
+//! Why a server and not more static pages: a sweep of fifty instances wants sorting,
+//! filtering, side-by-side comparison and a view that follows a running pipeline, and those
+//! need the cache as it is now, not as it was when a report was rendered. Every page is built
+//! per request from the pipeline files and the cache through their public APIs
+//! ([`crate::spec`], [`crate::graph`], [`crate::exec::plan_status`],
+//! [`crate::exec::freshness`], [`crate::cache`], [`crate::report`]); nothing is precomputed.
+//!
+//! How the parts fit (one concept per file):
+//! - [`site`]: the project being served: its pipeline files, the cache, the stage registry.
+//! - [`state`]: every instance of a pipeline with its status (cached, to run, running, failed),
+//!   its record, and the live progress of a running stage ([`live`]).
+//! - [`live`]: what another process's running stages show from outside: leases in the index,
+//!   the progress file and the log in their scratch folders.
+//! - [`html`]: escaping and the page shell; every string from a pipeline file or the cache
+//!   goes through [`html::esc`].
+//! - [`pages`]: one file per page; [`dag`] draws the stage graph as SVG; [`reason`] renders
+//!   dirty reasons.
+//! - [`objects`]: reading objects for display and download, verified, never written.
+//! - [`routes`]: the axum router and the only place tokio is used; [`assets`] holds the
+//!   stylesheet and script, embedded in the binary (no CDN, no build step).
+//!
+//! Nothing here writes results, objects or leases, and a project without a cache is served
+//! without creating one. Objects are hashed while they are read, and a mismatch is reported,
+//! not quarantined. (Statuses come from `plan_status`, which, as for `asymflow plan`, may
+//! remember data-set file hashes in the index.)
+
+pub mod assets;
+pub mod dag;
+pub mod html;
+pub mod live;
+pub mod objects;
+pub mod pages;
+pub mod reason;
+pub mod routes;
+pub mod site;
+pub mod state;
+
+use std::net::SocketAddr;
+
+pub use site::Site;
+
+/// Why the dashboard could not serve, or a page could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The page or resource does not exist (an unknown pipeline, instance, output or route).
+    #[error("{0}")]
+    NotFound(String),
+    /// A pipeline file does not load (its error, with file and line, is shown on the page).
+    #[error("{0}")]
+    Pipeline(String),
+    /// The cache index could not be read.
+    #[error("reading the cache index: {0}")]
+    Index(#[from] crate::cache::IndexError),
+    /// A file in the cache could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// An object's content does not match its digest.
+    #[error("object {0} is corrupt (its content does not match its digest); run `asymflow cache verify`")]
+    Corrupt(String),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}; pick another port with --port")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The server stopped with an error.
+    #[error("server: {0}")]
+    Server(std::io::Error),
+}
+
+impl ServeError {
+    /// An I/O error on `path`.
+    pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+        ServeError::Io {
+            path: path.as_ref().display().to_string(),
+            source,
+        }
+    }
+}
+
+/// Serves `site` on `addr` until the process is stopped. `ready` is called with the bound
+/// address (port 0 picks a free one) before the first request is accepted.
+pub fn serve(
+    site: Site,
+    addr: SocketAddr,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    routes::serve(site, addr, ready)
+}

@@ -1,0 +1,298 @@
+//! One instance: its status, parameters, inputs (linked to the instances that produced them),
+//! outputs (sizes, digests, downloads), metrics, provenance and telemetry, the log, the loss
+//! curves as an interactive chart, and "why would this rerun" against the pipeline file as it
+//! is now. A running instance shows its progress and the log written so far, and the script
+//! keeps both fresh through [`live_json`].
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use super::{badge, pairs, progress_text, time};
+use crate::cache::{IndexHasher, RunRecord, StageKey};
+use crate::exec::freshness::{dirty_reasons, fingerprint, instance_key};
+use crate::kind::LOG_OUTPUT;
+use crate::report::loss::{parse_curves, LOSS_OUTPUT};
+use crate::serve::html::{bytes, esc, json_block, label, num, page, seg, value_text};
+use crate::serve::state::{InstanceState, PipelineState, Status};
+use crate::serve::{live, objects, reason, ServeError, Site};
+
+/// Why the instance would run now, as the engine explains it (empty when cached).
+pub fn why_rerun(
+    site: &Site,
+    state: &PipelineState,
+    s: &InstanceState,
+) -> Result<Vec<String>, ServeError> {
+    if s.status == Status::Cached {
+        return Ok(Vec::new());
+    }
+    let (Some(index), Some(_)) = (site.index()?, s.key.as_ref()) else {
+        return Ok(vec![s.reason.clone()]);
+    };
+    let plan = &state.plan;
+    let inst = &plan.instances()[s.index];
+    let hasher = IndexHasher::new(site.cache().index()?);
+    let Ok(fp) = fingerprint(plan, inst, site.registry(), &hasher) else {
+        return Ok(vec![s.reason.clone()]);
+    };
+    let upstream = |u: usize| state.instances[u].record.clone();
+    let Some(key) = instance_key(plan, inst, site.registry(), &upstream, fp) else {
+        return Ok(vec![s.reason.clone()]);
+    };
+    Ok(dirty_reasons(&index, site.cache(), &plan.spec().name, inst, &key)
+        .iter()
+        .map(ToString::to_string)
+        .collect())
+}
+
+/// The log of the instance: the recorded `log.txt` when cached, what a running stage has
+/// written so far, or `None`.
+pub fn log_text(site: &Site, s: &InstanceState) -> Result<Option<String>, ServeError> {
+    if let Some(out) = s.record.as_ref().and_then(|r| r.outputs.get(LOG_OUTPUT)) {
+        let bytes = objects::read(site.cache(), &out.digest)?;
+        return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    if s.status == Status::Running {
+        return Ok(s.key.as_deref().and_then(|k| live::log(site.cache(), k)));
+    }
+    Ok(None)
+}
+
+/// The first 16 characters of a digest, as tables show it.
+fn short(digest: &str) -> &str {
+    digest.get(..16).unwrap_or(digest)
+}
+
+fn loss_curves(site: &Site, record: &RunRecord) -> Option<Value> {
+    let out = record.outputs.get(LOSS_OUTPUT)?;
+    let bytes = objects::read(site.cache(), &out.digest).ok()?;
+    let doc: Value = serde_json::from_slice(&bytes).ok()?;
+    let curves = parse_curves(&doc).ok()?;
+    if curves.is_empty() {
+        return None;
+    }
+    Some(Value::Array(
+        curves
+            .into_iter()
+            .map(|(name, points)| {
+                json!({ "name": name, "points": points.iter().map(|(x, y)| [x, y]).collect::<Vec<_>>() })
+            })
+            .collect(),
+    ))
+}
+
+/// The page.
+pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<String, ServeError> {
+    let base = format!("/p/{}", seg(&state.name));
+    let here = format!("{base}/i/{}", s.index);
+    let inst = &state.plan.instances()[s.index];
+    let title = label(&inst.stage, &inst.binding);
+    let mut body = String::new();
+
+    let mut summary = vec![
+        (
+            "status".to_string(),
+            format!(
+                "<span id=\"status\">{}</span> <span id=\"progress\">{}</span>",
+                badge(s.status),
+                esc(&progress_text(s.progress.as_ref()))
+            ),
+        ),
+        ("stage".into(), esc(&inst.stage)),
+        ("kind".into(), esc(&inst.kind)),
+        (
+            "key".into(),
+            s.key
+                .as_deref()
+                .map(|k| format!("<code>{}</code>", esc(k)))
+                .unwrap_or_else(|| {
+                    "<span class=\"muted\">not known until its inputs are computed</span>".into()
+                }),
+        ),
+    ];
+    for (axis, value) in &inst.binding {
+        summary.push((format!("sweep {axis}"), esc(&value_text(value))));
+    }
+    if let Some(failure) = &s.failure {
+        summary.push((
+            "error".into(),
+            format!("<pre class=\"error\">{}</pre>", esc(failure)),
+        ));
+    }
+    body.push_str(&pairs(&summary));
+
+    body.push_str("<section><h2>Why would this rerun</h2>");
+    let reasons = why_rerun(site, state, s)?;
+    body.push_str(&reason::render_list(
+        &reasons,
+        "It would not: its result under the current pipeline file is in the cache.",
+    ));
+    body.push_str("</section>\n");
+
+    body.push_str("<section><h2>Parameters</h2>");
+    let params: Vec<(String, String)> = inst
+        .params
+        .0
+        .iter()
+        .map(|(k, v)| (k.clone(), format!("<code>{}</code>", esc(&v.to_string()))))
+        .collect();
+    body.push_str(&pairs(&params));
+    body.push_str("</section>\n");
+
+    if !inst.inputs.is_empty() {
+        body.push_str("<section><h2>Inputs</h2>");
+        let rows: Vec<(String, String)> = inst
+            .inputs
+            .iter()
+            .map(|(slot, ups)| {
+                let links: Vec<String> = ups
+                    .iter()
+                    .map(|&u| {
+                        format!(
+                            "<a href=\"{base}/i/{u}\">{}</a> {}",
+                            esc(&state.label(u)),
+                            badge(state.instances[u].status)
+                        )
+                    })
+                    .collect();
+                (slot.clone(), links.join("<br>"))
+            })
+            .collect();
+        body.push_str(&pairs(&rows));
+        body.push_str("</section>\n");
+    }
+
+    if let Some(record) = &s.record {
+        body.push_str("<section><h2>Outputs</h2><table class=\"grid\" id=\"outputs\"><thead><tr><th>name</th><th>size</th><th>digest</th><th></th></tr></thead><tbody>");
+        for (name, out) in &record.outputs {
+            let size = objects::size(site.cache(), &out.digest);
+            let href = format!("{here}/out/{}", seg(name));
+            let _ = write!(
+                body,
+                "<tr><td>{}{}</td><td class=\"num\">{}</td><td><code title=\"{}\">{}</code></td><td><a href=\"{}\" download>download</a></td></tr>",
+                esc(name),
+                if out.is_dir { "/" } else { "" },
+                size.map(bytes).unwrap_or_else(|| "missing".into()),
+                esc(&out.digest),
+                esc(short(&out.digest)),
+                esc(&href)
+            );
+            if out.is_dir {
+                if let Ok(manifest) = objects::manifest(site.cache(), &out.digest) {
+                    for (rel, digest) in manifest.entries.iter().take(200) {
+                        let _ = write!(
+                            body,
+                            "<tr class=\"sub\"><td>{}/{}</td><td class=\"num\">{}</td><td><code title=\"{}\">{}</code></td><td><a href=\"/objects/{}?name={}\" download>download</a></td></tr>",
+                            esc(name),
+                            esc(rel),
+                            objects::size(site.cache(), digest).map(bytes).unwrap_or_else(|| "missing".into()),
+                            esc(digest),
+                            esc(short(digest)),
+                            esc(digest),
+                            seg(&objects::download_name(rel))
+                        );
+                    }
+                    if manifest.entries.len() > 200 {
+                        let _ = write!(body, "<tr class=\"sub\"><td colspan=\"4\" class=\"muted\">and {} more files</td></tr>", manifest.entries.len() - 200);
+                    }
+                }
+            }
+        }
+        body.push_str("</tbody></table></section>\n");
+
+        body.push_str("<section><h2>Metrics</h2>");
+        if record.metrics.is_empty() {
+            body.push_str("<p class=\"muted\">none recorded</p>");
+        } else {
+            let rows: Vec<(String, String)> = record
+                .metrics
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        format!(
+                            "<span class=\"num\" data-metric=\"{}\">{}</span>",
+                            esc(k),
+                            num(*v)
+                        ),
+                    )
+                })
+                .collect();
+            body.push_str(&pairs(&rows));
+        }
+        body.push_str("</section>\n");
+
+        if let Some(curves) = loss_curves(site, record) {
+            body.push_str("<section><h2>Loss</h2>");
+            body.push_str(&json_block("loss-data", &curves));
+            body.push_str("<div class=\"chart\" id=\"loss-chart\" data-src=\"loss-data\" data-x=\"epoch\" data-y=\"loss\"></div></section>\n");
+        }
+
+        body.push_str("<section><h2>Provenance and telemetry</h2>");
+        let key: Option<StageKey> = serde_json::from_str(&record.key_json).ok();
+        let prov = vec![
+            ("pipeline".to_string(), esc(&record.pipeline)),
+            ("stage when it ran".into(), esc(&record.stage)),
+            ("kind".into(), esc(&record.kind)),
+            (
+                "IMPL_VERSION".into(),
+                key.as_ref()
+                    .map(|k| k.impl_version.to_string())
+                    .unwrap_or_default(),
+            ),
+            (
+                "key format".into(),
+                key.as_ref()
+                    .map(|k| k.format.to_string())
+                    .unwrap_or_default(),
+            ),
+            ("started".into(), time(record.started)),
+            ("finished".into(), time(record.finished)),
+            ("duration".into(), format!("{:.2} s", record.duration)),
+            ("device".into(), esc(&record.device)),
+        ];
+        body.push_str(&pairs(&prov));
+        let pretty = serde_json::from_str::<Value>(&record.key_json)
+            .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
+            .unwrap_or_else(|_| record.key_json.clone());
+        let _ = writeln!(
+            body,
+            "<details><summary>The key, field by field</summary><pre>{}</pre></details></section>",
+            esc(&pretty)
+        );
+    }
+
+    body.push_str("<section><h2>Log</h2>");
+    match log_text(site, s)? {
+        Some(text) => {
+            let _ = write!(
+                body,
+                "<p><a href=\"{here}/log\">raw</a></p><pre id=\"log\" class=\"log\">{}</pre>",
+                esc(&text)
+            );
+        }
+        None => body.push_str("<pre id=\"log\" class=\"log muted\">no log yet</pre>"),
+    }
+    body.push_str("</section>\n");
+
+    Ok(page(
+        &title,
+        &[
+            (base.clone(), state.name.clone()),
+            (here.clone(), title.clone()),
+        ],
+        &body,
+        Some(&format!("/api{here}")),
+    ))
+}
+
+/// What the script polls on an instance page: status, progress, and the log so far.
+pub fn live_json(site: &Site, s: &InstanceState) -> Result<Value, ServeError> {
+    Ok(json!({
+        "id": s.index,
+        "status": s.status.name(),
+        "progress": s.progress,
+        "log": log_text(site, s)?,
+        "metrics": s.record.as_ref().map(|r| &r.metrics),
+    }))
+}

@@ -1,0 +1,172 @@
+//! The pages, one file each, and the pieces they share: a sortable, filterable grid, status
+//! badges and progress text.
+//!
+//! Pages are plain server-rendered HTML; the script (`assets/serve/app.js`) adds sorting,
+//! filtering, picking rows to compare, live updates and charts on top, so every page is
+//! readable without it and testable over plain HTTP.
+
+pub mod compare;
+pub mod instance;
+pub mod not_found;
+pub mod pipeline;
+pub mod pipelines;
+pub mod reports;
+
+use std::fmt::Write;
+
+use super::html::esc;
+use super::live::Progress;
+use super::state::Status;
+
+/// One column of a [`grid`].
+pub struct Column {
+    /// The header text (escaped when rendered).
+    pub label: String,
+    /// CSS class of the header and its cells (`axis`, `param`, `metric`, ...).
+    pub class: &'static str,
+}
+
+/// One cell of a [`grid`]: HTML content, the value it sorts by, and extra attributes.
+#[derive(Default)]
+pub struct Cell {
+    /// The content, already HTML.
+    pub html: String,
+    /// The sort value (a number sorts numerically); the text when absent.
+    pub sort: Option<String>,
+    /// Extra attributes, already escaped (` data-status-of="3"`).
+    pub attrs: String,
+    /// Extra CSS classes.
+    pub class: String,
+}
+
+impl Cell {
+    /// A cell showing `text` (escaped here).
+    pub fn text(text: &str) -> Cell {
+        Cell {
+            html: esc(text),
+            ..Cell::default()
+        }
+    }
+
+    /// A cell showing a number, sorting by its exact value.
+    pub fn number(value: f64) -> Cell {
+        Cell {
+            html: super::html::num(value),
+            sort: Some(value.to_string()),
+            class: "num".into(),
+            ..Cell::default()
+        }
+    }
+}
+
+/// A table with a header row of sort buttons and a row of filter boxes (the script makes
+/// them work). `rows` are (row attributes, cells).
+pub fn grid(id: &str, columns: &[Column], rows: &[(String, Vec<Cell>)]) -> String {
+    let mut out = format!(
+        "<div class=\"grid-tools\"><span class=\"shown\" data-for=\"{id}\">{} rows</span> \
+         <button type=\"button\" class=\"clear-filters\" data-for=\"{id}\">Clear filters</button></div>\n\
+         <div class=\"scroll\"><table class=\"grid\" id=\"{id}\">\n<thead><tr>",
+        rows.len()
+    );
+    for (c, col) in columns.iter().enumerate() {
+        if col.class == "pick" {
+            let _ = write!(out, "<th class=\"pick\" data-col=\"{c}\"></th>");
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<th class=\"{}\" data-col=\"{c}\"><button type=\"button\" class=\"sort\">{}</button></th>",
+            col.class,
+            esc(&col.label)
+        );
+    }
+    out.push_str("</tr>\n<tr class=\"filters\">");
+    for (c, col) in columns.iter().enumerate() {
+        if col.class == "pick" {
+            out.push_str("<th></th>");
+        } else {
+            let _ = write!(
+                out,
+                "<th><input type=\"search\" class=\"filter\" data-col=\"{c}\" placeholder=\"filter\" aria-label=\"filter {}\"></th>",
+                esc(&col.label)
+            );
+        }
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for (attrs, cells) in rows {
+        let _ = write!(out, "<tr{attrs}>");
+        for (cell, col) in cells.iter().zip(columns) {
+            let sort = cell
+                .sort
+                .as_ref()
+                .map(|s| format!(" data-v=\"{}\"", esc(s)))
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "<td class=\"{} {}\"{sort}{}>{}</td>",
+                col.class, cell.class, cell.attrs, cell.html
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+/// A status badge.
+pub fn badge(status: Status) -> String {
+    format!(
+        "<span class=\"badge st-{}\">{}</span>",
+        status.name(),
+        status.name()
+    )
+}
+
+/// `3/10 epochs`, or nothing.
+pub fn progress_text(progress: Option<&Progress>) -> String {
+    progress
+        .map(|p| format!("{}/{} {}", p.pos, p.len, p.unit))
+        .unwrap_or_default()
+}
+
+/// A two-column table of (name, HTML value) pairs.
+pub fn pairs(rows: &[(String, String)]) -> String {
+    let mut out = String::from("<table class=\"pairs\"><tbody>");
+    for (k, v) in rows {
+        let _ = write!(out, "<tr><th>{}</th><td>{v}</td></tr>", esc(k));
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// A date and time (UTC) from seconds since the epoch.
+pub fn time(seconds: f64) -> String {
+    let secs = seconds as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_are_civil_utc() {
+        assert_eq!(super::time(0.0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::time(1_700_000_000.0), "2023-11-14 22:13:20 UTC");
+    }
+}

@@ -1,0 +1,249 @@
+//! Every instance of a pipeline with its status now: `cached` (a hit), `running` (a live
+//! process holds its lease), `failed` (its last run under this key failed) or `to-run`, with
+//! the engine's reason, its record when cached, and the progress of a running stage.
+//!
+//! The statuses come from [`crate::exec::plan_status`], the same code `asymflow plan` uses,
+//! refined by the leases and failures in the index. A project with no cache yet is served as
+//! is: every instance is to run, and no index is created.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::live::{self, Progress};
+use super::{ServeError, Site};
+use crate::cache::RunRecord;
+use crate::exec::plan_status;
+use crate::graph::Plan;
+
+/// An instance's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Its result is in the cache.
+    Cached,
+    /// A process is computing it now.
+    Running,
+    /// Its last run under this key failed.
+    Failed,
+    /// It would run.
+    ToRun,
+}
+
+impl Status {
+    /// The name pages and the API use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Cached => "cached",
+            Status::Running => "running",
+            Status::Failed => "failed",
+            Status::ToRun => "to-run",
+        }
+    }
+}
+
+/// One instance and what the cache knows about it.
+#[derive(Debug, Clone)]
+pub struct InstanceState {
+    /// Its index in the plan (its id in URLs).
+    pub index: usize,
+    /// Its status.
+    pub status: Status,
+    /// Its key, when its inputs are known.
+    pub key: Option<String>,
+    /// Why it would run (empty when cached).
+    pub reason: String,
+    /// Its result, when cached.
+    pub record: Option<RunRecord>,
+    /// The error of its last run, when failed.
+    pub failure: Option<String>,
+    /// Progress of a running stage.
+    pub progress: Option<Progress>,
+}
+
+/// A pipeline's plan with the state of every instance (in plan index order).
+pub struct PipelineState {
+    /// The pipeline file's stem (its name in URLs).
+    pub name: String,
+    /// The expanded pipeline.
+    pub plan: Plan,
+    /// One per instance, indexed like `plan.instances()`.
+    pub instances: Vec<InstanceState>,
+}
+
+/// Status counts: (cached, to run, running, failed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Cached.
+    pub cached: usize,
+    /// To run.
+    pub to_run: usize,
+    /// Running.
+    pub running: usize,
+    /// Failed.
+    pub failed: usize,
+}
+
+impl Counts {
+    /// Counts `statuses`.
+    pub fn of<'a>(statuses: impl IntoIterator<Item = &'a InstanceState>) -> Counts {
+        let mut c = Counts::default();
+        for s in statuses {
+            match s.status {
+                Status::Cached => c.cached += 1,
+                Status::Running => c.running += 1,
+                Status::Failed => c.failed += 1,
+                Status::ToRun => c.to_run += 1,
+            }
+        }
+        c
+    }
+
+    /// The status a group with these counts shows: failed, then running, then to run.
+    pub fn overall(&self) -> Status {
+        if self.failed > 0 {
+            Status::Failed
+        } else if self.running > 0 {
+            Status::Running
+        } else if self.to_run > 0 {
+            Status::ToRun
+        } else {
+            Status::Cached
+        }
+    }
+}
+
+/// The pipeline `name` with every instance's state.
+pub fn pipeline_state(site: &Site, name: &str) -> Result<PipelineState, ServeError> {
+    let plan = site.load(name)?;
+    let Some(index) = site.index()? else {
+        let instances = (0..plan.instances().len())
+            .map(|i| InstanceState {
+                index: i,
+                status: Status::ToRun,
+                key: None,
+                reason: "never ran (the cache is empty)".into(),
+                record: None,
+                failure: None,
+                progress: None,
+            })
+            .collect();
+        return Ok(PipelineState {
+            name: name.to_string(),
+            plan,
+            instances,
+        });
+    };
+    let planned = plan_status(&plan, site.registry(), site.cache())?;
+    let running = live::running_keys(&index)?;
+    let mut instances = Vec::with_capacity(planned.len());
+    for (i, p) in planned.into_iter().enumerate() {
+        let mut state = InstanceState {
+            index: i,
+            status: if p.status == "cached" {
+                Status::Cached
+            } else {
+                Status::ToRun
+            },
+            key: p.key,
+            reason: p.reason,
+            record: p.record,
+            failure: None,
+            progress: None,
+        };
+        if state.status == Status::ToRun {
+            if let Some(key) = state.key.clone() {
+                if running.contains(&key) {
+                    state.status = Status::Running;
+                    state.progress = live::progress(site.cache(), &key);
+                } else if let Some(error) = index.failure(&key)? {
+                    state.status = Status::Failed;
+                    state.failure = Some(error);
+                }
+            }
+        }
+        instances.push(state);
+    }
+    Ok(PipelineState {
+        name: name.to_string(),
+        plan,
+        instances,
+    })
+}
+
+impl PipelineState {
+    /// The instance with id `id` (a decimal index), or a 404.
+    pub fn instance(&self, id: &str) -> Result<&InstanceState, ServeError> {
+        id.parse::<usize>()
+            .ok()
+            .and_then(|i| self.instances.get(i))
+            .ok_or_else(|| {
+                ServeError::NotFound(format!(
+                    "pipeline `{}` has no instance `{id}`; instances are numbered 0 to {}",
+                    self.name,
+                    self.instances.len().saturating_sub(1)
+                ))
+            })
+    }
+
+    /// The sweep axes any instance is bound on, in the pipeline's order.
+    pub fn axes(&self) -> Vec<String> {
+        let bound: BTreeSet<&String> = self
+            .plan
+            .instances()
+            .iter()
+            .flat_map(|i| i.binding.keys())
+            .collect();
+        self.plan
+            .spec()
+            .axes
+            .iter()
+            .map(|a| a.name.clone())
+            .filter(|a| bound.contains(a))
+            .collect()
+    }
+
+    /// Parameters whose value differs between instances of one stage (the swept ones), in
+    /// name order, leaving out those named like an axis.
+    pub fn key_params(&self) -> Vec<String> {
+        let axes = self.axes();
+        let mut seen: BTreeMap<(&str, &str), BTreeSet<String>> = BTreeMap::new();
+        for inst in self.plan.instances() {
+            for (name, value) in &inst.params.0 {
+                seen.entry((inst.stage.as_str(), name.as_str()))
+                    .or_default()
+                    .insert(value.to_string());
+            }
+        }
+        let names: BTreeSet<String> = seen
+            .into_iter()
+            .filter(|(_, values)| values.len() > 1)
+            .map(|((_, name), _)| name.to_string())
+            .filter(|name| !axes.contains(name))
+            .collect();
+        names.into_iter().collect()
+    }
+
+    /// Every metric any cached instance recorded, in name order.
+    pub fn metrics(&self) -> Vec<String> {
+        let names: BTreeSet<&String> = self
+            .instances
+            .iter()
+            .filter_map(|s| s.record.as_ref())
+            .flat_map(|r| r.metrics.keys())
+            .collect();
+        names.into_iter().cloned().collect()
+    }
+
+    /// `stage[axis=v,...]` of instance `i`.
+    pub fn label(&self, i: usize) -> String {
+        let inst = &self.plan.instances()[i];
+        super::html::label(&inst.stage, &inst.binding)
+    }
+
+    /// The value of parameter `name` of instance `i`.
+    pub fn param(&self, i: usize, name: &str) -> Option<&Value> {
+        self.plan.instances()[i].params.0.get(name)
+    }
+}
