@@ -17,6 +17,7 @@ pub mod plan_status;
 pub mod progress;
 pub mod publish;
 pub mod scheduler;
+pub mod slurm;
 
 pub use plan_status::{plan_status, PlannedInstance};
 pub use scheduler::{run, InstanceOutcome, RunOptions, RunSummary, Status};

@@ -187,4 +187,3 @@ impl Registry {
         self.kinds.iter().map(|k| k.kind()).collect()
     }
 }
-
