@@ -14,5 +14,6 @@ mod raml;
 mod report;
 mod report_freshness;
 mod report_templates;
+mod slurm;
 mod spec_errors;
 mod sweeps;
