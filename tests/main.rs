@@ -15,5 +15,6 @@ mod report;
 mod report_freshness;
 mod report_templates;
 mod slurm;
+mod slurm_cluster;
 mod spec_errors;
 mod sweeps;
