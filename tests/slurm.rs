@@ -141,7 +141,12 @@ impl FakeSlurm {
     }
 
     fn executor(&self, max_jobs: Option<usize>) -> SlurmExecutor {
+        self.executor_with(max_jobs, None)
+    }
+
+    fn executor_with(&self, max_jobs: Option<usize>, setup: Option<&str>) -> SlurmExecutor {
         let profile = SlurmProfile {
+            setup: setup.map(str::to_string),
             partition: Some("gpu".into()),
             time: Some("01:00:00".into()),
             poll_interval: Some(0.02),
@@ -633,4 +638,53 @@ fn a_bad_profile_is_refused_before_anything_is_submitted() {
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("executor.slurm.time:"), "{err}");
+}
+
+#[test]
+fn a_failing_squeue_skips_one_poll_and_loses_nothing() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    std::fs::write(
+        fake.state().join("squeue_error"),
+        "squeue: error: slurm_receive_msg: Socket timed out on send/recv operation\n",
+    )
+    .unwrap();
+    assert_eq!(fake.run("100"), 0);
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+    assert!(
+        !fake.state().join("squeue_error").exists(),
+        "the failing squeue ran"
+    );
+}
+
+#[test]
+fn the_setup_line_runs_first_and_its_failure_ends_the_job() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor_with(None, Some("echo setting up && export READY=1"));
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    assert_eq!(fake.run("100"), 0);
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+    let log = std::fs::read_to_string(fake.get("100", "output")).unwrap();
+    assert!(log.contains("setting up\nfake-exec:"), "{log}");
+
+    let mut ex = fake.executor_with(None, Some("module load cuda/99"));
+    ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    assert_eq!(fake.run("101"), 127);
+    let (_, outcome) = until_finished(&mut ex, 1, Duration::from_secs(5));
+    let f = failure(&outcome);
+    assert!(f.message.contains("exited with status 127"), "{f:?}");
+    let tail = f.log_tail.as_deref().unwrap();
+    assert!(
+        tail.contains("the profile's setup line failed (status 127)"),
+        "{tail}"
+    );
+    assert!(
+        !tail.contains("fake-exec"),
+        "the command must not run: {tail}"
+    );
 }
