@@ -225,7 +225,7 @@ impl SlurmExecutor {
                 match step {
                     Step::Note(message) => self.events.push_back(JobEvent::Note { id, message }),
                     Step::Finished(mut outcome) => {
-                        if let JobOutcome::Failed(failure) = &mut outcome {
+                        if let JobOutcome::Failed(failure) = &mut *outcome {
                             if failure.log_tail.is_none() {
                                 failure.log_tail = f.dir.log_tail(&slurm_id);
                             }
@@ -235,7 +235,10 @@ impl SlurmExecutor {
                                 f.dir.log(&slurm_id).display()
                             );
                         }
-                        self.events.push_back(JobEvent::Finished { id, outcome });
+                        self.events.push_back(JobEvent::Finished {
+                            id,
+                            outcome: *outcome,
+                        });
                         finished.push(id);
                     }
                 }
@@ -251,7 +254,7 @@ impl SlurmExecutor {
 /// (for an engine that was down when it did).
 pub fn recorded_outcome(cache_dir: &Path, key: &str, slurm_id: &str) -> Option<JobOutcome> {
     match JobDir::new(cache_dir, key).read_result(slurm_id)? {
-        ResultFile::Outcome(outcome) => Some(outcome),
+        ResultFile::Outcome(outcome) => Some(*outcome),
         ResultFile::Unreadable(_) => None,
     }
 }

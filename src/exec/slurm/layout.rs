@@ -32,7 +32,7 @@ pub struct JobDir {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ResultFile {
     /// A readable outcome.
-    Outcome(JobOutcome),
+    Outcome(Box<JobOutcome>),
     /// A file that is not a JobOutcome (what is wrong with it).
     Unreadable(String),
 }
@@ -82,7 +82,7 @@ impl JobDir {
         let path = self.result(slurm_id);
         let text = std::fs::read_to_string(&path).ok()?;
         Some(match serde_json::from_str::<JobOutcome>(&text) {
-            Ok(outcome) => ResultFile::Outcome(outcome),
+            Ok(outcome) => ResultFile::Outcome(Box::new(outcome)),
             Err(e) => ResultFile::Unreadable(format!("{}: {e}", path.display())),
         })
     }
@@ -167,7 +167,10 @@ mod tests {
             serde_json::to_string(&outcome).unwrap().as_bytes(),
         )
         .unwrap();
-        assert_eq!(dir.read_result("5"), Some(ResultFile::Outcome(outcome)));
+        assert_eq!(
+            dir.read_result("5"),
+            Some(ResultFile::Outcome(Box::new(outcome)))
+        );
         dir.write(&dir.result("6"), b"{not json").unwrap();
         assert!(
             matches!(dir.read_result("6"), Some(ResultFile::Unreadable(m)) if m.contains("6.result.json"))

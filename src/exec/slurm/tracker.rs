@@ -44,7 +44,7 @@ pub enum Step {
     /// A line worth showing (the job started, was requeued, ...).
     Note(String),
     /// The job ended. Failures come without a log tail; the caller adds it.
-    Finished(JobOutcome),
+    Finished(Box<JobOutcome>),
 }
 
 /// One followed job.
@@ -80,9 +80,11 @@ impl Tracker {
     /// Takes in one poll's facts; what to tell the engine.
     pub fn observe(&mut self, facts: &Facts) -> Vec<Step> {
         let mut steps = Vec::new();
-        if let Some(ResultFile::Outcome(outcome @ JobOutcome::Done(_))) = &facts.result {
-            steps.push(Step::Finished(outcome.clone()));
-            return steps;
+        if let Some(ResultFile::Outcome(outcome)) = &facts.result {
+            if matches!(**outcome, JobOutcome::Done(_)) {
+                steps.push(Step::Finished(outcome.clone()));
+                return steps;
+            }
         }
         let Some(sighting) = &facts.sighting else {
             if let Some(step) = self.unknown(facts) {
@@ -163,7 +165,7 @@ impl Tracker {
     fn ended(&mut self, s: &Sighting, facts: &Facts) -> Option<Step> {
         let id = self.slurm_id.clone();
         let failed = |state: &str, message: String| {
-            Step::Finished(JobOutcome::Failed(JobFailure {
+            finish(JobOutcome::Failed(JobFailure {
                 reason: FailureReason::Executor {
                     job_id: id.clone(),
                     state: state.to_string(),
@@ -260,7 +262,7 @@ impl Tracker {
             return Some(interrupted(&id));
         }
         if let Some(code) = facts.exit {
-            return Some(Step::Finished(JobOutcome::Failed(JobFailure {
+            return Some(finish(JobOutcome::Failed(JobFailure {
                 reason: FailureReason::Executor {
                     job_id: id.clone(),
                     state: "FAILED".into(),
@@ -276,7 +278,7 @@ impl Tracker {
         if self.unknown_polls < LOST_GRACE_POLLS {
             return None;
         }
-        Some(Step::Finished(JobOutcome::Failed(JobFailure {
+        Some(finish(JobOutcome::Failed(JobFailure {
             reason: FailureReason::Executor {
                 job_id: id.clone(),
                 state: "UNKNOWN".into(),
@@ -290,8 +292,12 @@ impl Tracker {
     }
 }
 
+fn finish(outcome: JobOutcome) -> Step {
+    Step::Finished(Box::new(outcome))
+}
+
 fn crashed(message: String) -> Step {
-    Step::Finished(JobOutcome::Failed(JobFailure {
+    finish(JobOutcome::Failed(JobFailure {
         reason: FailureReason::Crashed,
         message,
         log_tail: None,
@@ -299,7 +305,7 @@ fn crashed(message: String) -> Step {
 }
 
 fn interrupted(id: &str) -> Step {
-    Step::Finished(JobOutcome::Failed(JobFailure {
+    finish(JobOutcome::Failed(JobFailure {
         reason: FailureReason::Interrupted,
         message: format!("Slurm job {id} was cancelled by this run"),
         log_tail: None,
@@ -339,13 +345,13 @@ mod tests {
     }
 
     fn with_result(mut f: Facts, outcome: JobOutcome) -> Facts {
-        f.result = Some(ResultFile::Outcome(outcome));
+        f.result = Some(ResultFile::Outcome(Box::new(outcome)));
         f
     }
 
     fn finished(steps: &[Step]) -> Option<&JobOutcome> {
         steps.iter().find_map(|s| match s {
-            Step::Finished(o) => Some(o),
+            Step::Finished(o) => Some(o.as_ref()),
             Step::Note(_) => None,
         })
     }
@@ -383,7 +389,7 @@ mod tests {
         );
         assert_eq!(t.observe(&seen("COMPLETING")), []);
         let steps = t.observe(&with_result(seen("COMPLETED"), done()));
-        assert_eq!(steps, [Step::Finished(done())]);
+        assert_eq!(steps, [finish(done())]);
     }
 
     #[test]
@@ -395,7 +401,7 @@ mod tests {
             log_tail: None,
         });
         let steps = t.observe(&with_result(seen("FAILED"), stage.clone()));
-        assert_eq!(steps, [Step::Finished(stage)]);
+        assert_eq!(steps, [finish(stage)]);
     }
 
     #[test]
@@ -462,7 +468,7 @@ mod tests {
         assert_eq!(t.observe(&seen("COMPLETED")), []);
         assert_eq!(
             t.observe(&with_result(seen("COMPLETED"), done())),
-            [Step::Finished(done())]
+            [finish(done())]
         );
     }
 
@@ -491,7 +497,7 @@ mod tests {
         );
         assert_eq!(
             t.observe(&with_result(seen("COMPLETED"), done())),
-            [Step::Finished(done())]
+            [finish(done())]
         );
         assert_eq!(t.restarts, 1);
         // scontrol's restart count also tells it, even when the queued state was never seen.
@@ -541,7 +547,7 @@ mod tests {
         let mut t = Tracker::new("42");
         t.observe(&seen("RUNNING"));
         let steps = t.observe(&with_result(Facts::default(), done()));
-        assert_eq!(steps, [Step::Finished(done())]);
+        assert_eq!(steps, [finish(done())]);
         let mut t = Tracker::new("42");
         let steps = t.observe(&Facts {
             exit: Some(1),
