@@ -176,6 +176,57 @@ fn scancel_from_outside_is_reported_as_cancelled() {
 }
 
 #[test]
+fn a_requeued_job_is_followed_to_its_result() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    let mut ex = executor(None);
+    let j = job(project.path(), "requeued", json!({"seconds": 4}));
+    let log_dir = j.cache_dir.clone();
+    let key = j.key.clone();
+    ex.submit(0, j).unwrap();
+    let id = ex.slurm_job_id(0).unwrap().to_string();
+    wait_running(&mut ex, 1);
+    let scontrol = |args: &[&str]| Command::new("scontrol").args(args).status().unwrap();
+    assert!(scontrol(&["requeue", &id]).success());
+    // A requeued job waits two minutes before it may start again; once it waits, make it
+    // eligible now.
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "job {id} was not requeued"
+        );
+        let out = Command::new("squeue")
+            .args(["-h", "-j", &id, "-o", "%T|%r"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim() == "PENDING|BeginTime" {
+            assert!(scontrol(&["update", &format!("jobid={id}"), "StartTime=now"]).success());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (notes, outcome) = until_finished(&mut ex, 0, Duration::from_secs(60));
+    assert!(
+        matches!(outcome, JobOutcome::Done(_)),
+        "{outcome:?} {notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains(&format!("Slurm job {id} was requeued (restart 1)"))),
+        "{notes:?}"
+    );
+    let logs = job_logs(&log_dir, &key);
+    assert_eq!(logs.len(), 1, "one job id across the requeue");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    assert!(
+        log.contains("(restart 0)") && log.contains("(restart 1)"),
+        "{log}"
+    );
+}
+
+#[test]
 fn ctrl_c_cancels_every_job_the_run_submitted() {
     let Some(_cluster) = cluster() else { return };
     let project = tempfile::tempdir().unwrap();
