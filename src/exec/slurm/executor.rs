@@ -3,8 +3,8 @@
 //! Submitting writes the job (`job.json`) and its batch script into the key's folder under
 //! the cache ([`super::layout`]) and runs `sbatch --parsable`. Following is a poll every
 //! `poll_interval` seconds (10 by default: a login node is shared, and slurmctld answers every
-//! user), one `squeue` for all followed jobs; a job that left `squeue`'s view is asked about
-//! once with `scontrol show job`, then `sacct` where accounting exists, and its files decide
+//! user), one `squeue` for all followed jobs; a job that ended or left `squeue`'s view is
+//! asked about with `scontrol show job`, then `sacct` where accounting exists, and its files decide
 //! how it ended ([`super::tracker`] holds the rules). Results come back through the shared
 //! object store; the executor hands the outcome to the scheduler, which alone writes the index.
 //!

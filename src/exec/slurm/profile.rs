@@ -35,7 +35,8 @@ pub struct SlurmProfile {
     /// A shell line run before the job's command on the compute node
     /// (`module load cuda/12.4` or `source ~/venv/bin/activate`).
     pub setup: Option<String>,
-    /// Seconds between two polls of `squeue` (default 10; at least 1 on a real cluster).
+    /// Seconds between two polls of `squeue` (default 10: a login node and slurmctld are
+    /// shared with every other user).
     pub poll_interval: Option<f64>,
     /// The folder holding `sbatch`, `squeue`, ... when they are not on `PATH`.
     pub bin_dir: Option<std::path::PathBuf>,

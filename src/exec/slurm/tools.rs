@@ -2,8 +2,9 @@
 //!
 //! The tools are the only interface every cluster offers (slurmrestd is rarely enabled), and
 //! they are what users type, so their errors can be shown as they are. Each call is one
-//! process; polling batches every followed job into one `squeue` call, and asks `scontrol` and
-//! `sacct` only about jobs that left `squeue`'s view (each job leaves once).
+//! process; polling batches every followed job into one `squeue` call, asks `scontrol` about a
+//! job only once it has ended or left `squeue`'s view (for its exit code and restart count),
+//! and `sacct` only about jobs slurmctld has forgotten.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
