@@ -33,9 +33,13 @@ fn cluster() -> Option<MutexGuard<'static, ()>> {
 }
 
 fn executor(max_jobs: Option<usize>) -> SlurmExecutor {
+    executor_timed(max_jobs, "00:10:00")
+}
+
+fn executor_timed(max_jobs: Option<usize>, time: &str) -> SlurmExecutor {
     let profile = SlurmProfile {
         partition: Some("debug".into()),
-        time: Some("00:10:00".into()),
+        time: Some(time.into()),
         poll_interval: Some(0.2),
         device: ClassProfile {
             gres: Some("gpu:1".into()),
@@ -150,6 +154,29 @@ fn a_failing_job_is_reported_with_its_id_and_log_tail() {
         tail.contains(&format!("asymflow: Slurm job {segv_id}")),
         "{tail}"
     );
+}
+
+#[test]
+fn a_job_past_its_time_limit_is_reported_as_timeout() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    // One minute is Slurm's smallest limit; slurmctld checks limits every 30 s.
+    let mut ex = executor_timed(None, "1");
+    ex.submit(0, job(project.path(), "slow", json!({"seconds": 300})))
+        .unwrap();
+    let id = ex.slurm_job_id(0).unwrap().to_string();
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(180));
+    let f = failure(&outcome);
+    assert_eq!(
+        f.reason,
+        FailureReason::Executor {
+            job_id: id,
+            state: "TIMEOUT".into()
+        }
+    );
+    assert!(f.message.contains("raise `time`"), "{f:?}");
+    let tail = f.log_tail.as_deref().unwrap();
+    assert!(tail.contains("DUE TO TIME LIMIT"), "{tail}");
 }
 
 #[test]
