@@ -184,6 +184,16 @@ impl SlurmProfile {
         }
     }
 
+    /// Where a stage of `class` runs, for `plan`: `Slurm (partition=gpu gres=gpu:1)`, or
+    /// `local` with how to change that.
+    pub fn placement(&self, class: Resource) -> String {
+        if self.submits(class) {
+            format!("Slurm ({})", self.request(class).summary())
+        } else {
+            "local (a CPU stage; an [executor.slurm.cpu] table would submit it)".to_string()
+        }
+    }
+
     /// Seconds between polls.
     pub fn poll_interval(&self) -> f64 {
         self.poll_interval.unwrap_or(10.0)
@@ -456,6 +466,11 @@ mod tests {
         assert_eq!(cpu.mem.as_deref(), Some("8G"));
         assert_eq!(cpu.gres, None);
         assert!(p.submits(Resource::Cpu));
+        assert_eq!(
+            p.placement(Resource::Cpu),
+            "Slurm (partition=cpu account=my-lab time=04:00:00 mem=8G cpus-per-task=8 \
+             qos=normal)"
+        );
     }
 
     #[test]
@@ -464,6 +479,7 @@ mod tests {
         assert!(p.submits(Resource::Device));
         assert!(!p.submits(Resource::Cpu));
         assert_eq!(p.poll_interval(), 10.0);
+        assert!(p.placement(Resource::Cpu).starts_with("local"));
         assert_eq!(
             p.request(Resource::Device).summary(),
             "partition=gpu",
