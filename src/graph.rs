@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
-use crate::kind::Params;
 use crate::spec::{PipelineSpec, SpecError, StageSpec};
+use crate::kind::Params;
 
 /// One stage with every sweep axis it uses bound.
 #[derive(Debug, Clone)]

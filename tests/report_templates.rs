@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use asymflow::kind::{InputArtifact, Params};
 use asymflow::report::{Layout, Table};
+use asymflow::kind::{InputArtifact, Params};
 use serde_json::{json, Value};
 
 const TEMPLATES: &[&str] = &[

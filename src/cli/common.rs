@@ -8,8 +8,8 @@ use anyhow::Context;
 use super::{CacheArgs, PipelineArgs};
 use crate::cache::Cache;
 use crate::graph::Plan;
-use crate::kind::Registry;
 use crate::spec::{self, Override};
+use crate::kind::Registry;
 
 /// The registry the binary uses: every built-in kind, plus the test kinds when
 /// `ASYMFLOW_TEST_KINDS=1` (for the engine's own tests of crashes and concurrency).

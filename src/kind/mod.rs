@@ -187,3 +187,4 @@ impl Registry {
         self.kinds.iter().map(|k| k.kind()).collect()
     }
 }
+

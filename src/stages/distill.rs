@@ -17,11 +17,8 @@ use super::training::{
     augment_config, images_per_epoch, open_partition, optim_config, positive, resolve,
     upstream_int, weight_fingerprint, EpochLoss, LossCurve, Means,
 };
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{DistillConfig, DistillLoader};
-use crate::kind::{
-    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext,
-    StageError,
-};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
 use crate::nn::train::DistillStep;
 use crate::nn::{gflops, Arch, DistillLoss, NetConfig, Optim, Stem};

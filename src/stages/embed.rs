@@ -13,10 +13,8 @@ use std::path::Path;
 use tch::{Kind, Tensor};
 
 use super::training::{open_partition, positive};
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{EvalLoader, EvalView};
-use crate::kind::{
-    InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError,
-};
 use crate::nn::checkpoint::{Model, META_FILE, WEIGHTS_FILE};
 use crate::nn::gflops;
 

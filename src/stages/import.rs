@@ -12,9 +12,7 @@ use tch::{Kind, Tensor};
 
 use super::embed::{write_embeddings, EMBEDDINGS_OUTPUT};
 use super::training::resolve;
-use crate::kind::{
-    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError,
-};
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError};
 use crate::nn::l2n;
 
 /// See the module docs.

@@ -9,14 +9,12 @@
 
 use serde_json::Value;
 
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError};
 use crate::data::listing::Part;
 use crate::data::protocol::{self, Protocol, SplitOptions};
 use crate::data::{
     DatasetKind, DatasetSource, DirectHasher, FilesFingerprint, SplitItem, SplitManifest,
     SyntheticDataset, SyntheticParams, MANIFEST_OUTPUT,
-};
-use crate::kind::{
-    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageContext, StageError,
 };
 
 /// The `split` stage kind.

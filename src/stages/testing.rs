@@ -10,9 +10,7 @@ use std::io::Write;
 
 use serde_json::Value;
 
-use crate::kind::{
-    InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError,
-};
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 
 /// The test kinds.
 pub fn kinds() -> Vec<Box<dyn Stage>> {

@@ -26,10 +26,8 @@ use tch::{Kind, Tensor};
 use super::train_classifier::{
     classifier_params, finish, train, training_items, ClassList, Setup, CLASSES_OUTPUT,
 };
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{EvalLoader, EvalView};
-use crate::kind::{
-    InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError,
-};
 use crate::nn::{l2n, Classifier, ClassifierConfig, Model};
 
 /// How the influence term is computed. See the module docs.

@@ -18,11 +18,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
+use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{
     AugmentConfig, Dataset, Sampling, SplitItem, SplitManifest, TrainConfig, TrainLoader,
-};
-use crate::kind::{
-    InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError,
 };
 use crate::nn::{
     gflops, Arch, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig,

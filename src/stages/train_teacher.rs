@@ -16,11 +16,8 @@ use super::training::{
     augment_config, images_per_epoch, net_config, open_partition, optim_config, positive, resolve,
     weight_fingerprint, EpochLoss, LossCurve, Means, ARCHS, POOLS, STEMS,
 };
+use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext, StageError};
 use crate::data::{dense_labels, Sampling, TrainConfig, TrainLoader};
-use crate::kind::{
-    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageContext,
-    StageError,
-};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
 use crate::nn::train::{TeacherLoss, TeacherStep};
 use crate::nn::{gflops, ClassifierConfig, HeadKind, Optim};

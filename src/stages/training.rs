@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
 use crate::kind::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
+use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
 use crate::nn::{Arch, NetConfig, OptimConfig, OptimKind, Pool, Stem};
 
 /// The loss-curve output of the training stages.

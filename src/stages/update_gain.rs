@@ -12,9 +12,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::kind::{
-    InputArtifact, InputDecl, ParamDecl, ParamType, Stage, StageContext, StageError,
-};
+use crate::kind::{InputArtifact, InputDecl, ParamDecl, ParamType, Stage, StageContext, StageError};
 use crate::metrics::update_gain;
 
 /// The details output of `update-gain`.
