@@ -20,6 +20,8 @@ mod report_freshness;
 mod report_templates;
 mod serve;
 mod serve_browser;
+mod slurm;
+mod slurm_cluster;
 mod spec_errors;
 mod sweeps;
 mod trust;

@@ -19,6 +19,7 @@
 //!   persistent worker processes ([`protocol`]), one per device slot.
 //! - [`worker`]: running one job anywhere (inputs verified from the object store, outputs moved
 //!   into it); `asymflow worker` and `asymflow exec`.
+//! - [`slurm`]: `SlurmExecutor`, one `sbatch` job per instance running `asymflow exec`.
 //! - [`progress`]: progress bars; [`publish`]: reports copied out of the cache.
 //! - [`resolve`]: a pipeline's keys from records, for moving results between caches.
 
@@ -32,6 +33,7 @@ pub mod publish;
 pub mod resolve;
 mod schedule;
 pub mod scheduler;
+pub mod slurm;
 pub mod worker;
 
 pub use plan_status::{plan_status, plan_status_with, PlannedInstance};

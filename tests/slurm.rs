@@ -1,0 +1,690 @@
+//! The Slurm executor against fake `sbatch`/`squeue`/`scontrol`/`sacct`/`scancel`
+//! (tests/fixtures/slurm/bin): every state a job passes through, each failure state, requeue,
+//! cancel, `--max-jobs`, purged jobs with and without accounting, and an engine restart.
+//! The test moves each fake job along and runs its batch script itself, so nothing depends on
+//! timing. `slurm_cluster.rs` runs the same executor against a real Slurm.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use asymflow::exec::executor::{
+    Executor, ExecutorError, FailureReason, Job, JobEvent, JobFailure, JobId, JobOutcome, Resources,
+};
+use asymflow::exec::slurm::{
+    job_logs, recorded_outcome, ClassProfile, JobCommand, SlurmExecutor, SlurmProfile,
+};
+use asymflow::kind::{Device, Params, Resource};
+use serde_json::{json, Value};
+
+/// The stand-in for `asymflow exec` (same contract): switch to
+/// `JobCommand::asymflow_exec(Path::new(env!("CARGO_BIN_EXE_asymflow")))` once `exec` exists.
+pub fn job_command() -> JobCommand {
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/slurm/fake-exec.sh");
+    JobCommand::new([
+        fake.to_string_lossy().into_owned(),
+        "{job}".into(),
+        "--result".into(),
+        "{result}".into(),
+    ])
+}
+
+/// A device-class job of `stage` in `project` (cache in `project/cache`); `params` choose
+/// what the fake exec does (`mode`, `seconds`).
+pub fn job(project: &Path, stage: &str, params: Value) -> Job {
+    let Value::Object(map) = params.clone() else {
+        panic!("params must be an object")
+    };
+    let key = blake3::hash(format!("{stage}{params}{}", project.display()).as_bytes())
+        .to_hex()
+        .to_string();
+    Job {
+        key,
+        key_json: "{}".into(),
+        label: format!("{stage}[seed=0]"),
+        pipeline: "slurm-test".into(),
+        stage: stage.into(),
+        kind: "test".into(),
+        binding: BTreeMap::new(),
+        params: Params(map.into_iter().collect()),
+        inputs: BTreeMap::new(),
+        resources: Resources {
+            class: Resource::Device,
+            device: Device::Cpu,
+            threads: 1,
+        },
+        project_dir: project.to_path_buf(),
+        cache_dir: project.join("cache"),
+    }
+}
+
+/// Events until job `id` finishes (at most `limit`): its notes and its outcome.
+pub fn until_finished(
+    ex: &mut SlurmExecutor,
+    id: JobId,
+    limit: Duration,
+) -> (Vec<String>, JobOutcome) {
+    let start = Instant::now();
+    let mut notes = Vec::new();
+    while start.elapsed() < limit {
+        match ex.next_event(Duration::from_millis(200)) {
+            Some(JobEvent::Finished { id: got, outcome }) if got == id => return (notes, outcome),
+            Some(JobEvent::Note { id: got, message }) if got == id => notes.push(message),
+            _ => {}
+        }
+    }
+    panic!("job {id} did not finish within {limit:?}; notes: {notes:?}")
+}
+
+/// Every event within `limit`, until no job is followed.
+pub fn drain(ex: &mut SlurmExecutor, limit: Duration) -> BTreeMap<JobId, JobOutcome> {
+    let start = Instant::now();
+    let mut done = BTreeMap::new();
+    while start.elapsed() < limit {
+        match ex.next_event(Duration::from_millis(200)) {
+            Some(JobEvent::Finished { id, outcome }) => {
+                done.insert(id, outcome);
+            }
+            Some(_) => {}
+            None if ex.jobs().is_empty() => return done,
+            None => {}
+        }
+    }
+    panic!("jobs still followed after {limit:?}: {:?}", ex.jobs())
+}
+
+/// The notes that arrive within `wait` (for jobs that do not finish).
+fn notes_for(ex: &mut SlurmExecutor, wait: Duration) -> Vec<String> {
+    let start = Instant::now();
+    let mut notes = Vec::new();
+    while start.elapsed() < wait {
+        match ex.next_event(Duration::from_millis(50)) {
+            Some(JobEvent::Note { message, .. }) => notes.push(message),
+            Some(other) => panic!("unexpected {other:?}"),
+            None => {}
+        }
+    }
+    notes
+}
+
+pub fn failure(outcome: &JobOutcome) -> &JobFailure {
+    match outcome {
+        JobOutcome::Failed(f) => f,
+        JobOutcome::Done(_) => panic!("expected a failure, got {outcome:?}"),
+    }
+}
+
+/// A fake cluster in a temporary folder: the fixture tools in `bin/`, their state beside.
+struct FakeSlurm {
+    dir: tempfile::TempDir,
+}
+
+impl FakeSlurm {
+    fn new() -> FakeSlurm {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/slurm/bin");
+        for entry in std::fs::read_dir(src).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), bin.join(entry.file_name())).unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("state/jobs")).unwrap();
+        FakeSlurm { dir }
+    }
+
+    fn project(&self) -> PathBuf {
+        let p = self.dir.path().join("project");
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    fn executor(&self, max_jobs: Option<usize>) -> SlurmExecutor {
+        self.executor_with(max_jobs, None)
+    }
+
+    fn executor_with(&self, max_jobs: Option<usize>, setup: Option<&str>) -> SlurmExecutor {
+        let profile = SlurmProfile {
+            setup: setup.map(str::to_string),
+            partition: Some("gpu".into()),
+            time: Some("01:00:00".into()),
+            poll_interval: Some(0.02),
+            bin_dir: Some(self.dir.path().join("bin")),
+            device: ClassProfile {
+                gres: Some("gpu:1".into()),
+                ..ClassProfile::default()
+            },
+            ..SlurmProfile::default()
+        };
+        SlurmExecutor::new(profile, job_command(), max_jobs).unwrap()
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn set(&self, id: &str, field: &str, value: &str) {
+        std::fs::write(
+            self.state().join("jobs").join(id).join(field),
+            format!("{value}\n"),
+        )
+        .unwrap();
+    }
+
+    fn get(&self, id: &str, field: &str) -> String {
+        std::fs::read_to_string(self.state().join("jobs").join(id).join(field))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    fn running(&self, id: &str) {
+        self.set(id, "state", "RUNNING");
+        self.set(id, "reason", "None");
+        self.set(id, "nodes", "gpu07");
+    }
+
+    /// Runs job `id`'s batch script as slurmd would (log appended), and records how it ended.
+    fn run(&self, id: &str) -> i32 {
+        let log = self.get(id, "output");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let status = Command::new("bash")
+            .arg(self.state().join("jobs").join(id).join("script"))
+            .env("SLURM_JOB_ID", id)
+            .env("CUDA_VISIBLE_DEVICES", "0")
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .status()
+            .unwrap();
+        let code = status.code().unwrap_or(-1);
+        self.set(id, "state", if code == 0 { "COMPLETED" } else { "FAILED" });
+        self.set(id, "exit_code", &format!("{code}:0"));
+        code
+    }
+
+    fn append_log(&self, id: &str, text: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.get(id, "output"))
+            .unwrap();
+        writeln!(f, "{text}").unwrap();
+    }
+
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.state().join("calls.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+#[test]
+fn a_job_goes_from_sbatch_through_the_queue_to_its_result() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    let j = job(&project, "teacher", json!({"mode": "ok"}));
+    let key = j.key.clone();
+    ex.submit(0, j).unwrap();
+    let id = ex.slurm_job_id(0).unwrap().to_string();
+    assert_eq!(id, "100");
+
+    let args: Vec<String> = fake.get(&id, "args").lines().map(str::to_string).collect();
+    assert!(args.contains(&"--parsable".to_string()), "{args:?}");
+    assert!(
+        args.contains(&format!("--job-name=asymflow-teacher-{key}")),
+        "{args:?}"
+    );
+    assert!(args.contains(&"--gres=gpu:1".to_string()), "{args:?}");
+    assert!(args.contains(&"--partition=gpu".to_string()), "{args:?}");
+    let log = fake.get(&id, "output");
+    assert_eq!(
+        PathBuf::from(&log),
+        project.join("cache/slurm").join(&key).join("100.log")
+    );
+
+    let job_file = project.join("cache/slurm").join(&key).join("job.json");
+    let written: Job = serde_json::from_slice(&std::fs::read(job_file).unwrap()).unwrap();
+    assert_eq!(
+        written.resources.device,
+        Device::Cuda(0),
+        "a GPU job sees its GPU as cuda:0"
+    );
+
+    let notes = notes_for(&mut ex, Duration::from_millis(150));
+    assert!(
+        notes[0].starts_with("submitted teacher[seed=0] as Slurm job 100"),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&"Slurm job 100 is queued (Priority)".to_string()),
+        "{notes:?}"
+    );
+    fake.running(&id);
+    let notes = notes_for(&mut ex, Duration::from_millis(150));
+    assert_eq!(notes, ["Slurm job 100 is running on gpu07"]);
+    assert_eq!(ex.jobs()[0].state.as_deref(), Some("RUNNING"));
+
+    assert_eq!(fake.run(&id), 0);
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    let JobOutcome::Done(result) = outcome else {
+        panic!("expected done, got {outcome:?}")
+    };
+    assert_eq!(result.provenance.visible_devices.as_deref(), Some("0"));
+    assert_eq!(result.metrics["value"], 1.0);
+    assert!(ex.jobs().is_empty());
+    assert_eq!(job_logs(&project.join("cache"), &key), [PathBuf::from(log)]);
+}
+
+#[test]
+fn polls_batch_every_job_into_one_squeue_call() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    for i in 0..3 {
+        ex.submit(i, job(&project, &format!("s{i}"), json!({})))
+            .unwrap();
+    }
+    notes_for(&mut ex, Duration::from_millis(100));
+    let squeues: Vec<String> = fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with("squeue"))
+        .collect();
+    assert!(!squeues.is_empty());
+    assert!(
+        squeues
+            .iter()
+            .all(|c| c == "squeue -h -t all -j 100,101,102 -o %i|%T|%r|%N"),
+        "{squeues:?}"
+    );
+    // Pending jobs never cost a scontrol or sacct call.
+    assert!(!fake
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("scontrol") || c.starts_with("sacct")));
+}
+
+#[test]
+fn each_failure_state_is_reported_with_the_job_id_and_the_log_tail() {
+    for state in [
+        "TIMEOUT",
+        "OUT_OF_MEMORY",
+        "NODE_FAIL",
+        "CANCELLED",
+        "BOOT_FAIL",
+        "PREEMPTED",
+    ] {
+        let fake = FakeSlurm::new();
+        let project = fake.project();
+        let mut ex = fake.executor(None);
+        ex.submit(0, job(&project, "teacher", json!({}))).unwrap();
+        fake.running("100");
+        fake.append_log(
+            "100",
+            &format!("epoch 3 of 10\nslurmstepd: error: *** JOB 100 {state} ***"),
+        );
+        fake.set("100", "state", state);
+        let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+        let f = failure(&outcome);
+        assert_eq!(
+            f.reason,
+            FailureReason::Executor {
+                job_id: "100".into(),
+                state: state.into()
+            },
+            "{state}"
+        );
+        assert!(
+            f.message.contains("Slurm job 100") && f.message.contains("100.log"),
+            "{f:?}"
+        );
+        let tail = f.log_tail.as_deref().unwrap();
+        assert!(
+            tail.contains(&format!("*** JOB 100 {state} ***")),
+            "{state}: {tail}"
+        );
+    }
+}
+
+#[test]
+fn a_stage_failure_and_a_crash_come_from_the_job_files() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "nan", json!({"mode": "fail"})))
+        .unwrap();
+    ex.submit(1, job(&project, "segv", json!({"mode": "crash"})))
+        .unwrap();
+    assert_eq!(fake.run("100"), 1);
+    assert_eq!(fake.run("101"), 139);
+    let done = drain(&mut ex, Duration::from_secs(5));
+
+    let nan = failure(&done[&0]);
+    assert_eq!(
+        nan.reason,
+        FailureReason::Stage,
+        "the result file's own reason"
+    );
+    assert!(nan.message.starts_with("loss is NaN at epoch 3"), "{nan:?}");
+    assert!(
+        nan.log_tail
+            .as_deref()
+            .unwrap()
+            .contains("the stage failed"),
+        "{nan:?}"
+    );
+
+    let segv = failure(&done[&1]);
+    assert_eq!(
+        segv.reason,
+        FailureReason::Executor {
+            job_id: "101".into(),
+            state: "FAILED".into()
+        }
+    );
+    assert!(segv.message.contains("exited with status 139"), "{segv:?}");
+    assert!(
+        segv.log_tail
+            .as_deref()
+            .unwrap()
+            .contains("Segmentation fault"),
+        "{segv:?}"
+    );
+}
+
+#[test]
+fn a_requeued_job_is_followed_to_its_result() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "teacher", json!({}))).unwrap();
+    fake.running("100");
+    notes_for(&mut ex, Duration::from_millis(100));
+    fake.set("100", "state", "PREEMPTED");
+    let notes = notes_for(&mut ex, Duration::from_millis(30));
+    assert!(
+        notes.iter().any(|n| n.contains("preempted; waiting")),
+        "{notes:?}"
+    );
+    fake.set("100", "state", "PENDING");
+    fake.set("100", "restarts", "1");
+    let notes = notes_for(&mut ex, Duration::from_millis(100));
+    assert!(
+        notes.contains(&"Slurm job 100 was requeued (restart 1); following it".to_string()),
+        "{notes:?}"
+    );
+    fake.running("100");
+    assert_eq!(fake.run("100"), 0);
+    let (notes, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(
+        matches!(outcome, JobOutcome::Done(_)),
+        "{outcome:?} {notes:?}"
+    );
+    assert_eq!(
+        fake.calls()
+            .iter()
+            .filter(|c| c.starts_with("sbatch"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn cancel_scancels_and_reports_an_interruption() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    ex.submit(2, job(&project, "c", json!({}))).unwrap();
+    fake.running("100");
+    ex.cancel(0);
+    assert!(
+        fake.calls().contains(&"scancel 100".to_string()),
+        "{:?}",
+        fake.calls()
+    );
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert_eq!(failure(&outcome).reason, FailureReason::Interrupted);
+    // Ctrl-C: everything left, in one scancel.
+    assert_eq!(ex.cancel_all(), ["101", "102"]);
+    assert!(
+        fake.calls().contains(&"scancel 101 102".to_string()),
+        "{:?}",
+        fake.calls()
+    );
+    let done = drain(&mut ex, Duration::from_secs(5));
+    assert!(
+        done.values()
+            .all(|o| failure(o).reason == FailureReason::Interrupted),
+        "{done:?}"
+    );
+    assert_eq!(fake.get("102", "state"), "CANCELLED");
+}
+
+#[test]
+fn shutdown_cancels_what_is_still_queued() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.shutdown();
+    assert_eq!(fake.get("100", "state"), "CANCELLED");
+    assert!(ex.jobs().is_empty());
+}
+
+#[test]
+fn max_jobs_caps_what_is_queued_at_once() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(Some(2));
+    assert!(ex.has_room(Resource::Device));
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    assert!(!ex.has_room(Resource::Device));
+    assert_eq!(fake.run("100"), 0);
+    until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(ex.has_room(Resource::Device));
+    assert!(matches!(
+        SlurmExecutor::new(SlurmProfile::default(), job_command(), Some(0)),
+        Err(ExecutorError::Other(m)) if m.contains("--max-jobs")
+    ));
+}
+
+#[test]
+fn a_purged_job_is_read_from_sacct_or_else_from_its_files() {
+    // With accounting: sacct tells the state of a job slurmctld forgot.
+    let fake = FakeSlurm::new();
+    std::fs::write(fake.state().join("accounting"), "").unwrap();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    fake.set("100", "state", "TIMEOUT");
+    fake.set("100", "purged", "");
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(
+        matches!(&failure(&outcome).reason, FailureReason::Executor { state, .. } if state == "TIMEOUT"),
+        "{outcome:?}"
+    );
+    assert!(fake
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("sacct -n -P -X -j 100")));
+
+    // Without: the result file decides, and sacct is asked only once per run.
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    assert_eq!(fake.run("100"), 0);
+    fake.set("100", "purged", "");
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+    fake.set("101", "purged", "");
+    let (_, outcome) = until_finished(&mut ex, 1, Duration::from_secs(5));
+    assert!(
+        matches!(&failure(&outcome).reason, FailureReason::Executor { state, .. } if state == "UNKNOWN"),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        fake.calls()
+            .iter()
+            .filter(|c| c.starts_with("sacct"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_restarted_engine_follows_the_job_instead_of_submitting_again() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let running = job(&project, "a", json!({}));
+    let finished = job(&project, "b", json!({}));
+    let (ran, done) = {
+        let mut first = fake.executor(None);
+        first.submit(0, running.clone()).unwrap();
+        first.submit(1, finished.clone()).unwrap();
+        (
+            first.slurm_job_id(0).unwrap().to_string(),
+            first.slurm_job_id(1).unwrap().to_string(),
+        )
+        // The engine is killed here: no shutdown, the jobs stay queued.
+    };
+    fake.running(&ran);
+    assert_eq!(fake.run(&done), 0);
+    let finished_outcome = recorded_outcome(&finished.cache_dir, &finished.key, &done);
+    assert!(matches!(finished_outcome, Some(JobOutcome::Done(_))));
+    assert_eq!(
+        recorded_outcome(&running.cache_dir, &running.key, &ran),
+        None
+    );
+
+    let mut second = fake.executor(None);
+    second.adopt(7, &running, &ran).unwrap();
+    match second.next_event(Duration::ZERO) {
+        Some(JobEvent::Note { id: 7, message }) => {
+            assert!(message.contains("following Slurm job 100"), "{message}")
+        }
+        other => panic!("expected a note, got {other:?}"),
+    }
+    second.adopt(8, &finished, &done).unwrap();
+    assert!(second.adopt(9, &running, "12;x").is_err());
+    let (_, outcome) = until_finished(&mut second, 8, Duration::from_secs(5));
+    assert_eq!(Some(outcome), finished_outcome);
+    assert_eq!(second.slurm_job_id(7), Some(ran.as_str()));
+    assert_eq!(fake.run(&ran), 0);
+    let (_, outcome) = until_finished(&mut second, 7, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+    assert_eq!(
+        fake.calls()
+            .iter()
+            .filter(|c| c.starts_with("sbatch"))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn sbatch_errors_and_missing_tools_say_what_to_do() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    std::fs::write(
+        fake.state().join("sbatch_error"),
+        "sbatch: error: invalid partition specified: gpu\n",
+    )
+    .unwrap();
+    let mut ex = fake.executor(None);
+    let err = ex.submit(0, job(&project, "a", json!({}))).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("a[seed=0]") && text.contains("invalid partition"),
+        "{text}"
+    );
+    assert!(ex.jobs().is_empty());
+
+    let profile = SlurmProfile {
+        bin_dir: Some(fake.dir.path().join("nowhere")),
+        ..SlurmProfile::default()
+    };
+    let mut ex = SlurmExecutor::new(profile, job_command(), None).unwrap();
+    let err = ex
+        .submit(0, job(&project, "a", json!({})))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("not found") && err.contains("bin_dir"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_profile_is_refused_before_anything_is_submitted() {
+    let profile = SlurmProfile {
+        time: Some("4 hours".into()),
+        ..SlurmProfile::default()
+    };
+    let err = SlurmExecutor::new(profile, job_command(), None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("executor.slurm.time:"), "{err}");
+}
+
+#[test]
+fn a_failing_squeue_skips_one_poll_and_loses_nothing() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    std::fs::write(
+        fake.state().join("squeue_error"),
+        "squeue: error: slurm_receive_msg: Socket timed out on send/recv operation\n",
+    )
+    .unwrap();
+    assert_eq!(fake.run("100"), 0);
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+    assert!(
+        !fake.state().join("squeue_error").exists(),
+        "the failing squeue ran"
+    );
+}
+
+#[test]
+fn the_setup_line_runs_first_and_its_failure_ends_the_job() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor_with(None, Some("echo setting up && export READY=1"));
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    assert_eq!(fake.run("100"), 0);
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+    let log = std::fs::read_to_string(fake.get("100", "output")).unwrap();
+    assert!(log.contains("setting up\nfake-exec:"), "{log}");
+
+    let mut ex = fake.executor_with(None, Some("module load cuda/99"));
+    ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    assert_eq!(fake.run("101"), 127);
+    let (_, outcome) = until_finished(&mut ex, 1, Duration::from_secs(5));
+    let f = failure(&outcome);
+    assert!(f.message.contains("exited with status 127"), "{f:?}");
+    let tail = f.log_tail.as_deref().unwrap();
+    assert!(
+        tail.contains("the profile's setup line failed (status 127)"),
+        "{tail}"
+    );
+    assert!(
+        !tail.contains("fake-exec"),
+        "the command must not run: {tail}"
+    );
+}

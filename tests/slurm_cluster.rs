@@ -1,0 +1,347 @@
+//! The Slurm executor against a real single-node Slurm with two fake GPUs, started by
+//! `scripts/services/slurm.sh up` (which prints the `SLURM_CONF` and `ASYMFLOW_TEST_SLURM`
+//! these tests read). Without it each test prints one `skipped:` line and passes.
+//!
+//! The jobs run `tests/fixtures/slurm/fake-exec.sh`, which keeps the contract of
+//! `asymflow exec JOB --result RESULT`; [`crate::slurm::job_command`] is the one place to
+//! switch to the real command. The tests share one cluster, so they take turns.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use asymflow::exec::executor::{Executor, FailureReason, JobEvent, JobOutcome};
+use asymflow::exec::slurm::{job_logs, ClassProfile, SlurmExecutor, SlurmProfile};
+use asymflow::kind::Resource;
+use serde_json::json;
+
+use crate::slurm::{drain, failure, job, job_command, until_finished};
+
+static CLUSTER: Mutex<()> = Mutex::new(());
+
+/// The cluster, one test at a time; `None` (after one line) when it is not running.
+fn cluster() -> Option<MutexGuard<'static, ()>> {
+    if std::env::var_os("ASYMFLOW_TEST_SLURM").is_none() {
+        println!(
+            "skipped: slurm not available (as root: eval \"$(scripts/services/slurm.sh up)\")"
+        );
+        return None;
+    }
+    Some(CLUSTER.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn executor(max_jobs: Option<usize>) -> SlurmExecutor {
+    executor_timed(max_jobs, "00:10:00")
+}
+
+fn executor_timed(max_jobs: Option<usize>, time: &str) -> SlurmExecutor {
+    let profile = SlurmProfile {
+        partition: Some("debug".into()),
+        time: Some(time.into()),
+        poll_interval: Some(0.2),
+        device: ClassProfile {
+            gres: Some("gpu:1".into()),
+            ..ClassProfile::default()
+        },
+        ..SlurmProfile::default()
+    };
+    SlurmExecutor::new(profile, job_command(), max_jobs).unwrap()
+}
+
+/// Waits for notes until `count` jobs report running.
+fn wait_running(ex: &mut SlurmExecutor, count: usize) {
+    let start = Instant::now();
+    let mut running = 0;
+    while running < count {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "only {running} of {count} jobs started: {:?}",
+            ex.jobs()
+        );
+        match ex.next_event(Duration::from_millis(200)) {
+            Some(JobEvent::Note { message, .. }) if message.contains("is running") => running += 1,
+            Some(JobEvent::Finished { id, outcome }) => {
+                panic!("job {id} ended early: {outcome:?}")
+            }
+            _ => {}
+        }
+    }
+}
+
+fn active(ids: &[String]) -> String {
+    let out = Command::new("squeue")
+        .args(["-h", "-t", "PD,R,CG", "-j", &ids.join(","), "-o", "%i %T"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn jobs_run_two_at_a_time_each_on_its_own_fake_gpu() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    let mut ex = executor(None);
+    for i in 0..4 {
+        let j = job(project.path(), &format!("train{i}"), json!({"seconds": 2}));
+        ex.submit(i, j).unwrap();
+    }
+    let done = drain(&mut ex, Duration::from_secs(120));
+    let mut spans = Vec::new();
+    for (id, outcome) in &done {
+        let JobOutcome::Done(r) = outcome else {
+            panic!("job {id}: {outcome:?}")
+        };
+        let gpu = r.provenance.visible_devices.clone().unwrap();
+        assert!(
+            gpu == "0" || gpu == "1",
+            "job {id} saw CUDA_VISIBLE_DEVICES={gpu}"
+        );
+        spans.push((r.started, r.finished, gpu));
+    }
+    assert_eq!(spans.len(), 4);
+    let mut overlaps = 0;
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            if a.0 < b.1 && b.0 < a.1 {
+                overlaps += 1;
+                assert_ne!(a.2, b.2, "two jobs at once on one GPU: {spans:?}");
+            }
+        }
+    }
+    assert!(overlaps >= 1, "no two jobs ran at once: {spans:?}");
+}
+
+#[test]
+fn a_failing_job_is_reported_with_its_id_and_log_tail() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    let mut ex = executor(None);
+    ex.submit(0, job(project.path(), "nan", json!({"mode": "fail"})))
+        .unwrap();
+    ex.submit(1, job(project.path(), "segv", json!({"mode": "crash"})))
+        .unwrap();
+    let segv_id = ex.slurm_job_id(1).unwrap().to_string();
+    let done = drain(&mut ex, Duration::from_secs(120));
+
+    let nan = failure(&done[&0]);
+    assert_eq!(nan.reason, FailureReason::Stage);
+    assert!(nan.message.starts_with("loss is NaN"), "{nan:?}");
+    assert!(
+        nan.log_tail
+            .as_deref()
+            .unwrap()
+            .contains("the stage failed"),
+        "{nan:?}"
+    );
+
+    let segv = failure(&done[&1]);
+    assert_eq!(
+        segv.reason,
+        FailureReason::Executor {
+            job_id: segv_id.clone(),
+            state: "FAILED".into()
+        }
+    );
+    assert!(
+        segv.message.contains(&format!("Slurm job {segv_id}")),
+        "{segv:?}"
+    );
+    let tail = segv.log_tail.as_deref().unwrap();
+    assert!(tail.contains("Segmentation fault"), "{tail}");
+    assert!(
+        tail.contains(&format!("asymflow: Slurm job {segv_id}")),
+        "{tail}"
+    );
+}
+
+#[test]
+fn a_job_past_its_time_limit_is_reported_as_timeout() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    // One minute is Slurm's smallest limit; slurmctld checks limits every 30 s.
+    let mut ex = executor_timed(None, "1");
+    ex.submit(0, job(project.path(), "slow", json!({"seconds": 300})))
+        .unwrap();
+    let id = ex.slurm_job_id(0).unwrap().to_string();
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(180));
+    let f = failure(&outcome);
+    assert_eq!(
+        f.reason,
+        FailureReason::Executor {
+            job_id: id,
+            state: "TIMEOUT".into()
+        }
+    );
+    assert!(f.message.contains("raise `time`"), "{f:?}");
+    let tail = f.log_tail.as_deref().unwrap();
+    assert!(tail.contains("DUE TO TIME LIMIT"), "{tail}");
+}
+
+#[test]
+fn scancel_from_outside_is_reported_as_cancelled() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    let mut ex = executor(None);
+    ex.submit(0, job(project.path(), "long", json!({"seconds": 60})))
+        .unwrap();
+    let id = ex.slurm_job_id(0).unwrap().to_string();
+    wait_running(&mut ex, 1);
+    let status = Command::new("scancel").arg(&id).status().unwrap();
+    assert!(status.success());
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(60));
+    let f = failure(&outcome);
+    assert_eq!(
+        f.reason,
+        FailureReason::Executor {
+            job_id: id,
+            state: "CANCELLED".into()
+        }
+    );
+    assert!(f.message.contains("from outside"), "{f:?}");
+}
+
+#[test]
+fn a_requeued_job_is_followed_to_its_result() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    let mut ex = executor(None);
+    let j = job(project.path(), "requeued", json!({"seconds": 4}));
+    let log_dir = j.cache_dir.clone();
+    let key = j.key.clone();
+    ex.submit(0, j).unwrap();
+    let id = ex.slurm_job_id(0).unwrap().to_string();
+    wait_running(&mut ex, 1);
+    let scontrol = |args: &[&str]| Command::new("scontrol").args(args).status().unwrap();
+    assert!(scontrol(&["requeue", &id]).success());
+    // A requeued job waits two minutes before it may start again; once it waits, make it
+    // eligible now.
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "job {id} was not requeued"
+        );
+        let out = Command::new("squeue")
+            .args(["-h", "-j", &id, "-o", "%T|%r"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim() == "PENDING|BeginTime" {
+            assert!(scontrol(&["update", &format!("jobid={id}"), "StartTime=now"]).success());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (notes, outcome) = until_finished(&mut ex, 0, Duration::from_secs(60));
+    assert!(
+        matches!(outcome, JobOutcome::Done(_)),
+        "{outcome:?} {notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains(&format!("Slurm job {id} was requeued (restart 1)"))),
+        "{notes:?}"
+    );
+    let logs = job_logs(&log_dir, &key);
+    assert_eq!(logs.len(), 1, "one job id across the requeue");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    assert!(
+        log.contains("(restart 0)") && log.contains("(restart 1)"),
+        "{log}"
+    );
+}
+
+#[test]
+fn ctrl_c_cancels_every_job_the_run_submitted() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    let mut ex = executor(None);
+    for i in 0..3 {
+        let j = job(project.path(), &format!("long{i}"), json!({"seconds": 60}));
+        ex.submit(i, j).unwrap();
+    }
+    wait_running(&mut ex, 2);
+    let ids = ex.cancel_all();
+    assert_eq!(ids.len(), 3);
+    let done = drain(&mut ex, Duration::from_secs(60));
+    assert_eq!(done.len(), 3);
+    for outcome in done.values() {
+        assert_eq!(
+            failure(outcome).reason,
+            FailureReason::Interrupted,
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(active(&ids), "", "jobs still queued or running");
+}
+
+#[test]
+fn a_restarted_engine_follows_its_jobs_and_submits_nothing_twice() {
+    let Some(_cluster) = cluster() else { return };
+    let project = tempfile::tempdir().unwrap();
+    let slow = job(project.path(), "slow", json!({"seconds": 4}));
+    let quick = job(project.path(), "quick", json!({}));
+    let mut leases = BTreeMap::new();
+    {
+        let mut first = executor(None);
+        first.submit(0, slow.clone()).unwrap();
+        first.submit(1, quick.clone()).unwrap();
+        leases.insert(0, first.slurm_job_id(0).unwrap().to_string());
+        leases.insert(1, first.slurm_job_id(1).unwrap().to_string());
+        // The engine dies here, without shutdown: its jobs go on.
+    }
+    let result = |key: &str, id: &str| {
+        project
+            .path()
+            .join("cache/slurm")
+            .join(key)
+            .join(format!("{id}.result.json"))
+    };
+    let start = Instant::now();
+    while !result(&quick.key, &leases[&1]).exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the quick job never finished"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        !active(&[leases[&0].clone()]).is_empty(),
+        "the slow job should still run"
+    );
+
+    let mut second = executor(Some(2));
+    second.adopt(10, &slow, &leases[&0]).unwrap();
+    second.adopt(11, &quick, &leases[&1]).unwrap();
+    assert!(
+        !second.has_room(Resource::Device),
+        "adopted jobs count under --max-jobs"
+    );
+    let done = drain(&mut second, Duration::from_secs(60));
+    assert!(matches!(done[&10], JobOutcome::Done(_)), "{done:?}");
+    assert!(matches!(done[&11], JobOutcome::Done(_)), "{done:?}");
+    for j in [&slow, &quick] {
+        assert_eq!(
+            job_logs(&j.cache_dir, &j.key).len(),
+            1,
+            "one Slurm job per key"
+        );
+    }
+}
+
+#[test]
+fn the_service_script_reports_a_usable_cluster() {
+    let Some(_cluster) = cluster() else { return };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services/slurm.sh");
+    let out = Command::new("bash").arg(script).arg("up").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("export SLURM_CONF="), "{text}");
+    let sinfo = Command::new("sinfo")
+        .args(["-h", "-o", "%G"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&sinfo.stdout).contains("gpu:fake:2"));
+}
