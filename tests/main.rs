@@ -14,6 +14,7 @@ mod raml;
 mod report;
 mod report_freshness;
 mod report_templates;
+mod science;
 mod spec_errors;
 mod sweeps;
 mod workers;
