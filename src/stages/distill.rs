@@ -185,7 +185,8 @@ impl Stage for Distill {
         "distill"
     }
     fn impl_version(&self) -> u32 {
-        1
+        // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
+        2
     }
     fn summary(&self) -> &'static str {
         "distil a small-resolution student from a frozen teacher, without labels"

@@ -159,7 +159,8 @@ impl Stage for TrainTeacher {
         "train-teacher"
     }
     fn impl_version(&self) -> u32 {
-        1
+        // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
+        2
     }
     fn summary(&self) -> &'static str {
         "train the database network (triplet or cosine-classifier loss) at the large resolution"

@@ -88,6 +88,10 @@ impl Run for Distill {
             },
         )?;
         let batches = loader.batches_per_epoch();
+        let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
+        if let Some(warning) = warning {
+            ctx.log(warning);
+        }
         let steps = epochs * batches.div_ceil(accumulate);
         let optim = Optim::new(&student.vs, &optim_config(&p)?, steps).torch()?;
         let net = student.meta.net.clone();

@@ -98,6 +98,10 @@ impl Run for TrainTeacher {
             },
         )?;
         let batches = loader.batches_per_epoch();
+        let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
+        if let Some(warning) = warning {
+            ctx.log(warning);
+        }
         let steps = epochs * batches.div_ceil(accumulate);
         let optim = Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?;
         let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?;
