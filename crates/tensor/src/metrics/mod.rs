@@ -7,7 +7,7 @@
 //! embedded by the new model against a gallery embedded by the old one. Similarity is the dot
 //! product.
 //!
-//! Conventions shared by every protocol (METHODS.md, "Metric conventions"):
+//! Conventions shared by every protocol (docs/METHODS.md, "Metric conventions"):
 //! - ties are broken by database index, deterministically ([`ranking`]);
 //! - a query without a positive is left out of the averages and reported as a count;
 //! - the similarity matrix is never built whole: scores are computed a block of queries at a

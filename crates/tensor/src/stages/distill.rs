@@ -4,7 +4,7 @@
 //! Each image gives P augmentations, coupled by default (the same crop box, flip, colour jitter
 //! and mixup weight for the teacher's view at R and the student's at r) or separate. The loss
 //! is any subset of `L_abs`, `L_rel-ts` (weight `lambda_t`) and `L_rel-ss` (weight `lambda_s`),
-//! exactly as METHODS.md. The student starts from the teacher's weights by default, or from
+//! exactly as docs/METHODS.md. The student starts from the teacher's weights by default, or from
 //! ImageNet weights, another checkpoint (input slot `init`), or random; a lighter `arch` gives
 //! network asymmetry (then the initialisation cannot be the teacher). Outputs the student's
 //! `model.safetensors` + `model.json` and `loss.json`.

@@ -6,7 +6,7 @@
 //! cached embeddings. When both sides are the same images (the same split partition embedded
 //! twice, or one embedding stage on both slots), each query is excluded from its own database.
 //!
-//! Protocols (METHODS.md): `retrieval` (mAP, standard AP, R@k), `verification` (TAR at FAR over
+//! Protocols (docs/METHODS.md): `retrieval` (mAP, standard AP, R@k), `verification` (TAR at FAR over
 //! template pairs), `identification` (open-set TPIR at FPIR), `reid` (retrieval with
 //! same-identity same-camera gallery items excluded). Metrics are written under the agreed
 //! names (`map`, `map_noninterp` (the standard, non-interpolated AP; also written under its
