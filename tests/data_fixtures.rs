@@ -173,7 +173,10 @@ pub fn cars_devkit(root: &Path, classes: u8) {
     for c in 1..=classes {
         for (folder, rows) in [("cars_train", &mut train), ("cars_test", &mut test)] {
             let name = format!("{:05}.jpg", c);
-            write_image(&root.join(folder).join(&name), &picture(30, 18, u32::from(c)));
+            write_image(
+                &root.join(folder).join(&name),
+                &picture(30, 18, u32::from(c)),
+            );
             rows.push((name, c));
         }
     }

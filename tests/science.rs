@@ -28,7 +28,10 @@ fn science_cars196_devkit_layout_lists_train_and_test_images() {
     assert_eq!(labels, [1, 2, 3, 1, 2, 3]);
     assert_eq!(
         listing.annotations,
-        ["devkit/cars_train_annos.mat", "cars_test_annos_withlabels.mat"]
+        [
+            "devkit/cars_train_annos.mat",
+            "cars_test_annos_withlabels.mat"
+        ]
     );
     // Without the labelled test file the error says which file and where to put it.
     std::fs::remove_file(dir.path().join("cars_test_annos_withlabels.mat")).unwrap();
@@ -89,15 +92,24 @@ fn science_raml_paper_pipelines_compare_against_a_teacher_trained_at_the_query_r
         for p in &s["student"] {
             assert!(p.bool("freeze_bn").unwrap(), "{file} student");
         }
+        for stage in ["teacher", "teacher-q", "student"] {
+            assert_eq!(
+                s[stage][0].float("crop_min").unwrap(),
+                0.08,
+                "{file} {stage}: torchvision's crop scale, as the reference"
+            );
+        }
         assert_eq!(s["eval-tmis"].len(), 3, "{file}");
         let table = &s["table"][0];
         let title = table.str("title").unwrap();
-        assert!(title.contains("96 px") && !title.contains("448"), "{file}: {title}");
+        assert!(
+            title.contains("96 px") && !title.contains("448"),
+            "{file}: {title}"
+        );
         let tags = &table.0["tags"];
         assert_eq!(tags["eval-tsym-db"]["query_res"], 96, "{file}");
         assert_eq!(
-            tags["eval-tmis"]["setup"],
-            "teacher at 96 px, tested at the query resolution",
+            tags["eval-tmis"]["setup"], "teacher at 96 px, tested at the query resolution",
             "{file}"
         );
     }
@@ -118,7 +130,11 @@ fn science_raml_ablation_sweeps_p_with_the_full_loss_and_r18_without_augmentatio
             .iter()
             .map(|v| v.as_str().unwrap().to_string())
             .collect();
-        assert_eq!(losses, ["abs", "rel_ts", "rel_ss"], "Figure 3 uses the full loss");
+        assert_eq!(
+            losses,
+            ["abs", "rel_ts", "rel_ss"],
+            "Figure 3 uses the full loss"
+        );
     }
     let r18 = &s["student-r18"][0];
     assert_eq!(r18.int("augmentations").unwrap(), 1);

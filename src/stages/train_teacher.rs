@@ -139,6 +139,12 @@ const PARAMS: &[ParamDecl] = &[
         "training resolution (largest side re-sampled to it)",
     ),
     ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
+    ParamDecl::optional(
+        "crop_min",
+        ParamType::Float,
+        "0.25",
+        "smallest random crop, as a share of the image's area (0 < crop_min <= 1; torchvision's default 0.08)",
+    ),
     ParamDecl::optional("flip", ParamType::Bool, "true", "horizontal flips"),
     ParamDecl::optional(
         "jitter",

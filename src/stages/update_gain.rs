@@ -54,10 +54,9 @@ fn is_quality(name: &str) -> bool {
     matches!(
         name,
         "map" | "map_noninterp" | "map_std" | "tar_at_far" | "tpir_at_fpir"
-    )
-        || name
-            .strip_prefix('r')
-            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+    ) || name
+        .strip_prefix('r')
+        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn value(input: &InputArtifact, slot: &str, metric: &str) -> Result<f64, StageError> {

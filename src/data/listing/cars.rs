@@ -29,8 +29,7 @@ const TEST_HINT: &str = "the devkit's own cars_test_annos.mat has no classes: pu
 /// Lists Cars196 at `root`, in whichever layout it has.
 pub fn cars196(root: &Path) -> Result<Listing, DataError> {
     require_root("cars196", root, HINT)?;
-    if !root.join("cars_annos.mat").is_file()
-        && root.join("devkit/cars_train_annos.mat").is_file()
+    if !root.join("cars_annos.mat").is_file() && root.join("devkit/cars_train_annos.mat").is_file()
     {
         return devkit(root);
     }
@@ -90,15 +89,18 @@ pub fn cars196(root: &Path) -> Result<Listing, DataError> {
 /// The devkit layout: train images then test images, each listed by `fname` and `class`.
 fn devkit(root: &Path) -> Result<Listing, DataError> {
     let train = root.join("devkit/cars_train_annos.mat");
-    let test = ["cars_test_annos_withlabels.mat", "devkit/cars_test_annos_withlabels.mat"]
-        .iter()
-        .map(|rel| root.join(rel))
-        .find(|p| p.is_file())
-        .ok_or_else(|| DataError::Missing {
-            dataset: "cars196",
-            path: root.join("cars_test_annos_withlabels.mat"),
-            hint: TEST_HINT.to_string(),
-        })?;
+    let test = [
+        "cars_test_annos_withlabels.mat",
+        "devkit/cars_test_annos_withlabels.mat",
+    ]
+    .iter()
+    .map(|rel| root.join(rel))
+    .find(|p| p.is_file())
+    .ok_or_else(|| DataError::Missing {
+        dataset: "cars196",
+        path: root.join("cars_test_annos_withlabels.mat"),
+        hint: TEST_HINT.to_string(),
+    })?;
     let mut entries = Vec::new();
     let mut annotations = Vec::new();
     for (path, folder) in [(train, "cars_train"), (test, "cars_test")] {

@@ -291,7 +291,10 @@ mod tests {
         assert_eq!(a.queries, b.queries);
         assert_eq!(a.no_positive, b.no_positive);
         assert!((a.map - b.map).abs() < 1e-9, "{a:?} vs {b:?}");
-        assert!((a.map_noninterp - b.map_noninterp).abs() < 1e-9, "{a:?} vs {b:?}");
+        assert!(
+            (a.map_noninterp - b.map_noninterp).abs() < 1e-9,
+            "{a:?} vs {b:?}"
+        );
         for (k, v) in &a.recall {
             assert!((v - b.recall[k]).abs() < 1e-12, "R@{k}: {a:?} vs {b:?}");
         }

@@ -163,7 +163,10 @@ mod tests {
         let t = tar_at_far_pairs(&set, &set, &pairs, 1e-3).unwrap();
         assert_eq!((t.genuine, t.impostor), (1, 1));
         assert!(!t.resolvable);
-        assert_eq!(t.tar, 0.0, "genuine score -1 is not above the impostor score 1");
+        assert_eq!(
+            t.tar, 0.0,
+            "genuine score -1 is not above the impostor score 1"
+        );
         let err = tar_at_far_pairs(&set, &set, &[(0, 9, true)], 1.0).unwrap_err();
         assert!(err.to_string().contains("outside"), "{err}");
     }

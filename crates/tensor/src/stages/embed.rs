@@ -16,8 +16,8 @@ use tch::{Kind, Tensor};
 
 use super::training::positive;
 use crate::data::{EvalLoader, EvalView};
-use crate::metrics::item_id;
 use crate::kind::{Run, StageContext, StageError};
+use crate::metrics::item_id;
 use crate::nn::checkpoint::{Model, META_FILE, WEIGHTS_FILE};
 use crate::nn::gflops;
 use crate::TorchResult;

@@ -299,7 +299,11 @@ fn explicit_pairs(
         }
     }
     Ok(Some(
-        manifest.pairs.iter().map(|p| (p.a, p.b, p.genuine)).collect(),
+        manifest
+            .pairs
+            .iter()
+            .map(|p| (p.a, p.b, p.genuine))
+            .collect(),
     ))
 }
 
@@ -364,7 +368,10 @@ mod tests {
         // The hand-worked case of metrics::retrieval's tests.
         assert!((metrics["map"] - 0.625).abs() < 1e-9);
         assert!((metrics["map_noninterp"] - 0.75).abs() < 1e-9);
-        assert_eq!(metrics["map_std"], metrics["map_noninterp"], "the old name is an alias");
+        assert_eq!(
+            metrics["map_std"], metrics["map_noninterp"],
+            "the old name is an alias"
+        );
         assert_eq!(metrics["r1"], 0.5);
         assert_eq!(metrics["r2"], 1.0);
         assert_eq!(metrics["no_positive"], 2.0);
@@ -376,7 +383,10 @@ mod tests {
     #[test]
     fn two_models_on_the_same_images_exclude_the_diagonal_too() {
         let dir = tempfile::tempdir().unwrap();
-        let ids = vec![metrics::item_id("s", "a.jpg"), metrics::item_id("s", "b.jpg")];
+        let ids = vec![
+            metrics::item_id("s", "a.jpg"),
+            metrics::item_id("s", "b.jpg"),
+        ];
         let old = EmbeddingSet::new(vec![1.0, 0.0, 0.0, 1.0], 2, vec![0, 1], None)
             .with_items(ids.clone());
         let new = EmbeddingSet::new(vec![0.0, 1.0, 1.0, 0.0], 2, vec![0, 1], None).with_items(ids);
@@ -458,8 +468,7 @@ mod tests {
     #[test]
     fn verification_scores_the_splits_explicit_pairs_when_given() {
         use asymflow::data::{
-            DatasetKind, DatasetSource, SplitItem, SplitManifest, VerificationPair,
-            MANIFEST_OUTPUT,
+            DatasetKind, DatasetSource, SplitItem, SplitManifest, VerificationPair, MANIFEST_OUTPUT,
         };
         let dir = tempfile::tempdir().unwrap();
         let items: Vec<SplitItem> = [0, 0, 0, 1]
@@ -481,8 +490,16 @@ mod tests {
         );
         manifest.content = Some("fixture".into());
         manifest.pairs = vec![
-            VerificationPair { a: 0, b: 2, genuine: true },
-            VerificationPair { a: 1, b: 3, genuine: false },
+            VerificationPair {
+                a: 0,
+                b: 2,
+                genuine: true,
+            },
+            VerificationPair {
+                a: 1,
+                b: 3,
+                genuine: false,
+            },
         ];
         let split_dir = dir.path().join("split");
         std::fs::create_dir_all(&split_dir).unwrap();
@@ -496,8 +513,8 @@ mod tests {
             .iter()
             .map(|i| metrics::item_id("fixture", &i.id))
             .collect();
-        let set = EmbeddingSet::new(vec![1.0, -1.0, 1.0, 1.0], 1, vec![0, 0, 0, 1], None)
-            .with_items(ids);
+        let set =
+            EmbeddingSet::new(vec![1.0, -1.0, 1.0, 1.0], 1, vec![0, 0, 0, 1], None).with_items(ids);
         let e = artifact(
             "e",
             "k",
@@ -525,7 +542,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!((m["genuine_pairs"], m["impostor_pairs"]), (1.0, 1.0));
-        assert_eq!(m["tar_at_far"], 1.0, "the genuine pair (1) is above the impostor (-1)");
+        assert_eq!(
+            m["tar_at_far"], 1.0,
+            "the genuine pair (1) is above the impostor (-1)"
+        );
         let details: Value = crate::kind::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
         assert_eq!(details["explicit_pairs"], 2);
         let err = run_stage(

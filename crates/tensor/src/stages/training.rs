@@ -96,7 +96,11 @@ mod tests {
         let (n, warning) = clamp_accumulate(20, 3);
         assert_eq!(n, 3);
         assert!(warning.unwrap().contains("only 3 batches"));
-        assert_eq!(clamp_accumulate(20, 0).0, 1, "an empty epoch still steps alone");
+        assert_eq!(
+            clamp_accumulate(20, 0).0,
+            1,
+            "an empty epoch still steps alone"
+        );
     }
 
     #[test]
