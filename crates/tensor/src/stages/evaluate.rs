@@ -256,7 +256,10 @@ impl Run for Evaluate {
     }
 }
 
-/// The split's verification pairs as `(query row, database row, genuine)`, when the `pairs`
+/// One verification pair: `(query row, database row, genuine)`.
+type ImagePair = (usize, usize, bool);
+
+/// The split's verification pairs as [`ImagePair`]s, when the `pairs`
 /// input is connected: both sides must be the pairs' partition (checked by item ids), and
 /// pairs are single images, so `template_size` must be 1.
 fn explicit_pairs(
@@ -264,7 +267,7 @@ fn explicit_pairs(
     query: &EmbeddingSet,
     db: &EmbeddingSet,
     template_size: usize,
-) -> Result<Option<Vec<(usize, usize, bool)>>, StageError> {
+) -> Result<Option<Vec<ImagePair>>, StageError> {
     if ctx.input_all("pairs").is_empty() {
         return Ok(None);
     }

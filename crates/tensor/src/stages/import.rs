@@ -61,7 +61,7 @@ impl Run for Import {
                     t.size()
                 )));
             }
-            Ok(Vec::<i64>::try_from(&t.to_kind(Kind::Int64)).torch()?)
+            Vec::<i64>::try_from(&t.to_kind(Kind::Int64)).torch()
         };
         let labels = as_ids(&labels, "labels")?;
         let cameras = match get("cameras") {
