@@ -82,6 +82,12 @@ const PARAMS: &[ParamDecl] = &[
         "images per class in a batch (0: plain shuffling)",
     ),
     ParamDecl::optional(
+        "small_classes",
+        ParamType::Choice(&["repeat", "drop"]),
+        "\"repeat\"",
+        "classes with fewer than per_class images: repeat some of their images, or drop them (the reference)",
+    ),
+    ParamDecl::optional(
         "optimizer",
         ParamType::Choice(&["adamw", "adam"]),
         "\"adamw\"",

@@ -71,8 +71,10 @@ impl Run for TrainTeacher {
                     format!("must be a multiple of per_class ({per_class}) holding at least two classes"),
                 ));
             }
-            Sampling::ClassBalanced {
-                per_class: per_class as usize,
+            let per_class = per_class as usize;
+            match p.str("small_classes")? {
+                "drop" => Sampling::ClassBalancedDropSmall { per_class },
+                _ => Sampling::ClassBalanced { per_class },
             }
         } else {
             Sampling::Shuffle
