@@ -51,10 +51,7 @@ fn the_engine_binary_links_no_libtorch() {
 #[test]
 fn plan_status_a_no_op_run_and_report_work_without_libtorch_or_a_worker() {
     let project = Project::new();
-    project.write(
-        "pipelines/chain.toml",
-        &CHAIN.replace("sleep_ms = 4000", "sleep_ms = 0"),
-    );
+    project.write("pipelines/chain.toml", &CHAIN.replace("sleep_ms = 4000", "sleep_ms = 0"));
     // First compute everything (test kinds in the engine itself).
     let first = project.run_json("pipelines/chain.toml", &[]);
     assert_eq!(with_status(&first, "ran").len(), 3, "{first:?}");
@@ -65,12 +62,7 @@ fn plan_status_a_no_op_run_and_report_work_without_libtorch_or_a_worker() {
         vec!["status"],
         vec!["run", "pipelines/chain.toml", "--json"],
         vec!["report", "pipelines/chain.toml"],
-        vec![
-            "plan",
-            "pipelines/chain.toml",
-            "--set",
-            "stages.slow.params.value=5",
-        ],
+        vec!["plan", "pipelines/chain.toml", "--set", "stages.slow.params.value=5"],
     ] {
         let out = project
             .cmd(&args)
@@ -161,13 +153,10 @@ fn a_worker_killed_mid_stage_fails_that_stage_and_the_next_run_redoes_only_it() 
         "device = true }",
         &format!("device = true, trace = \"{}\" }}", log.display()),
     );
-    project.write(
-        "pipelines/chain.toml",
-        &chain.replace(
-            "params = { value = 1 }",
-            &format!("params = {{ value = 1, trace = \"{}\" }}", log.display()),
-        ),
-    );
+    project.write("pipelines/chain.toml", &chain.replace(
+        "params = { value = 1 }",
+        &format!("params = {{ value = 1, trace = \"{}\" }}", log.display()),
+    ));
     let out = run_and_kill_the_worker(&project, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "the run should fail:\n{stderr}");
@@ -189,11 +178,7 @@ fn a_worker_killed_mid_stage_fails_that_stage_and_the_next_run_redoes_only_it() 
     let again = in_workers(&project, &["run", "pipelines/chain.toml", "--json"])
         .output()
         .expect("asymflow runs");
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
     let outcome = statuses(&again.stdout);
     assert_eq!(outcome["a"].0, "cached", "{outcome:?}");
     assert_eq!(outcome["slow"].0, "ran", "{outcome:?}");
@@ -220,11 +205,7 @@ fn with_retries_a_killed_worker_is_replaced_and_its_job_run_again() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the retry should succeed:\n{stderr}");
     let outcome = statuses(&out.stdout);
-    assert_eq!(
-        with_status(&outcome, "ran").len(),
-        3,
-        "{outcome:?}\n{stderr}"
-    );
+    assert_eq!(with_status(&outcome, "ran").len(), 3, "{outcome:?}\n{stderr}");
     let runs = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         runs.lines().filter(|l| l.starts_with("slow")).count(),
@@ -255,27 +236,15 @@ fn model_digests(project: &Project, extra: &[&str]) -> Vec<String> {
     let mut args = vec!["run", "pipelines/two.toml", "--json", "--device-slots", "2"];
     args.extend_from_slice(extra);
     let out = project.cmd(&args).output().expect("asymflow runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let show = project.run(&["show", "pipelines/two.toml", "model", "--json"]);
-    assert!(
-        show.status.success(),
-        "{}",
-        String::from_utf8_lossy(&show.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let show = project
+        .run(&["show", "pipelines/two.toml", "model", "--json"]);
+    assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     doc.as_array()
         .expect("one entry per instance")
         .iter()
-        .map(|inst| {
-            inst["outputs"]["model.safetensors"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+        .map(|inst| inst["outputs"]["model.safetensors"].as_str().unwrap().to_string())
         .collect()
 }
 
