@@ -138,6 +138,64 @@ fn double(v: f64) -> Vec<u8> {
     matrix(6, &[1, 1], "", &element(9, &v.to_le_bytes()))
 }
 
+/// A devkit annotation file: `annotations(i).bbox_x1 / .class / .fname`, as
+/// `devkit/cars_train_annos.mat` and `cars_test_annos_withlabels.mat` hold them.
+pub fn cars_devkit_annos(rows: &[(&str, u8)]) -> Vec<u8> {
+    let fields = ["bbox_x1", "class", "fname"];
+    let len = 32usize;
+    let mut names = Vec::new();
+    for f in fields {
+        let mut b = f.as_bytes().to_vec();
+        b.resize(len, 0);
+        names.extend(b);
+    }
+    let mut body = element(5, &(len as i32).to_le_bytes());
+    body.extend(element(1, &names));
+    for (name, class) in rows {
+        body.extend(double(3.0));
+        body.extend(uint8(*class));
+        body.extend(text(name));
+    }
+    let var = matrix(2, &[1, rows.len() as i32], "annotations", &body);
+    let mut file = vec![b' '; 116];
+    file[..20].copy_from_slice(b"MATLAB 5.0 MAT-file,");
+    file.extend_from_slice(&[0u8; 8]);
+    file.extend_from_slice(&0x0100u16.to_le_bytes());
+    file.extend_from_slice(b"IM");
+    file.extend(var);
+    file
+}
+
+/// Cars196 in the devkit layout: `classes` classes, one training and one test image each,
+/// the test annotations at the root (where the labelled file is usually dropped).
+pub fn cars_devkit(root: &Path, classes: u8) {
+    let (mut train, mut test) = (Vec::new(), Vec::new());
+    for c in 1..=classes {
+        for (folder, rows) in [("cars_train", &mut train), ("cars_test", &mut test)] {
+            let name = format!("{:05}.jpg", c);
+            write_image(
+                &root.join(folder).join(&name),
+                &picture(30, 18, u32::from(c)),
+            );
+            rows.push((name, c));
+        }
+    }
+    fn as_rows(v: &[(String, u8)]) -> Vec<(&str, u8)> {
+        v.iter().map(|(n, c)| (n.as_str(), *c)).collect()
+    }
+    std::fs::create_dir_all(root.join("devkit")).unwrap();
+    std::fs::write(
+        root.join("devkit/cars_train_annos.mat"),
+        cars_devkit_annos(&as_rows(&train)),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("cars_test_annos_withlabels.mat"),
+        cars_devkit_annos(&as_rows(&test)),
+    )
+    .unwrap();
+}
+
 /// `cars_annos.mat` holding `annotations(i).relative_im_path / .class / .test`, optionally
 /// zlib-compressed as MATLAB writes it by default.
 pub fn cars_annos(rows: &[(&str, u8)], compressed: bool) -> Vec<u8> {

@@ -18,6 +18,7 @@ mod remote;
 mod report;
 mod report_freshness;
 mod report_templates;
+mod science;
 mod serve;
 mod serve_browser;
 mod slurm;

@@ -91,7 +91,13 @@ fn report_templates_resolve_through_extends_and_render() {
 fn report_table2_template_has_the_four_setups_over_datasets_and_resolutions() {
     let layout = Layout::from_params(&template_params("report-resasym-table2")).unwrap();
     let mut inputs = Vec::new();
-    for stage in ["eval-ts", "eval-ssym", "eval-tsym", "eval-tasym"] {
+    for stage in [
+        "eval-ts",
+        "eval-ssym",
+        "eval-tmis",
+        "eval-tsym",
+        "eval-tasym",
+    ] {
         for dataset in ["sop", "cub"] {
             for res in [224, 112] {
                 inputs.push(artifact(
@@ -109,6 +115,7 @@ fn report_table2_template_has_the_four_setups_over_datasets_and_resolutions() {
         rows,
         [
             "teacher symmetric",
+            "database teacher tested at the query resolution",
             "teacher asymmetric",
             "teacher-student asymmetric",
             "student symmetric"

@@ -24,6 +24,9 @@ pub struct Provenance {
     pub device: String,
     /// Threads the stage could use.
     pub threads: i64,
+    /// The GPUs the process was pinned to (`CUDA_VISIBLE_DEVICES`), if any.
+    #[serde(default)]
+    pub visible_devices: Option<String>,
     /// The host it ran on.
     #[serde(default)]
     pub host: String,
@@ -45,6 +48,7 @@ impl Provenance {
             libtorch: libtorch.to_string(),
             device: device.to_string(),
             threads,
+            visible_devices: None,
             host: super::store::host_name(),
             runner: String::new(),
             telemetry: BTreeMap::new(),
@@ -57,8 +61,9 @@ impl Index {
     pub fn record_provenance(&self, key: &str, p: &Provenance) -> Result<(), IndexError> {
         self.conn.execute(
             "INSERT OR REPLACE INTO provenance
-                 (key, asymflow, git_commit, libtorch, device, threads, host, runner, telemetry)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 (key, asymflow, git_commit, libtorch, device, threads, host, runner, telemetry,
+                  visible_devices)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 key,
                 p.asymflow,
@@ -69,6 +74,7 @@ impl Index {
                 p.host,
                 p.runner,
                 serde_json::to_string(&p.telemetry).expect("numbers serialise"),
+                p.visible_devices,
             ],
         )?;
         Ok(())
@@ -79,7 +85,8 @@ impl Index {
         Ok(self
             .conn
             .query_row(
-                "SELECT asymflow, git_commit, libtorch, device, threads, host, runner, telemetry
+                "SELECT asymflow, git_commit, libtorch, device, threads, host, runner, telemetry,
+                        visible_devices
                  FROM provenance WHERE key = ?1",
                 [key],
                 |r| {
@@ -93,6 +100,7 @@ impl Index {
                         runner: r.get(6)?,
                         telemetry: serde_json::from_str(&r.get::<_, String>(7)?)
                             .unwrap_or_default(),
+                        visible_devices: r.get(8)?,
                     })
                 },
             )

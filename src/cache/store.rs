@@ -115,7 +115,8 @@ pub const MIGRATIONS: &[&str] = &[
     // 5: provenance says where and by what a result ran, and keeps its telemetry.
     "ALTER TABLE provenance ADD COLUMN host TEXT NOT NULL DEFAULT '';
      ALTER TABLE provenance ADD COLUMN runner TEXT NOT NULL DEFAULT '';
-     ALTER TABLE provenance ADD COLUMN telemetry TEXT NOT NULL DEFAULT '{}';",
+     ALTER TABLE provenance ADD COLUMN telemetry TEXT NOT NULL DEFAULT '{}';
+     ALTER TABLE provenance ADD COLUMN visible_devices TEXT;",
 ];
 
 /// The index connection. One per thread; SQLite serialises writers.

@@ -17,8 +17,8 @@ use super::common::{
 };
 use super::{OverrideArgs, PipelineArgs};
 use crate::cache::Cache;
-use crate::exec::{plan_status, publish};
 use crate::exec::scheduler::artifact;
+use crate::exec::{plan_status, publish};
 use crate::graph::Plan;
 use crate::kind::{InputArtifact, Registry, StageContext};
 

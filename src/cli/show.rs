@@ -188,8 +188,16 @@ fn describe(
             p.git_commit,
             p.threads,
             p.device,
-            if p.host.is_empty() { String::new() } else { format!(" at {}", p.host) },
-            if p.runner.is_empty() { String::new() } else { format!(" ({})", p.runner) },
+            if p.host.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", p.host)
+            },
+            if p.runner.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", p.runner)
+            },
         );
         if !p.telemetry.is_empty() {
             let items: Vec<String> = p

@@ -3,7 +3,7 @@
 //! Why it exists: the quickstart must run anywhere without a download, and it must show the
 //! effect the resolution-asymmetry method is about, so the classes must differ in detail that
 //! a large image keeps and a small one loses. The design follows a throwaway prototype
-//! measured on a 2-core machine (see the issue and METHODS.md):
+//! measured on a 2-core machine (see the issue and docs/METHODS.md):
 //!
 //! - **Coarse look shared by many classes.** Class `c` belongs to coarse group
 //!   `c % groups` (`groups = ceil(classes / 12)`); a group fixes the shape (ellipse,

@@ -244,9 +244,11 @@ pub fn run_with(
                 }
                 _ => {
                     if !forced {
-                        if let Some(record) = options.remote.as_ref().and_then(|r| {
-                            r.read_through(cache, &digest, &|m| progress.println(m))
-                        }) {
+                        if let Some(record) = options
+                            .remote
+                            .as_ref()
+                            .and_then(|r| r.read_through(cache, &digest, &|m| progress.println(m)))
+                        {
                             progress.println(&format!("pulled  {} from the remote", inst.label()));
                             schedule.hit(i, record);
                             progress.inc();

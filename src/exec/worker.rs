@@ -140,18 +140,13 @@ pub fn run_job(
     };
     match store_outputs(&cache, &out_dir, &metrics) {
         Ok(outputs) => {
-            let mut device = job.resources.device.to_string();
-            if let Ok(visible) = std::env::var("CUDA_VISIBLE_DEVICES") {
-                if !visible.is_empty() && device != "cpu" {
-                    device = format!("{device} (CUDA_VISIBLE_DEVICES={visible})");
-                }
-            }
             let mut provenance = Provenance::this_build(
-                &device,
+                &job.resources.device.to_string(),
                 job.resources.threads as i64,
                 &runtime.libtorch().unwrap_or_default(),
             );
             provenance.runner = runner.to_string();
+            provenance.visible_devices = std::env::var("CUDA_VISIBLE_DEVICES").ok();
             provenance.telemetry = telemetry;
             JobOutcome::Done(JobResult {
                 outputs,

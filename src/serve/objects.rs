@@ -112,7 +112,13 @@ mod tests {
         assert_eq!(read(&cache, &digest).unwrap(), b"hello");
         std::fs::write(cache.objects().local_path(&digest).unwrap(), b"tampered").unwrap();
         assert!(matches!(read(&cache, &digest), Err(ServeError::Corrupt(_))));
-        assert!(cache.objects().local_path(&digest).is_some_and(|p| p.is_file()), "never quarantined");
+        assert!(
+            cache
+                .objects()
+                .local_path(&digest)
+                .is_some_and(|p| p.is_file()),
+            "never quarantined"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Each image gives P augmentations, coupled by default (the same crop box, flip, colour jitter
 //! and mixup weight for the teacher's view at R and the student's at r) or separate. The loss
 //! is any subset of `L_abs`, `L_rel-ts` (weight `lambda_t`) and `L_rel-ss` (weight `lambda_s`),
-//! exactly as METHODS.md. The student starts from the teacher's weights by default, or from
+//! exactly as docs/METHODS.md. The student starts from the teacher's weights by default, or from
 //! ImageNet weights, another checkpoint (input slot `init`), or random; a lighter `arch` gives
 //! network asymmetry (then the initialisation cannot be the teacher). Outputs the student's
 //! `model.safetensors` + `model.json` and `loss.json`.
@@ -85,6 +85,12 @@ const PARAMS: &[ParamDecl] = &[
         "one draw for both views (else separate draws)",
     ),
     ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
+    ParamDecl::optional(
+        "crop_min",
+        ParamType::Float,
+        "0.25",
+        "smallest random crop, as a share of the image's area (0 < crop_min <= 1; torchvision's default 0.08)",
+    ),
     ParamDecl::optional("flip", ParamType::Bool, "true", "horizontal flips"),
     ParamDecl::optional(
         "jitter",
@@ -188,7 +194,8 @@ impl Stage for Distill {
         "distill"
     }
     fn impl_version(&self) -> u32 {
-        1
+        // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
+        2
     }
     fn summary(&self) -> &'static str {
         "distil a small-resolution student from a frozen teacher, without labels"

@@ -64,7 +64,8 @@ impl Stage for Embed {
         "embed"
     }
     fn impl_version(&self) -> u32 {
-        1
+        // 2: the output records each row's image (`items`): how `evaluate` tells same images.
+        2
     }
     fn summary(&self) -> &'static str {
         "embed one partition with one checkpoint at one resolution"

@@ -6,10 +6,11 @@
 //! cached embeddings. When both sides are the same images (the same split partition embedded
 //! twice, or one embedding stage on both slots), each query is excluded from its own database.
 //!
-//! Protocols (METHODS.md): `retrieval` (mAP, standard AP, R@k), `verification` (TAR at FAR over
+//! Protocols (docs/METHODS.md): `retrieval` (mAP, standard AP, R@k), `verification` (TAR at FAR over
 //! template pairs), `identification` (open-set TPIR at FPIR), `reid` (retrieval with
 //! same-identity same-camera gallery items excluded). Metrics are written under the agreed
-//! names (`map`, `map_std`, `r1`, `r5`, ..., `no_positive`, `query_gflops`, `tar_at_far`,
+//! names (`map`, `map_noninterp` (alias `map_std`), `r1`, `r5`, ..., `no_positive`,
+//! `query_gflops`, `tar_at_far`,
 //! `tpir_at_fpir`); a rate target that cannot be measured with the available negatives is
 //! reported as such in `evaluation.json` and recorded as no number.
 
@@ -80,6 +81,11 @@ const INPUTS: &[InputDecl] = &[
         required: true,
         doc: "embedding stage of the database (gallery); the same stage for symmetric setups",
     },
+    InputDecl {
+        name: "pairs",
+        required: false,
+        doc: "verification: a split stage whose explicit pairs (`pairs_per_class`) are scored instead of all template pairs",
+    },
 ];
 
 impl Stage for Evaluate {
@@ -88,7 +94,10 @@ impl Stage for Evaluate {
     }
 
     fn impl_version(&self) -> u32 {
-        1
+        // 2: same images are decided by item ids, no longer by equal label and camera arrays;
+        // verification scores a split's explicit pairs when the `pairs` input is given;
+        // the standard AP is written as `map_noninterp` too (`map_std` kept as its alias).
+        2
     }
 
     fn summary(&self) -> &'static str {

@@ -45,7 +45,8 @@ impl Stage for Import {
         "import"
     }
     fn impl_version(&self) -> u32 {
-        1
+        // 2: an `items` tensor in the source file is carried into the output.
+        2
     }
     fn summary(&self) -> &'static str {
         "embeddings from a .safetensors file, standing in for an embed stage"

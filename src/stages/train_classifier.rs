@@ -7,7 +7,7 @@
 //! features through it; `classes.json` maps each classifier row to the data set's label, so a
 //! later model trained on a superset knows which of its classes the old classifier has.
 //!
-//! The network is the BCT head of METHODS.md: backbone, global average pooling, a linear layer
+//! The network is the BCT head of docs/METHODS.md: backbone, global average pooling, a linear layer
 //! to D, L2 normalisation (`pool = "avg"`, no inner normalisation). The training loop here is
 //! shared with `train-bct`, which adds its influence term to the same loss.
 

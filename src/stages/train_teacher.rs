@@ -82,6 +82,12 @@ const PARAMS: &[ParamDecl] = &[
         "images per class in a batch (0: plain shuffling)",
     ),
     ParamDecl::optional(
+        "small_classes",
+        ParamType::Choice(&["repeat", "drop"]),
+        "\"repeat\"",
+        "classes with fewer than per_class images: repeat some of their images, or drop them (the reference)",
+    ),
+    ParamDecl::optional(
         "optimizer",
         ParamType::Choice(&["adamw", "adam"]),
         "\"adamw\"",
@@ -140,6 +146,12 @@ const PARAMS: &[ParamDecl] = &[
     )
     .at_least(1.0),
     ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
+    ParamDecl::optional(
+        "crop_min",
+        ParamType::Float,
+        "0.25",
+        "smallest random crop, as a share of the image's area (0 < crop_min <= 1; torchvision's default 0.08)",
+    ),
     ParamDecl::optional("flip", ParamType::Bool, "true", "horizontal flips"),
     ParamDecl::optional(
         "jitter",
@@ -160,7 +172,8 @@ impl Stage for TrainTeacher {
         "train-teacher"
     }
     fn impl_version(&self) -> u32 {
-        1
+        // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
+        2
     }
     fn summary(&self) -> &'static str {
         "train the database network (triplet or cosine-classifier loss) at the large resolution"

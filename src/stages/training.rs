@@ -46,7 +46,9 @@ pub fn images_per_epoch(params: &Params) -> Result<Option<usize>, StageError> {
     Ok((v > 0).then_some(v as usize))
 }
 
-/// Augmentations from `geometric`, `flip`, `jitter` (and `mixup` when declared).
+/// Augmentations from `geometric`, `crop_min` (the smallest crop's share of the image's
+/// area; torchvision's `RandomResizedCrop`, which the resolution-asymmetry reference uses,
+/// has 0.08), `flip`, `jitter` (and `mixup` when declared).
 pub fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
     let jitter = params.float("jitter")?;
     if !(0.0..=1.0).contains(&jitter) {
@@ -65,8 +67,16 @@ pub fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
             "Beta(alpha, alpha): alpha must be >= 0 (0 = off)",
         ));
     }
+    let crop_min = params.float("crop_min")?;
+    if !(crop_min > 0.0 && crop_min <= 1.0) {
+        return Err(StageError::bad_param(
+            "crop_min",
+            format!("{crop_min}: the smallest crop's share of the image must be in (0, 1]"),
+        ));
+    }
     Ok(AugmentConfig {
         geometric: params.bool("geometric")?,
+        crop_scale: (crop_min, 1.0),
         flip: params.bool("flip")?,
         jitter,
         mixup_alpha,
@@ -193,5 +203,24 @@ mod tests {
         let means = m.means();
         assert_eq!(means["loss"], 2.0);
         assert_eq!(means["abs"], 1.0);
+    }
+
+    #[test]
+    fn the_crop_scale_comes_from_crop_min() {
+        let mut params = Params(
+            [
+                ("geometric", serde_json::json!(true)),
+                ("flip", serde_json::json!(true)),
+                ("jitter", serde_json::json!(0.0)),
+                ("crop_min", serde_json::json!(0.08)),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        );
+        assert_eq!(augment_config(&params).unwrap().crop_scale, (0.08, 1.0));
+        params.0.insert("crop_min".into(), serde_json::json!(0.0));
+        let err = augment_config(&params).unwrap_err().to_string();
+        assert!(err.contains("crop_min"), "{err}");
     }
 }

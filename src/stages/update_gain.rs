@@ -28,7 +28,7 @@ const PARAMS: &[ParamDecl] = &[ParamDecl::optional(
     "metrics",
     ParamType::List(&ParamType::Str),
     "[]",
-    "metrics to compare; empty = every quality metric (map, map_std, r<k>, tar_at_far, tpir_at_fpir) all three inputs have",
+    "metrics to compare; empty = every quality metric (map, map_noninterp, map_std, r<k>, tar_at_far, tpir_at_fpir) all three inputs have",
 )];
 
 const INPUTS: &[InputDecl] = &[
@@ -51,10 +51,12 @@ const INPUTS: &[InputDecl] = &[
 
 /// Whether `name` is a quality metric (higher is better), not a count or a cost.
 fn is_quality(name: &str) -> bool {
-    matches!(name, "map" | "map_std" | "tar_at_far" | "tpir_at_fpir")
-        || name
-            .strip_prefix('r')
-            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+    matches!(
+        name,
+        "map" | "map_noninterp" | "map_std" | "tar_at_far" | "tpir_at_fpir"
+    ) || name
+        .strip_prefix('r')
+        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn value(input: &InputArtifact, slot: &str, metric: &str) -> Result<f64, StageError> {

@@ -317,7 +317,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::exec::executor::{JobResult, Provenance};
+    use crate::cache::Provenance;
+    use crate::exec::executor::JobResult;
 
     fn seen(state: &str) -> Facts {
         Facts {
@@ -337,10 +338,9 @@ mod tests {
         JobOutcome::Done(JobResult {
             outputs: BTreeMap::new(),
             metrics: BTreeMap::from([("map".to_string(), 0.5)]),
-            telemetry: BTreeMap::new(),
             started: 1.0,
             finished: 2.0,
-            provenance: Provenance::default(),
+            provenance: Provenance::this_build("cpu", 1, ""),
         })
     }
 

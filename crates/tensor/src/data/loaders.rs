@@ -128,6 +128,13 @@ pub enum Sampling {
         /// Images per class in a batch.
         per_class: usize,
     },
+    /// As [`Sampling::ClassBalanced`], but classes with fewer than `per_class` images are left
+    /// out instead of repeating images, as the resolution-asymmetry reference does (SOP has
+    /// many classes of 2-3 images, whose repeated images would be trivial positives).
+    ClassBalancedDropSmall {
+        /// Images per class in a batch.
+        per_class: usize,
+    },
 }
 
 /// Settings of a [`TrainLoader`].
@@ -185,7 +192,7 @@ impl TrainLoader {
         config: TrainConfig,
     ) -> Result<Self, DataError> {
         check_batch(config.batch_size, items.len())?;
-        if let Sampling::ClassBalanced { per_class } = config.sampling {
+        if let Some((per_class, drop_small)) = config.sampling.class_balanced() {
             if per_class == 0
                 || config.batch_size % per_class != 0
                 || config.batch_size / per_class < 2
@@ -196,10 +203,22 @@ impl TrainLoader {
                     config.batch_size
                 )));
             }
-            let classes = items.iter().map(|i| i.label).collect::<BTreeSet<_>>().len();
+            let mut sizes: BTreeMap<i64, usize> = BTreeMap::new();
+            items
+                .iter()
+                .for_each(|i| *sizes.entry(i.label).or_default() += 1);
+            let classes = sizes
+                .values()
+                .filter(|&&n| !drop_small || n >= per_class)
+                .count();
             if classes < config.batch_size / per_class {
+                let kept = if drop_small {
+                    format!(" with at least {per_class} images")
+                } else {
+                    String::new()
+                };
                 return Err(DataError::config(format!(
-                    "class-balanced batches of {} classes, but the partition has only {classes} classes",
+                    "class-balanced batches of {} classes, but the partition has only {classes} classes{kept}",
                     config.batch_size / per_class
                 )));
             }
@@ -229,7 +248,10 @@ impl TrainLoader {
                 order.chunks(bs).map(<[usize]>::to_vec).collect()
             }
             Sampling::ClassBalanced { per_class } => {
-                class_balanced(&self.items, bs, per_class, &mut rng)
+                class_balanced(&self.items, bs, per_class, false, &mut rng)
+            }
+            Sampling::ClassBalancedDropSmall { per_class } => {
+                class_balanced(&self.items, bs, per_class, true, &mut rng)
             }
         };
         finish_plan(batches, bs, self.config.images_per_epoch)
@@ -285,11 +307,13 @@ impl TrainLoader {
 }
 
 /// Groups of `per_class` images of one class, shuffled, packed into batches without repeating
-/// a class inside a batch (a group that would repeat one waits for the next batch).
+/// a class inside a batch (a group that would repeat one waits for the next batch). With
+/// `drop_small`, classes of fewer than `per_class` images give no group.
 fn class_balanced(
     items: &[SplitItem],
     bs: usize,
     per_class: usize,
+    drop_small: bool,
     rng: &mut ChaCha8Rng,
 ) -> Vec<Vec<usize>> {
     let mut by_class: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
@@ -298,6 +322,9 @@ fn class_balanced(
     }
     let mut groups: Vec<(i64, Vec<usize>)> = Vec::new();
     for (label, mut members) in by_class {
+        if drop_small && members.len() < per_class {
+            continue;
+        }
         members.shuffle(rng);
         let n = (members.len() / per_class).max(1);
         for g in 0..n {
@@ -335,6 +362,17 @@ fn class_balanced(
         batches.push(batch);
     }
     batches
+}
+
+impl Sampling {
+    /// `(per_class, drop_small)` for the class-balanced samplings.
+    fn class_balanced(self) -> Option<(usize, bool)> {
+        match self {
+            Sampling::Shuffle => None,
+            Sampling::ClassBalanced { per_class } => Some((per_class, false)),
+            Sampling::ClassBalancedDropSmall { per_class } => Some((per_class, true)),
+        }
+    }
 }
 
 /// Drops an incomplete last batch (unless it is the only one) and applies the image cap.
@@ -592,7 +630,7 @@ mod tests {
     fn class_balanced_batches_hold_whole_groups_of_distinct_classes() {
         let items = items(6, 5);
         let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let batches = finish_plan(class_balanced(&items, 6, 2, &mut rng), 6, None);
+        let batches = finish_plan(class_balanced(&items, 6, 2, false, &mut rng), 6, None);
         assert!(!batches.is_empty());
         for batch in &batches {
             assert_eq!(batch.len(), 6);
@@ -603,6 +641,50 @@ mod tests {
             assert_eq!(count.len(), 3, "{count:?}");
             assert!(count.values().all(|&c| c == 2));
         }
+    }
+
+    #[test]
+    fn small_classes_repeat_images_or_are_dropped() {
+        // Classes 0-3 have 4 images, classes 4-5 only 2.
+        let mut all = items(4, 4);
+        all.extend(items(6, 2).into_iter().filter(|i| i.label >= 4));
+        let seen = |drop_small| {
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            class_balanced(&all, 8, 4, drop_small, &mut rng)
+                .into_iter()
+                .flatten()
+                .map(|i| all[i].label)
+                .collect::<BTreeSet<_>>()
+        };
+        assert!(seen(false).contains(&4), "repeated to fill a group");
+        assert_eq!(seen(true), (0..4).collect(), "dropped, not repeated");
+        let cfg = |sampling| TrainConfig {
+            resolution: 8,
+            batch_size: 8,
+            sampling,
+            images_per_epoch: None,
+            augment: AugmentConfig::none(),
+            seed: 0,
+        };
+        let dataset: Arc<dyn Dataset> = Arc::new(asymflow::data::SyntheticDataset::new(
+            asymflow::data::SyntheticParams::default(),
+        ));
+        let few = items(3, 2);
+        assert!(TrainLoader::new(
+            dataset.clone(),
+            &few,
+            cfg(Sampling::ClassBalanced { per_class: 4 })
+        )
+        .is_ok());
+        let err = TrainLoader::new(
+            dataset,
+            &few,
+            cfg(Sampling::ClassBalancedDropSmall { per_class: 4 }),
+        )
+        .err()
+        .expect("no class is large enough")
+        .to_string();
+        assert!(err.contains("with at least 4 images"), "{err}");
     }
 
     #[test]

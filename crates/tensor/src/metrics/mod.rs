@@ -7,7 +7,7 @@
 //! embedded by the new model against a gallery embedded by the old one. Similarity is the dot
 //! product.
 //!
-//! Conventions shared by every protocol (METHODS.md, "Metric conventions"):
+//! Conventions shared by every protocol (docs/METHODS.md, "Metric conventions"):
 //! - ties are broken by database index, deterministically ([`ranking`]);
 //! - a query without a positive is left out of the averages and reported as a count;
 //! - the similarity matrix is never built whole: scores are computed a block of queries at a
@@ -26,14 +26,14 @@ pub mod scores;
 mod templates;
 mod verification;
 
-pub use embeddings::EmbeddingSet;
+pub use embeddings::{item_id, EmbeddingSet};
 pub use exclusion::Exclusion;
 pub use identification::{tpir_at_fpir, TpirAtFpir};
 pub use operating_point::{operating_point, OperatingPoint};
 pub use reid::{reid, ReidResult};
 pub use retrieval::{retrieval, RetrievalResult};
 pub use templates::Templates;
-pub use verification::{tar_at_far, tar_at_far_from_scores, TarAtFar};
+pub use verification::{tar_at_far, tar_at_far_from_scores, tar_at_far_pairs, TarAtFar};
 
 /// Why a metric could not be computed.
 #[derive(Debug, thiserror::Error)]

@@ -50,7 +50,7 @@ mod tests {
             r.recall[&1], 0.0,
             "the junk match is removed, the other person is first"
         );
-        assert!((r.map_std - 0.5).abs() < 1e-12);
+        assert!((r.map_noninterp - 0.5).abs() < 1e-12);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! with R positives:
 //! - `map` (the revisited-Oxford evaluation used by the resolution-asymmetry reference code,
 //!   trapezoidal rule): AP = sum_j [ (r_j == 0 ? 1 : j / r_j) + (j + 1) / (r_j + 1) ] / (2 R);
-//! - `map_std` (standard non-interpolated AP): AP = (1/R) sum_j (j + 1) / (r_j + 1);
+//! - `map_noninterp` (standard non-interpolated AP): AP = (1/R) sum_j (j + 1) / (r_j + 1);
 //! - R@k: 1 when the first positive is among the top k (r_0 < k).
 //!
 //! Queries without a positive are left out of every mean and counted in `no_positive`.
@@ -23,7 +23,7 @@ pub struct RetrievalResult {
     /// Mean trapezoidal AP.
     pub map: f64,
     /// Mean standard AP.
-    pub map_std: f64,
+    pub map_noninterp: f64,
     /// k -> R@k.
     pub recall: BTreeMap<usize, f64>,
     /// Queries that have at least one positive (the denominator of every mean).
@@ -61,7 +61,7 @@ pub fn average_precision(ranks: &[usize]) -> f64 {
 #[derive(Default)]
 struct Sums {
     map: f64,
-    map_std: f64,
+    map_noninterp: f64,
     hits: Vec<usize>,
     queries: usize,
     no_positive: usize,
@@ -112,7 +112,7 @@ pub fn retrieval(
                     } else {
                         sums.queries += 1;
                         sums.map += average_precision_trapezoid(&ranks);
-                        sums.map_std += average_precision(&ranks);
+                        sums.map_noninterp += average_precision(&ranks);
                         for (h, &k) in sums.hits.iter_mut().zip(ks) {
                             *h += usize::from(ranks[0] < k);
                         }
@@ -128,7 +128,7 @@ pub fn retrieval(
                 },
                 |mut a, b| {
                     a.map += b.map;
-                    a.map_std += b.map_std;
+                    a.map_noninterp += b.map_noninterp;
                     a.queries += b.queries;
                     a.no_positive += b.no_positive;
                     a.hits.iter_mut().zip(&b.hits).for_each(|(x, y)| *x += y);
@@ -136,7 +136,7 @@ pub fn retrieval(
                 },
             );
         total.map += block.map;
-        total.map_std += block.map_std;
+        total.map_noninterp += block.map_noninterp;
         total.queries += block.queries;
         total.no_positive += block.no_positive;
         total
@@ -149,7 +149,7 @@ pub fn retrieval(
     let denom = total.queries.max(1) as f64;
     Ok(RetrievalResult {
         map: total.map / denom,
-        map_std: total.map_std / denom,
+        map_noninterp: total.map_noninterp / denom,
         recall: ks
             .iter()
             .zip(&total.hits)
@@ -200,7 +200,7 @@ mod tests {
         // positive j=0 is at rank 0.
         // Trapezoid AP: q0 (0/1 + 1/2) / 2 = 0.25, q1 = 1: mean 0.625. Standard: 0.5, 1: 0.75.
         assert!((res.map - 0.625).abs() < 1e-9, "{res:?}");
-        assert!((res.map_std - 0.75).abs() < 1e-9);
+        assert!((res.map_noninterp - 0.75).abs() < 1e-9);
         assert_eq!(res.recall[&1], 0.5);
         assert_eq!(res.recall[&2], 1.0);
     }
@@ -212,7 +212,7 @@ mod tests {
         ks: &[usize],
         ex: Exclusion,
     ) -> RetrievalResult {
-        let (mut map, mut map_std, mut queries, mut none) = (0.0, 0.0, 0, 0);
+        let (mut map, mut map_noninterp, mut queries, mut none) = (0.0, 0.0, 0, 0);
         let mut hits = vec![0usize; ks.len()];
         for i in 0..q.len() {
             let score =
@@ -249,7 +249,7 @@ mod tests {
                 std += prec_after;
             }
             map += trap / r;
-            map_std += std / r;
+            map_noninterp += std / r;
             for (h, &k) in hits.iter_mut().zip(ks) {
                 if order.iter().take(k).any(|&j| db.labels[j] == q.labels[i]) {
                     *h += 1;
@@ -259,7 +259,7 @@ mod tests {
         let d = queries.max(1) as f64;
         RetrievalResult {
             map: map / d,
-            map_std: map_std / d,
+            map_noninterp: map_noninterp / d,
             recall: ks
                 .iter()
                 .zip(&hits)
@@ -291,7 +291,10 @@ mod tests {
         assert_eq!(a.queries, b.queries);
         assert_eq!(a.no_positive, b.no_positive);
         assert!((a.map - b.map).abs() < 1e-9, "{a:?} vs {b:?}");
-        assert!((a.map_std - b.map_std).abs() < 1e-9, "{a:?} vs {b:?}");
+        assert!(
+            (a.map_noninterp - b.map_noninterp).abs() < 1e-9,
+            "{a:?} vs {b:?}"
+        );
         for (k, v) in &a.recall {
             assert!((v - b.recall[k]).abs() < 1e-12, "R@{k}: {a:?} vs {b:?}");
         }

@@ -60,6 +60,35 @@ pub fn tar_at_far_from_scores(
     })
 }
 
+/// TAR at `far` over explicit image pairs `(query row, database row, genuine)`: a split's
+/// verification pairs (`pairs_per_class`), scored by the cosine of the two rows (rows are
+/// L2-normalised, so the dot product). Every pair is scored once; nothing else is.
+pub fn tar_at_far_pairs(
+    query: &EmbeddingSet,
+    db: &EmbeddingSet,
+    pairs: &[(usize, usize, bool)],
+    far: f64,
+) -> Result<TarAtFar, MetricsError> {
+    let mut genuine = Vec::new();
+    let mut impostor = Vec::new();
+    for &(a, b, is_genuine) in pairs {
+        if a >= query.len() || b >= db.len() {
+            return Err(MetricsError::Unsupported(format!(
+                "verification pair ({a}, {b}) is outside {} query and {} database rows",
+                query.len(),
+                db.len()
+            )));
+        }
+        let score: f32 = query.row(a).iter().zip(db.row(b)).map(|(x, y)| x * y).sum();
+        if is_genuine {
+            genuine.push(score);
+        } else {
+            impostor.push(score);
+        }
+    }
+    tar_at_far_from_scores(&genuine, &impostor, far)
+}
+
 /// TAR at `far` of query templates against database templates of `template_size` images per
 /// identity (1: single images; 0: one template per identity). With `exclusion.self_match`
 /// (query and database are the same images) a template is not paired with itself.
@@ -124,6 +153,23 @@ pub fn tar_at_far(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explicit_pairs_score_only_those_pairs() {
+        // Rows 0 and 1 share a label but the only genuine pair given is (0, 2): the (0, 1)
+        // match that all-pairs scoring would count is not part of the protocol.
+        let set = EmbeddingSet::new(vec![1.0, 1.0, -1.0, 1.0], 1, vec![0, 0, 0, 1], None);
+        let pairs = [(0, 2, true), (1, 3, false)];
+        let t = tar_at_far_pairs(&set, &set, &pairs, 1e-3).unwrap();
+        assert_eq!((t.genuine, t.impostor), (1, 1));
+        assert!(!t.resolvable);
+        assert_eq!(
+            t.tar, 0.0,
+            "genuine score -1 is not above the impostor score 1"
+        );
+        let err = tar_at_far_pairs(&set, &set, &[(0, 9, true)], 1.0).unwrap_err();
+        assert!(err.to_string().contains("outside"), "{err}");
+    }
     use rand::{Rng, SeedableRng};
 
     #[test]

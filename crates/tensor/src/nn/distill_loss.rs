@@ -1,4 +1,4 @@
-//! The three distillation losses of the resolution-asymmetry paper, exactly as METHODS.md.
+//! The three distillation losses of the resolution-asymmetry paper, exactly as docs/METHODS.md.
 //!
 //! Student and teacher embeddings come as `[B * P, D]` rows ordered image-major (row `b*P + i`
 //! is augmentation `i` of image `b`), L2-normalised. With `eps = 1e-6`:

@@ -1,6 +1,6 @@
 //! The embedding network: backbone, pooling, projection, L2 normalisation.
 //!
-//! `f(x) = L2N(W . L2N(GeM_p(F(x))) + b)` (METHODS.md), with `W: C -> embed_dim`. Variables:
+//! `f(x) = L2N(W . L2N(GeM_p(F(x))) + b)` (docs/METHODS.md), with `W: C -> embed_dim`. Variables:
 //! the backbone's torchvision names at the root, `pool.p` for GeM's exponent, `proj.weight` and
 //! `proj.bias` for the projection.
 //!

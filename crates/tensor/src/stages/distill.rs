@@ -4,7 +4,7 @@
 //! Each image gives P augmentations, coupled by default (the same crop box, flip, colour jitter
 //! and mixup weight for the teacher's view at R and the student's at r) or separate. The loss
 //! is any subset of `L_abs`, `L_rel-ts` (weight `lambda_t`) and `L_rel-ss` (weight `lambda_s`),
-//! exactly as METHODS.md. The student starts from the teacher's weights by default, or from
+//! exactly as docs/METHODS.md. The student starts from the teacher's weights by default, or from
 //! ImageNet weights, another checkpoint (input slot `init`), or random; a lighter `arch` gives
 //! network asymmetry (then the initialisation cannot be the teacher). Outputs the student's
 //! `model.safetensors` + `model.json` and `loss.json`.
@@ -88,6 +88,10 @@ impl Run for Distill {
             },
         )?;
         let batches = loader.batches_per_epoch();
+        let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
+        if let Some(warning) = warning {
+            ctx.log(warning);
+        }
         let steps = epochs * batches.div_ceil(accumulate);
         let optim = Optim::new(&student.vs, &optim_config(&p)?, steps).torch()?;
         let net = student.meta.net.clone();

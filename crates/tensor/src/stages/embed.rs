@@ -5,16 +5,19 @@
 //! `s x s` crop, for networks trained on random resized crops) or `whole` (the whole image
 //! resized to `s x s`, the view of a network trained without crops); the network in eval
 //! mode. Output `embeddings.safetensors`: `embeddings` f32 `[N, D]` (L2-normalised),
-//! `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where unknown). Metrics: `gflops` (one forward
+//! `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where unknown), `items` i64 `[N]` (the image
+//! of each row, [`crate::metrics::item_id`]: how `evaluate` knows two sets are the same
+//! images). Metrics: `gflops` (one forward
 //! pass at the resolution), `resolution`, `count`.
 
 use std::path::Path;
 
 use tch::{Kind, Tensor};
 
-use super::training::{open_partition, positive};
+use super::training::positive;
 use crate::data::{EvalLoader, EvalView};
 use crate::kind::{Run, StageContext, StageError};
+use crate::metrics::item_id;
 use crate::nn::checkpoint::{Model, META_FILE, WEIGHTS_FILE};
 use crate::nn::gflops;
 use crate::TorchResult;
@@ -35,7 +38,11 @@ impl Run for Embed {
             input.output(META_FILE)?,
             device,
         )?;
-        let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
+        let manifest = asymflow::data::SplitManifest::from_input(ctx.input("split")?)?;
+        let items = manifest.partition(p.str("partition")?)?.to_vec();
+        let dataset = manifest.open(ctx.project_dir())?;
+        let scope = item_scope(&manifest);
+        let ids: Vec<i64> = items.iter().map(|i| item_id(&scope, &i.id)).collect();
         let view = EvalView::parse(p.str("view")?).ok_or_else(|| {
             StageError::bad_param("view", "expected \"center-crop\" or \"whole\"")
         })?;
@@ -64,6 +71,7 @@ impl Run for Embed {
             &embeddings,
             &labels,
             &cameras,
+            Some(&ids),
         )?;
         ctx.log(format!(
             "embedded {} images at {resolution} px ({dim}-d)",
@@ -76,27 +84,41 @@ impl Run for Embed {
     }
 }
 
-/// Writes the embeddings output (`embeddings`, `labels`, `cameras`).
+/// The data set's identity that item ids are scoped to: its content fingerprint for real
+/// data (where it lives does not matter), its generator's parameters for synthetic data.
+pub(crate) fn item_scope(manifest: &asymflow::data::SplitManifest) -> String {
+    manifest.content.clone().unwrap_or_else(|| {
+        serde_json::to_string(&manifest.dataset).unwrap_or_else(|_| "unknown".into())
+    })
+}
+
+/// Writes the embeddings output (`embeddings`, `labels`, `cameras`, and `items` when known).
 pub fn write_embeddings(
     path: &Path,
     embeddings: &Tensor,
     labels: &[i64],
     cameras: &[i64],
+    items: Option<&[i64]>,
 ) -> Result<(), StageError> {
     let n = embeddings.size()[0];
-    if labels.len() as i64 != n || cameras.len() as i64 != n {
+    let items_ok = items.is_none_or(|i| i.len() as i64 == n);
+    if labels.len() as i64 != n || cameras.len() as i64 != n || !items_ok {
         return Err(StageError::Other(format!(
-            "{} embeddings but {} labels and {} cameras",
+            "{} embeddings but {} labels, {} cameras and {} item ids",
             n,
             labels.len(),
-            cameras.len()
+            cameras.len(),
+            items.map_or(n as usize, |i| i.len())
         )));
     }
-    let tensors = [
+    let mut tensors = vec![
         ("embeddings", embeddings.to_kind(Kind::Float).contiguous()),
         ("labels", Tensor::from_slice(labels)),
         ("cameras", Tensor::from_slice(cameras)),
     ];
+    if let Some(items) = items {
+        tensors.push(("items", Tensor::from_slice(items)));
+    }
     Tensor::write_safetensors(&tensors, path).torch()?;
     Ok(())
 }

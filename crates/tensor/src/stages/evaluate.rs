@@ -6,10 +6,12 @@
 //! cached embeddings. When both sides are the same images (the same split partition embedded
 //! twice, or one embedding stage on both slots), each query is excluded from its own database.
 //!
-//! Protocols (METHODS.md): `retrieval` (mAP, standard AP, R@k), `verification` (TAR at FAR over
+//! Protocols (docs/METHODS.md): `retrieval` (mAP, standard AP, R@k), `verification` (TAR at FAR over
 //! template pairs), `identification` (open-set TPIR at FPIR), `reid` (retrieval with
 //! same-identity same-camera gallery items excluded). Metrics are written under the agreed
-//! names (`map`, `map_std`, `r1`, `r5`, ..., `no_positive`, `query_gflops`, `tar_at_far`,
+//! names (`map`, `map_noninterp` (the standard, non-interpolated AP; also written under its
+//! old name `map_std`, an alias kept for existing reports: it was never a deviation), `r1`,
+//! `r5`, ..., `no_positive`, `query_gflops`, `tar_at_far`,
 //! `tpir_at_fpir`); a rate target that cannot be measured with the available negatives is
 //! reported as such in `evaluation.json` and recorded as no number.
 
@@ -62,6 +64,13 @@ impl Run for Evaluate {
             }));
         }
         let same_images = query_key == db_key || query.same_items(&db);
+        if !same_images && query.looks_like(&db) && params.str("exclude_self")? == "auto" {
+            ctx.log(
+                "query and database have equal labels and cameras but no item ids to show they are \
+                 the same images: no query is excluded from the database; set \
+                 exclude_self = \"always\" if they are the same images",
+            );
+        }
         let self_match = match params.str("exclude_self")? {
             "always" => {
                 if query.len() != db.len() {
@@ -109,7 +118,8 @@ impl Run for Evaluate {
                 .map_err(metrics_error)?;
                 if result.queries > 0 {
                     ctx.metric("map", result.map);
-                    ctx.metric("map_std", result.map_std);
+                    ctx.metric("map_noninterp", result.map_noninterp);
+                    ctx.metric("map_std", result.map_noninterp);
                     for (k, v) in &result.recall {
                         ctx.metric(&format!("r{k}"), *v);
                     }
@@ -119,13 +129,13 @@ impl Run for Evaluate {
                 ctx.log(format!(
                     "mAP {:.4} (standard {:.4}), R@{:?} {:?}, {} queries without positives left out",
                     result.map,
-                    result.map_std,
+                    result.map_noninterp,
                     result.recall.keys().collect::<Vec<_>>(),
                     result.recall.values().map(|v| format!("{v:.4}")).collect::<Vec<_>>(),
                     result.no_positive
                 ));
                 details.insert("map".into(), json!(result.map));
-                details.insert("map_std".into(), json!(result.map_std));
+                details.insert("map_noninterp".into(), json!(result.map_noninterp));
                 details.insert(
                     "recall".into(),
                     Value::Object(
@@ -146,8 +156,18 @@ impl Run for Evaluate {
                     self_match,
                     same_camera: false,
                 };
-                let t =
-                    metrics::tar_at_far(&query, &db, far, size, ex, rows).map_err(metrics_error)?;
+                let t = match explicit_pairs(ctx, &query, &db, size)? {
+                    Some(pairs) => {
+                        ctx.log(format!(
+                            "scoring the split's {} explicit verification pairs",
+                            pairs.len()
+                        ));
+                        details.insert("explicit_pairs".into(), json!(pairs.len()));
+                        metrics::tar_at_far_pairs(&query, &db, &pairs, far)
+                    }
+                    None => metrics::tar_at_far(&query, &db, far, size, ex, rows),
+                }
+                .map_err(metrics_error)?;
                 ctx.metric("genuine_pairs", t.genuine as f64);
                 ctx.metric("impostor_pairs", t.impostor as f64);
                 ctx.metric("far_achieved", t.far);
@@ -236,6 +256,60 @@ impl Run for Evaluate {
     }
 }
 
+/// One verification pair: `(query row, database row, genuine)`.
+type ImagePair = (usize, usize, bool);
+
+/// The split's verification pairs as [`ImagePair`]s, when the `pairs`
+/// input is connected: both sides must be the pairs' partition (checked by item ids), and
+/// pairs are single images, so `template_size` must be 1.
+fn explicit_pairs(
+    ctx: &StageContext<'_>,
+    query: &EmbeddingSet,
+    db: &EmbeddingSet,
+    template_size: usize,
+) -> Result<Option<Vec<ImagePair>>, StageError> {
+    if ctx.input_all("pairs").is_empty() {
+        return Ok(None);
+    }
+    let manifest = asymflow::data::SplitManifest::from_input(ctx.input("pairs")?)?;
+    let partition = manifest.pairs_partition.as_deref().unwrap_or("test");
+    let bad = |message: String| StageError::Input {
+        slot: "pairs".into(),
+        message,
+    };
+    if manifest.pairs.is_empty() {
+        return Err(bad(
+            "the split has no verification pairs: set `pairs_per_class` on the split, or drop the `pairs` input to score all template pairs".into(),
+        ));
+    }
+    if template_size != 1 {
+        return Err(StageError::bad_param(
+            "template_size",
+            format!("{template_size}: explicit pairs are pairs of single images; use 1 (the default) with the `pairs` input"),
+        ));
+    }
+    let scope = super::embed::item_scope(&manifest);
+    let ids: Vec<i64> = manifest
+        .partition(partition)?
+        .iter()
+        .map(|i| metrics::item_id(&scope, &i.id))
+        .collect();
+    for (side, set) in [("query", query), ("database", db)] {
+        if set.items.as_deref() != Some(ids.as_slice()) {
+            return Err(bad(format!(
+                "the {side} embeddings are not the split's `{partition}` partition, which its pairs index; embed that partition of this split on both sides"
+            )));
+        }
+    }
+    Ok(Some(
+        manifest
+            .pairs
+            .iter()
+            .map(|p| (p.a, p.b, p.genuine))
+            .collect(),
+    ))
+}
+
 fn positive_ks(ks: &[i64]) -> Result<Vec<usize>, StageError> {
     if ks.is_empty() || ks.iter().any(|&k| k < 1) {
         return Err(StageError::bad_param(
@@ -296,7 +370,11 @@ mod tests {
         .unwrap();
         // The hand-worked case of metrics::retrieval's tests.
         assert!((metrics["map"] - 0.625).abs() < 1e-9);
-        assert!((metrics["map_std"] - 0.75).abs() < 1e-9);
+        assert!((metrics["map_noninterp"] - 0.75).abs() < 1e-9);
+        assert_eq!(
+            metrics["map_std"], metrics["map_noninterp"],
+            "the old name is an alias"
+        );
         assert_eq!(metrics["r1"], 0.5);
         assert_eq!(metrics["r2"], 1.0);
         assert_eq!(metrics["no_positive"], 2.0);
@@ -308,8 +386,13 @@ mod tests {
     #[test]
     fn two_models_on_the_same_images_exclude_the_diagonal_too() {
         let dir = tempfile::tempdir().unwrap();
-        let old = EmbeddingSet::new(vec![1.0, 0.0, 0.0, 1.0], 2, vec![0, 1], None);
-        let new = EmbeddingSet::new(vec![0.0, 1.0, 1.0, 0.0], 2, vec![0, 1], None);
+        let ids = vec![
+            metrics::item_id("s", "a.jpg"),
+            metrics::item_id("s", "b.jpg"),
+        ];
+        let old = EmbeddingSet::new(vec![1.0, 0.0, 0.0, 1.0], 2, vec![0, 1], None)
+            .with_items(ids.clone());
+        let new = EmbeddingSet::new(vec![0.0, 1.0, 1.0, 0.0], 2, vec![0, 1], None).with_items(ids);
         let q = artifact(
             "new",
             "a",
@@ -343,6 +426,140 @@ mod tests {
         )
         .unwrap();
         assert_eq!(metrics["r1"], 0.0, "new(0) is closest to old(1)");
+    }
+
+    /// Query and gallery partitions with the same label sequence are still different images:
+    /// the genuine match must stay. Deciding sameness from labels and cameras dropped it (and
+    /// in identification turned the mated probe non-mated, through the same exclusion).
+    #[test]
+    fn identical_label_sequences_of_different_images_are_not_self_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = |p: &str| {
+            (0..4)
+                .map(|i| metrics::item_id("s", &format!("{p}/{i}.jpg")))
+                .collect::<Vec<_>>()
+        };
+        let labels = vec![0, 1, 2, 3];
+        let rows = vec![1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, -1.0];
+        let query =
+            EmbeddingSet::new(rows.clone(), 2, labels.clone(), None).with_items(ids("query"));
+        let gallery = EmbeddingSet::new(rows, 2, labels, None).with_items(ids("gallery"));
+        let q = artifact(
+            "emb-q",
+            "a",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "q", &query))],
+        );
+        let g = artifact(
+            "emb-g",
+            "b",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "g", &gallery))],
+        );
+        let inputs = [("query", vec![q]), ("database", vec![g])];
+        let (m, out) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
+            &Evaluate,
+            json!({"ks": [1]}),
+            &inputs,
+        )
+        .unwrap();
+        assert_eq!(m["no_positive"], 0.0, "every query has its gallery image");
+        assert_eq!(m["r1"], 1.0);
+        let details: Value = crate::kind::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
+        assert_eq!(details["exclude_self"], false);
+    }
+
+    #[test]
+    fn verification_scores_the_splits_explicit_pairs_when_given() {
+        use asymflow::data::{
+            DatasetKind, DatasetSource, SplitItem, SplitManifest, VerificationPair, MANIFEST_OUTPUT,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let items: Vec<SplitItem> = [0, 0, 0, 1]
+            .iter()
+            .enumerate()
+            .map(|(i, &label)| SplitItem {
+                id: format!("img/{i}.jpg"),
+                label,
+                camera: None,
+            })
+            .collect();
+        let mut manifest = SplitManifest::new(
+            DatasetSource::Files {
+                layout: DatasetKind::Cub200,
+                root: "data".into(),
+            },
+            "half-classes",
+            [("test".to_string(), items.clone())].into(),
+        );
+        manifest.content = Some("fixture".into());
+        manifest.pairs = vec![
+            VerificationPair {
+                a: 0,
+                b: 2,
+                genuine: true,
+            },
+            VerificationPair {
+                a: 1,
+                b: 3,
+                genuine: false,
+            },
+        ];
+        let split_dir = dir.path().join("split");
+        std::fs::create_dir_all(&split_dir).unwrap();
+        manifest.write(&split_dir.join(MANIFEST_OUTPUT)).unwrap();
+        let split = artifact(
+            "split",
+            "s",
+            &[(MANIFEST_OUTPUT, &split_dir.join(MANIFEST_OUTPUT))],
+        );
+        let ids: Vec<i64> = items
+            .iter()
+            .map(|i| metrics::item_id("fixture", &i.id))
+            .collect();
+        let set =
+            EmbeddingSet::new(vec![1.0, -1.0, 1.0, 1.0], 1, vec![0, 0, 0, 1], None).with_items(ids);
+        let e = artifact(
+            "e",
+            "k",
+            &[(EMBEDDINGS_OUTPUT, &write(dir.path(), "e", &set))],
+        );
+        let base = [("query", vec![e.clone()]), ("database", vec![e.clone()])];
+        let (all, _) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
+            &Evaluate,
+            json!({"protocol": "verification", "far": 1.0}),
+            &base,
+        )
+        .unwrap();
+        assert_eq!(all["genuine_pairs"], 6.0, "all ordered same-label pairs");
+        let with_pairs = [
+            ("query", vec![e.clone()]),
+            ("database", vec![e.clone()]),
+            ("pairs", vec![split]),
+        ];
+        let (m, out) = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
+            &Evaluate,
+            json!({"protocol": "verification", "far": 1.0}),
+            &with_pairs,
+        )
+        .unwrap();
+        assert_eq!((m["genuine_pairs"], m["impostor_pairs"]), (1.0, 1.0));
+        assert_eq!(
+            m["tar_at_far"], 1.0,
+            "the genuine pair (1) is above the impostor (-1)"
+        );
+        let details: Value = crate::kind::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
+        assert_eq!(details["explicit_pairs"], 2);
+        let err = run_stage(
+            &asymflow::stages::evaluate::Evaluate,
+            &Evaluate,
+            json!({"protocol": "verification", "template_size": 5}),
+            &with_pairs,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("template_size"), "{err}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `import`: embeddings made elsewhere, as a stand-in for an `embed` stage.
 //!
 //! Reads a `.safetensors` file with `embeddings` (`[N, D]`, any float type) and `labels`
-//! (`[N]`, any integer type), optionally `cameras`, checks them, L2-normalises the rows (unless
+//! (`[N]`, any integer type), optionally `cameras` and `items` (one integer id per image: two
+//! files with equal `items` are the same images, so `evaluate` excludes each query from its
+//! own database; without them it does so only when told), checks them, L2-normalises the rows (unless
 //! told not to) and writes the same `embeddings.safetensors` output `embed` writes, so
 //! `evaluate` cannot tell them apart. The file's content hash is part of the key, never its
 //! path. `gflops` and `resolution`, when given, become metrics like `embed`'s (so a report can
@@ -59,13 +61,14 @@ impl Run for Import {
                     t.size()
                 )));
             }
-            Ok(Vec::<i64>::try_from(&t.to_kind(Kind::Int64)).torch()?)
+            Vec::<i64>::try_from(&t.to_kind(Kind::Int64)).torch()
         };
         let labels = as_ids(&labels, "labels")?;
         let cameras = match get("cameras") {
             Some(c) => as_ids(&c, "cameras")?,
             None => vec![-1; n as usize],
         };
+        let items = get("items").map(|t| as_ids(&t, "items")).transpose()?;
         let mut emb = emb.to_kind(Kind::Float);
         if emb.isfinite().logical_not().any().int64_value(&[]) != 0 {
             return Err(bad("`embeddings` holds NaN or infinite values".into()));
@@ -73,7 +76,13 @@ impl Run for Import {
         if p.bool("normalize")? {
             emb = l2n(&emb);
         }
-        write_embeddings(&ctx.out_path(EMBEDDINGS_OUTPUT), &emb, &labels, &cameras)?;
+        write_embeddings(
+            &ctx.out_path(EMBEDDINGS_OUTPUT),
+            &emb,
+            &labels,
+            &cameras,
+            items.as_deref(),
+        )?;
         ctx.log(format!(
             "imported {n} embeddings of {} dimensions",
             emb.size()[1]

@@ -71,8 +71,10 @@ impl Run for TrainTeacher {
                     format!("must be a multiple of per_class ({per_class}) holding at least two classes"),
                 ));
             }
-            Sampling::ClassBalanced {
-                per_class: per_class as usize,
+            let per_class = per_class as usize;
+            match p.str("small_classes")? {
+                "drop" => Sampling::ClassBalancedDropSmall { per_class },
+                _ => Sampling::ClassBalanced { per_class },
             }
         } else {
             Sampling::Shuffle
@@ -98,6 +100,10 @@ impl Run for TrainTeacher {
             },
         )?;
         let batches = loader.batches_per_epoch();
+        let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
+        if let Some(warning) = warning {
+            ctx.log(warning);
+        }
         let steps = epochs * batches.div_ceil(accumulate);
         let optim = Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?;
         let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?;

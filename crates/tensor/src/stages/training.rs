@@ -31,6 +31,25 @@ pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
     })
 }
 
+/// The `accumulate` a run uses: at most the batches an epoch has. An epoch ends with a step
+/// on whatever has accumulated, so with fewer batches than `accumulate` every step would be a
+/// partial one with its gradient scaled down by `batches / accumulate` (a shrunk SOP run with
+/// `accumulate = 20` trained a far worse teacher that way). Returns the value and, when it
+/// was clamped, the warning to log.
+pub fn clamp_accumulate(accumulate: usize, batches: usize) -> (usize, Option<String>) {
+    let batches = batches.max(1);
+    if accumulate <= batches {
+        return (accumulate, None);
+    }
+    (
+        batches,
+        Some(format!(
+            "warning: accumulate = {accumulate} but an epoch has only {batches} batches; \
+             accumulating {batches} (one full step per epoch)"
+        )),
+    )
+}
+
 /// A [`NetConfig`] from `arch`, `width`, `stem`, `pool`, `embed_dim`.
 pub fn net_config(params: &Params) -> Result<NetConfig, StageError> {
     let arch = Arch::parse(params.str("arch")?).ok_or_else(|| {
@@ -68,6 +87,20 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
         )
+    }
+
+    #[test]
+    fn accumulation_is_clamped_to_the_batches_of_an_epoch() {
+        assert_eq!(clamp_accumulate(4, 10), (4, None));
+        assert_eq!(clamp_accumulate(10, 10), (10, None));
+        let (n, warning) = clamp_accumulate(20, 3);
+        assert_eq!(n, 3);
+        assert!(warning.unwrap().contains("only 3 batches"));
+        assert_eq!(
+            clamp_accumulate(20, 0).0,
+            1,
+            "an empty epoch still steps alone"
+        );
     }
 
     #[test]
