@@ -157,7 +157,7 @@ fn objects_of(p: &Project, label: &str) -> Vec<(String, String)> {
         .as_object()
         .unwrap()
         .iter()
-        .map(|(n, d)| (n.clone(), d.as_str().unwrap().to_string()))
+        .map(|(n, d)| (n.clone(), d["digest"].as_str().unwrap().to_string()))
         .collect()
 }
 

@@ -234,6 +234,9 @@ fn science_raml_cub200_runs_end_to_end_shrunk_on_a_cub_fixture() {
         args.push("--sweep".into());
         args.push(sweep.into());
     }
+    // A run with overrides publishes beside the plain reports unless told where.
+    args.push("--reports".into());
+    args.push("reports/shrunk".into());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_asymflow"))
         .args(&args)
         .current_dir(project)
@@ -251,8 +254,7 @@ fn science_raml_cub200_runs_end_to_end_shrunk_on_a_cub_fixture() {
     for inst in instances {
         assert_eq!(inst["status"], "ran", "{inst}");
     }
-    let table =
-        std::fs::read_to_string(project.join("reports/raml-cub200/table/table.md")).unwrap();
+    let table = std::fs::read_to_string(project.join("reports/shrunk/table/table.md")).unwrap();
     for row in [
         "teacher symmetric",
         "teacher at 32 px, tested at the query resolution",

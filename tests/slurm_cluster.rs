@@ -345,3 +345,98 @@ fn the_service_script_reports_a_usable_cluster() {
         .unwrap();
     assert!(String::from_utf8_lossy(&sinfo.stdout).contains("gpu:fake:2"));
 }
+
+/// The issue's scenario with the engine: `asymflow run --executor slurm` sends the device
+/// stages to Slurm (two at a time on the two fake GPUs), runs the CPU stages here, and ends
+/// with the same results as a local run of the same pipeline.
+#[test]
+fn a_pipeline_run_with_executor_slurm_matches_a_local_run() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let pipeline = r#"
+[pipeline]
+name = "cluster"
+
+[sweep]
+seed = [0, 1]
+
+[stages.split]
+kind = "test-echo"
+params = { value = 1 }
+
+[stages.train]
+kind = "test-echo"
+inputs = { input = "split" }
+params = { value = "${sweep.seed}", device = true, sleep_ms = 1500 }
+
+[stages.embed]
+kind = "test-echo"
+inputs = { input = "train" }
+params = { value = 10, device = true }
+
+[stages.evaluate]
+kind = "test-echo"
+inputs = { input = "embed" }
+params = { value = 100 }
+"#;
+    let profile = "[executor.slurm]\npartition = \"debug\"\ntime = \"00:10:00\"\npoll_interval = 0.2\n\n[executor.slurm.device]\ngres = \"gpu:1\"\n";
+    let values = |dir: &Path, extra: &[&str]| -> BTreeMap<String, f64> {
+        let mut args = vec!["run", "pipelines/cluster.toml", "--json"];
+        args.extend_from_slice(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
+            .args(&args)
+            .current_dir(dir)
+            .env("ASYMFLOW_TEST_KINDS", "worker")
+            .env_remove("ASYMFLOW_CACHE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "asymflow {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
+            .args(["metrics", "pipelines/cluster.toml", "--json"])
+            .current_dir(dir)
+            .env("ASYMFLOW_TEST_KINDS", "worker")
+            .output()
+            .unwrap();
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = rows
+            .as_array()
+            .cloned()
+            .or_else(|| rows["instances"].as_array().cloned())
+            .expect("metrics --json lists instances");
+        rows.iter()
+            .map(|r| {
+                (
+                    r["label"]
+                        .as_str()
+                        .or(r["instance"].as_str())
+                        .unwrap()
+                        .to_string(),
+                    r["metrics"]["value"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // The cache must be where the compute node sees it: this machine's own disk.
+    let on_slurm = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    for dir in [on_slurm.path(), here.path()] {
+        std::fs::create_dir_all(dir.join("pipelines")).unwrap();
+        std::fs::write(dir.join("pipelines/cluster.toml"), pipeline).unwrap();
+    }
+    std::fs::write(on_slurm.path().join("asymflow.toml"), profile).unwrap();
+    let cluster_values = values(on_slurm.path(), &["--executor", "slurm", "--max-jobs", "2"]);
+    let local_values = values(here.path(), &[]);
+    assert_eq!(cluster_values, local_values);
+    assert_eq!(cluster_values.len(), 7, "{cluster_values:?}");
+    // The device stages ran as Slurm jobs (their job folders are in the cache), each on its
+    // own fake GPU, and the CPU stages did not.
+    let jobs = std::fs::read_dir(on_slurm.path().join("cache/slurm"))
+        .unwrap()
+        .count();
+    assert_eq!(jobs, 4, "two trainings and two embeddings went to Slurm");
+}

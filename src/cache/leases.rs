@@ -41,6 +41,10 @@ pub enum Lease {
 /// few slow beats never make a live lease look stale.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(LEASE_STALE_AFTER.as_secs() / 6);
 
+/// One lease as `status` and `serve` list it: key, host, pid, liveness, seconds since its
+/// last heartbeat.
+pub type LeaseRow = (String, String, i64, String, f64);
+
 /// Whether a lease belongs to a process that died or stopped heart-beating. `liveness` is the
 /// token the holder recorded ([`liveness_token`]); empty for leases written before it existed.
 pub fn lease_is_stale(holder_host: &str, holder_pid: i64, liveness: &str, heartbeat: f64) -> bool {
@@ -264,7 +268,7 @@ impl Index {
     }
 
     /// Leases currently recorded: (key, host, pid, seconds since heartbeat).
-    pub fn leases(&self) -> Result<Vec<(String, String, i64, String, f64)>, IndexError> {
+    pub fn leases(&self) -> Result<Vec<LeaseRow>, IndexError> {
         let mut stmt = self
             .conn
             .prepare("SELECT key, host, pid, liveness, heartbeat FROM leases")?;

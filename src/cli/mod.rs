@@ -336,9 +336,16 @@ pub struct RunArgs {
     /// machine there is one device slot per GPU.
     #[arg(long, default_value_t = 1, value_parser = clap::builder::ValueParser::new(clap::builder::RangedU64ValueParser::<usize>::new().range(1..)))]
     pub device_slots: usize,
-    /// How often to run a job again whose worker process died (killed, out of memory).
+    /// How often to run a job again whose worker process died (killed, out of memory) or
+    /// whose cluster node failed or was preempted.
     #[arg(long, default_value_t = 0)]
     pub retries: usize,
+    /// Where stages run: here, or as Slurm jobs per the project's `[executor.slurm]` profile.
+    #[arg(long, value_enum, default_value_t = run::ExecutorChoice::Local)]
+    pub executor: run::ExecutorChoice,
+    /// With `--executor slurm`: at most this many jobs queued or running at once.
+    #[arg(long, value_name = "N")]
+    pub max_jobs: Option<usize>,
     /// Recompute this stage (or instance, `model[seed=0]`) even when it is cached; the old
     /// result's objects stay in the cache until `cache gc`. Repeatable.
     #[arg(long, value_name = "STAGE")]

@@ -18,6 +18,7 @@ use super::common::{
     reports_dir, stage_of_label,
 };
 use super::{exit, failure, output, report_cmd, RunArgs};
+use crate::exec::executor::Executor;
 use crate::exec::{self, publish::publish, RunOptions, Status};
 use crate::spec::SpecError;
 
@@ -72,7 +73,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         )?,
     };
     let clock = std::time::Instant::now();
-    let summary = exec::run(&plan, &registry, &cache, &options, &cancel)?;
+    let summary = match args.executor {
+        ExecutorChoice::Local => exec::run(&plan, &registry, &cache, &options, &cancel)?,
+        ExecutorChoice::Slurm => {
+            let mut executor = slurm_executor(&plan, &registry, &options, args.max_jobs)?;
+            let summary =
+                exec::run_with(&plan, &registry, &cache, &options, &cancel, &mut executor);
+            executor.shutdown();
+            summary?
+        }
+    };
 
     // Publish reports and show their tables. A failed publish is reported after the summary,
     // which is never lost.
@@ -212,4 +222,60 @@ fn install_ctrl_c(cancel: &Arc<AtomicBool>) {
         }
         eprintln!("\ninterrupted: stopping after running stages stop (Ctrl-C again to exit now)");
     });
+}
+
+/// `--executor`: where stages run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum ExecutorChoice {
+    /// On this machine: the kinds without tensors in the engine, the rest in workers.
+    #[default]
+    Local,
+    /// The stage classes the project's `[executor.slurm]` profile submits go to Slurm as jobs
+    /// (`asymflow exec`); the rest run here.
+    Slurm,
+}
+
+/// The Slurm executor of the project's profile, with a local executor for the classes it does
+/// not submit.
+fn slurm_executor(
+    plan: &crate::graph::Plan,
+    registry: &Arc<crate::kind::Registry>,
+    options: &RunOptions,
+    max_jobs: Option<usize>,
+) -> anyhow::Result<exec::routed::Routed> {
+    use crate::exec::slurm::{JobCommand, SlurmExecutor, SlurmProfile};
+    let project = &plan.spec().project_dir;
+    let file = project.join(crate::config::CONFIG_FILE);
+    let config = crate::config::ProjectConfig::load(project)?;
+    let table = config
+        .executor
+        .as_ref()
+        .and_then(|t| t.get("slurm"))
+        .cloned()
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--executor slurm: no [executor.slurm] profile in {}; add one (partition, \
+                 account, time, mem, and gres under [executor.slurm.device]); the README's \
+                 `Running on a Slurm cluster` has a worked example",
+                file.display()
+            )
+        })?;
+    let profile: SlurmProfile = table
+        .try_into()
+        .map_err(|e| anyhow::anyhow!("{} [executor.slurm]: {e}", file.display()))?;
+    let exe = std::env::current_exe()?;
+    let route = profile.clone();
+    let cluster = SlurmExecutor::new(profile, JobCommand::asymflow_exec(&exe), max_jobs)?;
+    let local = exec::local::LocalExecutor::new(
+        Arc::clone(registry),
+        exec::local::LocalOptions {
+            jobs: options.jobs,
+            device_slots: options.device_slots,
+        },
+    )?;
+    Ok(exec::routed::Routed::new(
+        Box::new(cluster),
+        Box::new(local),
+        Box::new(move |class| route.submits(class)),
+    ))
 }

@@ -90,7 +90,7 @@ pub struct Resources {
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum JobOutcome {
     /// The outputs are in the object store.
-    Done(JobResult),
+    Done(Box<JobResult>),
     /// No result.
     Failed(JobFailure),
 }

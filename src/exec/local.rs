@@ -46,7 +46,7 @@ pub struct LocalOptions {
 }
 
 enum Message {
-    Event(JobEvent),
+    Event(Box<JobEvent>),
     WorkerExited { slot: usize, generation: u64 },
 }
 
@@ -216,7 +216,7 @@ impl LocalExecutor {
                             continue;
                         }
                     };
-                    if tx.send(Message::Event(event)).is_err() {
+                    if tx.send(Message::Event(Box::new(event))).is_err() {
                         return;
                     }
                 }
@@ -342,12 +342,12 @@ impl ProgressSink for ChannelProgress {
 
 impl ChannelProgress {
     fn send(&self, state: &(u64, u64, String)) {
-        let _ = self.tx.send(Message::Event(JobEvent::Progress {
+        let _ = self.tx.send(Message::Event(Box::new(JobEvent::Progress {
             id: self.id,
             position: state.0,
             length: state.1,
             message: state.2.clone(),
-        }));
+        })));
     }
 }
 
@@ -393,7 +393,7 @@ impl Executor for LocalExecutor {
                     &cancel,
                     Some(Box::new(progress)),
                 );
-                let _ = tx.send(Message::Event(JobEvent::Finished { id, outcome }));
+                let _ = tx.send(Message::Event(Box::new(JobEvent::Finished { id, outcome })));
             });
             return Ok(());
         }
@@ -431,6 +431,7 @@ impl Executor for LocalExecutor {
             let message = self.rx.recv_timeout(left).ok()?;
             match message {
                 Message::Event(event) => {
+                    let event = *event;
                     if let JobEvent::Finished { id, .. } = &event {
                         if self.running.remove(id).is_some() {
                             for slot in &mut self.slots {

@@ -19,6 +19,8 @@
 //!   persistent worker processes ([`protocol`]), one per device slot.
 //! - [`worker`]: running one job anywhere (inputs verified from the object store, outputs moved
 //!   into it); `asymflow worker` and `asymflow exec`.
+//! - [`routed`]: two executors behind one, by resource class (Slurm for GPUs, local for the
+//!   rest).
 //! - [`slurm`]: `SlurmExecutor`, one `sbatch` job per instance running `asymflow exec`.
 //! - [`progress`]: progress bars; [`publish`]: reports copied out of the cache.
 //! - [`resolve`]: a pipeline's keys from records, for moving results between caches.
@@ -31,6 +33,7 @@ pub mod progress;
 pub mod protocol;
 pub mod publish;
 pub mod resolve;
+pub mod routed;
 mod schedule;
 pub mod scheduler;
 pub mod slurm;

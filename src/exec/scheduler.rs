@@ -369,7 +369,7 @@ pub fn run_with(
         let failure = match outcome {
             JobOutcome::Done(result) => {
                 let provenance = result.provenance.clone();
-                let record = success_record(plan, i, &digest, &key_json, result);
+                let record = success_record(plan, i, &digest, &key_json, *result);
                 index.record_success(&record, &object_sizes(&record, cache))?;
                 index.record_provenance(&record.key, &provenance)?;
                 let seconds = started.elapsed().as_secs_f64();

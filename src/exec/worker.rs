@@ -98,7 +98,7 @@ pub fn run_job(
     }
     let inputs = match materialise_inputs(job, &cache, &in_dir) {
         Ok(inputs) => inputs,
-        Err(outcome) => return outcome,
+        Err(outcome) => return *outcome,
     };
 
     runtime.prepare(job);
@@ -148,13 +148,13 @@ pub fn run_job(
             provenance.runner = runner.to_string();
             provenance.visible_devices = std::env::var("CUDA_VISIBLE_DEVICES").ok();
             provenance.telemetry = telemetry;
-            JobOutcome::Done(JobResult {
+            JobOutcome::Done(Box::new(JobResult {
                 outputs,
                 metrics,
                 started,
                 finished: crate::cache::store::now(),
                 provenance,
-            })
+            }))
         }
         Err(message) => failed(FailureReason::Stage, message, None),
     }
@@ -162,7 +162,7 @@ pub fn run_job(
 
 /// Reads every input object of `job` from the store, verified; a bad one is a
 /// [`FailureReason::BadInput`] naming its producer.
-fn materialise_inputs(job: &Job, cache: &Cache, in_dir: &Path) -> Result<Inputs, JobOutcome> {
+fn materialise_inputs(job: &Job, cache: &Cache, in_dir: &Path) -> Result<Inputs, Box<JobOutcome>> {
     let mut inputs: Inputs = BTreeMap::new();
     for (slot, ups) in &job.inputs {
         let mut artifacts = Vec::with_capacity(ups.len());
@@ -187,14 +187,14 @@ fn materialise_inputs(job: &Job, cache: &Cache, in_dir: &Path) -> Result<Inputs,
                     cache.objects().open_verified(&output.digest)
                 };
                 let path = path.map_err(|source| {
-                    JobOutcome::Failed(JobFailure {
+                    Box::new(JobOutcome::Failed(JobFailure {
                         reason: FailureReason::BadInput {
                             producer_key: up.key.clone(),
                             producer_stage: up.stage.clone(),
                         },
                         message: format!("input `{name}` from {}: {source}", up.stage),
                         log_tail: None,
-                    })
+                    }))
                 })?;
                 artifact.outputs.insert(name.clone(), path);
             }

@@ -335,13 +335,13 @@ mod tests {
     }
 
     fn done() -> JobOutcome {
-        JobOutcome::Done(JobResult {
+        JobOutcome::Done(Box::new(JobResult {
             outputs: BTreeMap::new(),
             metrics: BTreeMap::from([("map".to_string(), 0.5)]),
             started: 1.0,
             finished: 2.0,
             provenance: Provenance::this_build("cpu", 1, ""),
-        })
+        }))
     }
 
     fn with_result(mut f: Facts, outcome: JobOutcome) -> Facts {
