@@ -487,3 +487,72 @@ fn every_command_help_has_examples() {
         );
     }
 }
+
+/// The number in gc's summary line: "would delete N unreferenced objects" / "deleted N ...".
+fn gc_count(stdout: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("unreferenced objects"))
+        .unwrap_or_else(|| panic!("no gc summary in:\n{text}"));
+    line.split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line}"))
+}
+
+#[test]
+fn gc_dry_run_reports_exactly_what_the_real_run_deletes() {
+    let p = Project::new();
+    p.write(
+        "pipelines/g.toml",
+        "[stages.a]\nkind = \"test-echo\"\nparams = { value = 1 }\n[stages.b]\nkind = \"test-echo\"\ninputs = { input = \"a\" }\n",
+    );
+    p.run_json("pipelines/g.toml", &[]);
+    p.run_json("pipelines/g.toml", &["--set", "stages.a.params.value=2"]);
+    let dry = p.run(&["cache", "gc", "--dry-run", "--older-than", "0"]);
+    assert!(
+        dry.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    let would = gc_count(&dry.stdout);
+    assert!(
+        would > 0,
+        "every result is older than 0 days, so every object goes"
+    );
+    let real = p.run(&["cache", "gc", "--older-than", "0"]);
+    assert!(
+        real.status.success(),
+        "{}",
+        String::from_utf8_lossy(&real.stderr)
+    );
+    assert_eq!(gc_count(&real.stdout), would);
+}
+
+#[test]
+fn gc_keep_keeps_exactly_what_the_named_pipelines_use() {
+    let p = Project::new();
+    p.write(
+        "pipelines/keep.toml",
+        "[stages.a]\nkind = \"test-echo\"\nparams = { value = 1 }\n",
+    );
+    p.write(
+        "pipelines/drop.toml",
+        "[stages.other]\nkind = \"test-echo\"\nparams = { value = 7 }\n",
+    );
+    p.run_json("pipelines/keep.toml", &[]);
+    p.run_json("pipelines/drop.toml", &[]);
+    let dry = p.run(&["cache", "gc", "--dry-run", "--keep", "pipelines/keep.toml"]);
+    let real = p.run(&["cache", "gc", "--keep", "pipelines/keep.toml"]);
+    assert!(
+        real.status.success(),
+        "{}",
+        String::from_utf8_lossy(&real.stderr)
+    );
+    assert_eq!(gc_count(&dry.stdout), gc_count(&real.stdout));
+    assert!(gc_count(&real.stdout) > 0);
+    let kept = p.plan_json("pipelines/keep.toml", &[]);
+    assert_eq!(kept["a"].0, "cached", "{kept:?}");
+    let dropped = p.plan_json("pipelines/drop.toml", &[]);
+    assert_eq!(dropped["other"].0, "to-run", "{dropped:?}");
+}

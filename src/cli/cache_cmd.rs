@@ -88,43 +88,73 @@ pub fn verify(args: CacheArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Deletes objects that no recorded result reaches (optionally forgetting old results first),
-/// scratch folders and temporary files left by killed runs. Holds the cache's exclusive lock,
-/// so it never runs beside a `run` whose objects are stored but not yet recorded.
+/// Deletes objects that no kept result reaches, scratch folders and temporary files left by
+/// killed runs. Results are forgotten first when they finished more than `older_than` days ago,
+/// or (with `keep`) when no instance of the named pipelines uses them, as `dvc gc -w` keeps
+/// what the workspace uses. The dry run computes exactly the same sets and only prints them.
+/// Holds the cache's exclusive lock, so it never runs beside a `run` whose objects are stored
+/// but not yet recorded.
 pub fn gc(
     args: CacheArgs,
     dry_run: bool,
     older_than_days: Option<f64>,
+    keep: &[std::path::PathBuf],
 ) -> anyhow::Result<ExitCode> {
     let cache = cache_here(&args)?;
+    let kept_keys = if keep.is_empty() {
+        None
+    } else {
+        Some(keys_used_by(keep, &cache)?)
+    };
     let _lock = cache.lock(LockMode::Exclusive)?;
     let mut index = cache.index()?;
+    let outputs = index.recorded_outputs()?;
+    let mut forgotten: BTreeSet<String> = BTreeSet::new();
     if let Some(days) = older_than_days {
         let cutoff = crate::cache::now() - days * 86_400.0;
-        let old = index.runs_finished_before(cutoff)?;
+        forgotten.extend(index.runs_finished_before(cutoff)?);
+    }
+    if let Some(kept) = &kept_keys {
+        forgotten.extend(
+            outputs
+                .iter()
+                .map(|(key, _, _)| key)
+                .filter(|key| !kept.contains(*key))
+                .cloned(),
+        );
+    }
+    if !forgotten.is_empty() {
         println!(
-            "{} {} results older than {days} days",
+            "{} {} results{}",
             if dry_run {
                 "would forget"
             } else {
                 "forgetting"
             },
-            old.len()
+            forgotten.len(),
+            match (older_than_days, &kept_keys) {
+                (Some(days), None) => format!(" older than {days} days"),
+                (None, Some(_)) => " no kept pipeline uses".to_string(),
+                _ => " (old, or unused by the kept pipelines)".to_string(),
+            }
         );
         if !dry_run {
-            for key in old {
-                index.forget(&key)?;
+            for key in &forgotten {
+                index.forget(key)?;
             }
         }
     }
     let mut reachable = BTreeSet::new();
-    for output in index.referenced_outputs()? {
+    for (key, _, output) in &outputs {
+        if forgotten.contains(key) {
+            continue;
+        }
         if output.is_dir {
             if let Ok(m) = cache.objects().read_manifest(&output.digest) {
                 reachable.extend(m.entries.into_iter().map(|(_, d)| d));
             }
         }
-        reachable.insert(output.digest);
+        reachable.insert(output.digest.clone());
     }
     let mut freed = 0u64;
     let mut count = 0usize;
@@ -198,4 +228,28 @@ pub fn forget(args: CacheArgs, prefixes: &[String]) -> anyhow::Result<ExitCode> 
         println!("forgot {}", short_key(key));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The keys of every cached instance of the pipelines in `files` (as `plan` computes them).
+fn keys_used_by(
+    files: &[std::path::PathBuf],
+    cache: &crate::cache::Cache,
+) -> anyhow::Result<BTreeSet<String>> {
+    let registry = super::common::registry();
+    let mut keys = BTreeSet::new();
+    for file in files {
+        let args = super::PipelineArgs {
+            file: file.clone(),
+            overrides: Default::default(),
+            json: false,
+            cache: super::CacheArgs { cache: None },
+        };
+        let plan = super::common::load_plan(&args, &registry)?;
+        for planned in crate::exec::plan_status(&plan, &registry, cache)? {
+            if planned.status == "cached" {
+                keys.extend(planned.key);
+            }
+        }
+    }
+    Ok(keys)
 }

@@ -235,6 +235,10 @@ pub enum CacheCommand {
         /// Also forget results that finished more than this many days ago.
         #[arg(long, value_name = "DAYS")]
         older_than: Option<f64>,
+        /// Keep exactly what these pipelines' instances use; forget every other result (as
+        /// `dvc gc -w`). Repeatable: `--keep pipelines/a.toml --keep pipelines/b.toml`.
+        #[arg(long, value_name = "FILE", num_args = 1..)]
+        keep: Vec<PathBuf>,
         /// The cache.
         #[command(flatten)]
         cache: CacheArgs,
@@ -454,8 +458,9 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Cache(CacheCommand::Gc {
             dry_run,
             older_than,
+            keep,
             cache,
-        }) => cache_cmd::gc(cache, dry_run, older_than),
+        }) => cache_cmd::gc(cache, dry_run, older_than, &keep),
         Command::Worker => worker::hand_over(&["serve".as_ref()]),
         Command::Exec { job, result } => worker::exec(&job, &result),
         Command::Remote(command) => remote::dispatch(command),

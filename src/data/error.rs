@@ -109,3 +109,9 @@ impl DataError {
         }
     }
 }
+
+impl From<DataError> for crate::kind::StageError {
+    fn from(e: DataError) -> Self {
+        crate::kind::StageError::Data(Box::new(e))
+    }
+}

@@ -49,9 +49,10 @@ pub enum StageError {
         /// The cause.
         source: std::io::Error,
     },
-    /// A data set could not be read.
+    /// A data set could not be read. (The `From` impl lives beside `DataError`, in `data/`,
+    /// so this ground-floor module imports nothing above it.)
     #[error(transparent)]
-    Data(#[from] crate::data::DataError),
+    Data(Box<dyn std::error::Error + Send + Sync>),
     /// The tensor library reported an error.
     #[error("libtorch: {0}")]
     Torch(String),
