@@ -100,7 +100,8 @@ pub fn gc(
     older_than_days: Option<f64>,
     keep: &[std::path::PathBuf],
 ) -> anyhow::Result<ExitCode> {
-    let cache = cache_here(&args)?;
+    // Nothing to collect where there is no cache, and a dry run must not create one.
+    let cache = super::common::existing_cache(cache_here(&args)?)?;
     let kept_keys = if keep.is_empty() {
         None
     } else {
