@@ -37,6 +37,24 @@ pub struct PlannedInstance {
     pub record: Option<RunRecord>,
 }
 
+impl PlannedInstance {
+    /// `inst` with its resolved params, to run, no key or reason yet.
+    fn of(inst: &crate::graph::Instance) -> Self {
+        PlannedInstance {
+            label: inst.label(),
+            stage: inst.stage.clone(),
+            kind: inst.kind.clone(),
+            params: inst.params.clone(),
+            binding: inst.binding.clone(),
+            key: None,
+            status: "to-run",
+            reason: String::new(),
+            reasons: Vec::new(),
+            record: None,
+        }
+    }
+}
+
 /// Whether `planned` cannot run as the pipeline stands (its external data cannot be read).
 pub fn cannot_run(planned: &PlannedInstance) -> bool {
     planned.reason.starts_with(FINGERPRINT_FAILED)
@@ -75,32 +93,17 @@ pub fn plan_status_with(
             .copied()
             .filter(|&u| records[u].is_none())
             .collect();
+        let planned = PlannedInstance::of(inst);
         let planned = if let Some(&u) = missing.first() {
             PlannedInstance {
-                label: inst.label(),
-                stage: inst.stage.clone(),
-                kind: inst.kind.clone(),
-                params: inst.params.clone(),
-                binding: inst.binding.clone(),
-                key: None,
-                status: "to-run",
                 reason: format!("input {} runs first", plan.instances()[u].label()),
-                reasons: Vec::new(),
-                record: None,
+                ..planned
             }
         } else {
             match fingerprint(plan, inst, registry, &hasher) {
                 Err(e) => PlannedInstance {
-                    label: inst.label(),
-                    stage: inst.stage.clone(),
-                    kind: inst.kind.clone(),
-                    params: inst.params.clone(),
-                    binding: inst.binding.clone(),
-                    key: None,
-                    status: "to-run",
                     reason: format!("{FINGERPRINT_FAILED}: {e}"),
-                    reasons: Vec::new(),
-                    record: None,
+                    ..planned
                 },
                 Ok(fp) => {
                     let upstream = |u: usize| records[u].clone();
@@ -111,47 +114,29 @@ pub fn plan_status_with(
                         Some(record) if outputs_present(cache, &record) => {
                             records[i] = Some(record.clone());
                             PlannedInstance {
-                                label: inst.label(),
-                                stage: inst.stage.clone(),
-                                kind: inst.kind.clone(),
-                                params: inst.params.clone(),
-                                binding: inst.binding.clone(),
                                 key: Some(digest),
                                 status: "cached",
-                                reason: String::new(),
-                                reasons: Vec::new(),
                                 record: Some(record),
+                                ..planned
                             }
                         }
                         _ => match remote.and_then(|r| r.lookup(&digest).ok().flatten()) {
                             Some(record) => {
                                 records[i] = Some(record);
                                 PlannedInstance {
-                                    label: inst.label(),
-                                    stage: inst.stage.clone(),
-                                    kind: inst.kind.clone(),
-                                    params: inst.params.clone(),
-                                    binding: inst.binding.clone(),
                                     key: Some(digest),
                                     status: "on-remote",
                                     reason: "on the team's remote: `run` pulls it".into(),
-                                    reasons: Vec::new(),
-                                    record: None,
+                                    ..planned
                                 }
                             }
                             None => {
                                 let reasons = dirty_reasons(&index, cache, pipeline, inst, &key);
                                 PlannedInstance {
-                                    label: inst.label(),
-                                    stage: inst.stage.clone(),
-                                    kind: inst.kind.clone(),
-                                    params: inst.params.clone(),
-                                    binding: inst.binding.clone(),
+                                    key: Some(digest),
                                     reason: crate::cache::why::join(&reasons),
                                     reasons,
-                                    key: Some(digest),
-                                    status: "to-run",
-                                    record: None,
+                                    ..planned
                                 }
                             }
                         },

@@ -118,20 +118,13 @@ pub(crate) struct Envelope {
     pub signature: Option<String>,
 }
 
-/// Whether `s` is 64 lowercase hex digits.
-pub fn is_digest(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+/// The local store's rule for digests: a remote is held to the same one.
+pub use crate::cache::objects::is_digest;
 
-/// Whether `p` is a plain relative path that stays inside the folder it is joined to.
+/// Whether `p` is a plain relative path that stays inside the folder it is joined to (the
+/// local store's rule, [`crate::cache::objects::check_relative_path`]).
 pub fn is_safe_relative(p: &str) -> bool {
-    !p.is_empty()
-        && !p.starts_with('/')
-        && !p.contains('\\')
-        && !p.contains('\0')
-        && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+    crate::cache::objects::check_relative_path(p, "").is_ok()
 }
 
 fn check_digest(what: &str, value: &str) -> Result<(), Invalid> {
