@@ -94,9 +94,11 @@ impl Index {
     pub fn lookup(&self, key: &str) -> Result<Option<RunRecord>, IndexError> {
         let row = self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT stage, kind, pipeline, binding, key_json, started, finished, duration, device
                  FROM runs WHERE key = ?1 AND status = 'ok'",
+            )?
+            .query_row(
                 [key],
                 |r| {
                     Ok(RunRecord {
@@ -149,9 +151,8 @@ impl Index {
     pub fn key_json(&self, key: &str) -> Result<Option<String>, IndexError> {
         Ok(self
             .conn
-            .query_row("SELECT key_json FROM runs WHERE key = ?1", [key], |r| {
-                r.get(0)
-            })
+            .prepare_cached("SELECT key_json FROM runs WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
             .optional()?)
     }
 
@@ -255,11 +256,10 @@ impl Index {
     ) -> Result<Option<String>, IndexError> {
         Ok(self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT key FROM history WHERE pipeline = ?1 AND stage = ?2 AND binding = ?3",
-                params![pipeline, stage, binding],
-                |r| r.get(0),
-            )
+            )?
+            .query_row(params![pipeline, stage, binding], |r| r.get(0))
             .optional()?)
     }
 
@@ -276,11 +276,8 @@ impl Index {
     pub fn failure(&self, key: &str) -> Result<Option<String>, IndexError> {
         Ok(self
             .conn
-            .query_row(
-                "SELECT error FROM runs WHERE key = ?1 AND status = 'failed'",
-                [key],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT error FROM runs WHERE key = ?1 AND status = 'failed'")?
+            .query_row([key], |r| r.get(0))
             .optional()?
             .flatten())
     }

@@ -176,3 +176,19 @@ impl Index {
         Ok(Index { conn })
     }
 }
+
+/// A consistent read of the index: until it is dropped, every query on its connection sees one
+/// snapshot, and SQLite takes its WAL read lock once instead of once per statement (`plan` of
+/// 10,000 instances spent a third of its time taking and releasing those locks).
+pub struct ReadSnapshot<'a> {
+    _tx: rusqlite::Transaction<'a>,
+}
+
+impl Index {
+    /// Starts a [`ReadSnapshot`]; for reads only (dropping it rolls back).
+    pub fn read_snapshot(&self) -> Result<ReadSnapshot<'_>, IndexError> {
+        Ok(ReadSnapshot {
+            _tx: self.conn.unchecked_transaction()?,
+        })
+    }
+}

@@ -190,7 +190,12 @@ pub fn cache_here(args: &CacheArgs) -> anyhow::Result<Cache> {
 
 /// Prints `value` as pretty JSON on stdout.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    use std::io::Write;
+    // Streamed through one buffer: `plan --json` of 10,000 instances is megabytes of text.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()?;
     Ok(())
 }
 

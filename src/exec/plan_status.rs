@@ -80,6 +80,7 @@ pub fn plan_status_with(
     remote: Option<&Remote>,
 ) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
     let index = cache.index()?;
+    let _snapshot = index.read_snapshot()?;
     let hasher = IndexHasher::new(cache.index()?);
     let pipeline = &plan.spec().name;
     let mut records: Vec<Option<RunRecord>> = vec![None; plan.instances().len()];
@@ -131,7 +132,8 @@ pub fn plan_status_with(
                                 }
                             }
                             None => {
-                                let reasons = dirty_reasons(&index, cache, pipeline, inst, &key);
+                                let reasons =
+                                    dirty_reasons(&index, cache, pipeline, inst, &key, &digest);
                                 PlannedInstance {
                                     key: Some(digest),
                                     reason: crate::cache::why::join(&reasons),

@@ -258,7 +258,7 @@ pub fn run_with(
                     let reasons = if forced {
                         vec![DirtyReason::Forced]
                     } else {
-                        dirty_reasons(&index, cache, &pipeline, inst, &key)
+                        dirty_reasons(&index, cache, &pipeline, inst, &key, &digest)
                     };
                     schedule.ready(i, key, digest, reasons);
                 }

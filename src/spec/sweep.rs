@@ -88,8 +88,11 @@ fn axis(key: &SKey, value: &SValue, dimension: &str) -> Result<Axis, SpecError> 
         ));
     }
     let values: Vec<Value> = items.iter().map(SValue::to_json).collect();
+    // serde_json's maps keep their keys sorted, so equal values print as equal text: a set
+    // finds repeats in one pass, where comparing each value with all before it grew as n².
+    let mut seen = std::collections::HashSet::with_capacity(values.len());
     for (i, v) in values.iter().enumerate() {
-        if values[..i].contains(v) {
+        if !seen.insert(v.to_string()) {
             return Err(SpecError::at(
                 &items[i].loc,
                 format!("sweep axis `{}` lists {v} twice", key.name),

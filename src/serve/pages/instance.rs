@@ -39,12 +39,17 @@ pub fn why_rerun(
     let Some(key) = instance_key(plan, inst, site.registry(), &upstream, fp) else {
         return Ok(vec![s.reason.clone()]);
     };
-    Ok(
-        dirty_reasons(&index, site.cache(), &plan.spec().name, inst, &key)
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
+    Ok(dirty_reasons(
+        &index,
+        site.cache(),
+        &plan.spec().name,
+        inst,
+        &key,
+        &key.digest(),
     )
+    .iter()
+    .map(ToString::to_string)
+    .collect())
 }
 
 /// The log of the instance: the recorded `log.txt` when cached, what a running stage has
