@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// The file name, looked for in the project folder.
-pub const CONFIG_FILE: &str = "asymflow.toml";
+pub(crate) const CONFIG_FILE: &str = "asymflow.toml";
 
 /// Why the configuration could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +99,10 @@ impl ProjectConfig {
     }
 
     /// Overrides settings from environment variables (`get` reads one).
-    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+    pub(crate) fn apply_env(
+        &mut self,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
         let non_empty = |var: &str| get(var).filter(|v| !v.trim().is_empty());
         if let Some(remote) = non_empty("ASYMFLOW_REMOTE") {
             self.remote = Some(remote);

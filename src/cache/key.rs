@@ -85,7 +85,7 @@ pub struct InputKey {
 
 impl StageKey {
     /// The canonical JSON text: sorted object keys, integral floats written as integers.
-    pub fn canonical_json(&self) -> String {
+    pub(crate) fn canonical_json(&self) -> String {
         let value = serde_json::to_value(self).expect("a StageKey always serialises");
         canonical(&value).to_string()
     }

@@ -52,7 +52,7 @@ impl CacheLock {
     /// Takes the lock of the cache in `cache_dir`. Shared waits for a running garbage
     /// collection to finish (they are short); exclusive fails at once when work is running,
     /// since that may last hours.
-    pub fn acquire(cache_dir: &Path, mode: LockMode) -> Result<CacheLock, LockError> {
+    pub(crate) fn acquire(cache_dir: &Path, mode: LockMode) -> Result<CacheLock, LockError> {
         let path = cache_dir.join("lock");
         let io = |source| LockError::Io {
             path: path.clone(),

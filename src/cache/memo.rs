@@ -16,7 +16,7 @@ use super::store::{Index, IndexError};
 
 /// The metadata a remembered hash is valid for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
+pub(crate) struct FileStamp {
     /// Size in bytes.
     pub size: u64,
     /// Modification time, nanoseconds since the epoch.
@@ -44,7 +44,7 @@ impl FileStamp {
 
 impl Index {
     /// A remembered content hash of `path`, if its stamp is unchanged.
-    pub fn remembered_hash(
+    pub(crate) fn remembered_hash(
         &self,
         path: &str,
         stamp: &FileStamp,
@@ -68,7 +68,7 @@ impl Index {
     }
 
     /// Remembers the content hash of `path` at this stamp.
-    pub fn remember_hash(
+    pub(crate) fn remember_hash(
         &self,
         path: &str,
         stamp: &FileStamp,

@@ -86,7 +86,7 @@ fn check_digest(digest: &str) -> Result<(), ObjectError> {
 /// Checks a relative path read from the cache (a manifest entry, an output name) before it is
 /// joined to a folder: `/`-separated parts, none empty, `.` or `..`, no backslash or NUL, not
 /// absolute. Joined to a folder we created, such a path stays inside it.
-pub fn check_relative_path(path: &str, place: &str) -> Result<(), ObjectError> {
+pub(crate) fn check_relative_path(path: &str, place: &str) -> Result<(), ObjectError> {
     let bad = path.is_empty()
         || path.starts_with('/')
         || path.contains(['\\', '\0'])
@@ -213,7 +213,7 @@ pub struct LocalObjectStore {
 }
 
 /// blake3 of a file's content, streamed.
-pub fn hash_file(path: &Path) -> io::Result<(String, u64)> {
+pub(crate) fn hash_file(path: &Path) -> io::Result<(String, u64)> {
     let mut file = File::open(path)?;
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; 1 << 16];

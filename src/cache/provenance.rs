@@ -41,7 +41,7 @@ pub struct Provenance {
 impl Provenance {
     /// This build of asymflow, running a stage on `device` with `threads` threads and the
     /// given libtorch version (empty when the caller does not know it).
-    pub fn this_build(device: &str, threads: i64, libtorch: &str) -> Provenance {
+    pub(crate) fn this_build(device: &str, threads: i64, libtorch: &str) -> Provenance {
         Provenance {
             asymflow: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: env!("ASYMFLOW_GIT_COMMIT").to_string(),
@@ -58,7 +58,7 @@ impl Provenance {
 
 impl Index {
     /// Records the provenance of `key`'s result (replacing an older one).
-    pub fn record_provenance(&self, key: &str, p: &Provenance) -> Result<(), IndexError> {
+    pub(crate) fn record_provenance(&self, key: &str, p: &Provenance) -> Result<(), IndexError> {
         self.conn.execute(
             "INSERT OR REPLACE INTO provenance
                  (key, asymflow, git_commit, libtorch, device, threads, host, runner, telemetry,

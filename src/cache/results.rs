@@ -69,7 +69,7 @@ pub struct RecentRun {
 
 /// Checks a recorded output before anyone joins its name to a folder or its digest to the
 /// store: the name is one safe path part, the digest 64 lowercase hex characters.
-pub fn check_output(key: &str, name: &str, output: &OutputRef) -> Result<(), IndexError> {
+pub(crate) fn check_output(key: &str, name: &str, output: &OutputRef) -> Result<(), IndexError> {
     let unsafe_because = |what: String| IndexError::Unsafe {
         key: key.chars().take(64).collect(),
         what,
@@ -205,7 +205,11 @@ impl Index {
     }
 
     /// Records a failed run (never a cache hit; kept for `show` and `status`).
-    pub fn record_failure(&mut self, run: &RunRecord, error: &str) -> Result<(), IndexError> {
+    pub(crate) fn record_failure(
+        &mut self,
+        run: &RunRecord,
+        error: &str,
+    ) -> Result<(), IndexError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -248,7 +252,7 @@ impl Index {
     }
 
     /// The key the named stage instance last ran (or failed) with in `pipeline`.
-    pub fn last_key(
+    pub(crate) fn last_key(
         &self,
         pipeline: &str,
         stage: &str,
@@ -264,7 +268,10 @@ impl Index {
     }
 
     /// Keys whose hex starts with `prefix`, with their stage names (for `show KEY`).
-    pub fn keys_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, IndexError> {
+    pub(crate) fn keys_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, IndexError> {
         let mut stmt = self
             .conn
             .prepare("SELECT key, stage FROM runs WHERE substr(key, 1, length(?1)) = ?1")?;
@@ -282,24 +289,9 @@ impl Index {
             .flatten())
     }
 
-    /// Every digest a recorded run references (manifests and, through them, their files are
-    /// resolved by the caller).
-    pub fn referenced_outputs(&self) -> Result<Vec<OutputRef>, IndexError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT DISTINCT o.digest, o.is_dir FROM outputs o JOIN runs r ON r.key = o.key WHERE r.status = 'ok'",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(OutputRef {
-                digest: r.get(0)?,
-                is_dir: r.get(1)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
     /// Every output row of every successful run, unchecked: (key, output name, output), for
     /// `cache verify`, which checks each of them.
-    pub fn recorded_outputs(&self) -> Result<Vec<(String, String, OutputRef)>, IndexError> {
+    pub(crate) fn recorded_outputs(&self) -> Result<Vec<(String, String, OutputRef)>, IndexError> {
         let mut stmt = self.conn.prepare(
             "SELECT o.key, o.name, o.digest, o.is_dir FROM outputs o JOIN runs r ON r.key = o.key
              WHERE r.status = 'ok' ORDER BY o.key, o.name",
@@ -318,7 +310,7 @@ impl Index {
     }
 
     /// Keys of successful runs that finished before `cutoff` (seconds since the epoch).
-    pub fn runs_finished_before(&self, cutoff: f64) -> Result<Vec<String>, IndexError> {
+    pub(crate) fn runs_finished_before(&self, cutoff: f64) -> Result<Vec<String>, IndexError> {
         let mut stmt = self
             .conn
             .prepare("SELECT key FROM runs WHERE finished < ?1")?;
@@ -327,14 +319,14 @@ impl Index {
     }
 
     /// Drops `digest` from the objects table.
-    pub fn forget_object(&self, digest: &str) -> Result<(), IndexError> {
+    pub(crate) fn forget_object(&self, digest: &str) -> Result<(), IndexError> {
         self.conn
             .execute("DELETE FROM objects WHERE digest = ?1", [digest])?;
         Ok(())
     }
 
     /// Keys of successful runs that reference `digest` directly.
-    pub fn runs_referencing(&self, digest: &str) -> Result<Vec<String>, IndexError> {
+    pub(crate) fn runs_referencing(&self, digest: &str) -> Result<Vec<String>, IndexError> {
         let mut stmt = self
             .conn
             .prepare("SELECT DISTINCT key FROM outputs WHERE digest = ?1")?;
@@ -366,7 +358,7 @@ impl Index {
     }
 
     /// The most recent runs, newest first.
-    pub fn recent_runs(&self, limit: usize) -> Result<Vec<RecentRun>, IndexError> {
+    pub(crate) fn recent_runs(&self, limit: usize) -> Result<Vec<RecentRun>, IndexError> {
         let mut stmt = self.conn.prepare(
             "SELECT key, stage, pipeline, status, finished, duration FROM runs ORDER BY finished DESC LIMIT ?1",
         )?;

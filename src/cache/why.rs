@@ -155,7 +155,7 @@ pub fn join(reasons: &[DirtyReason]) -> String {
 
 /// The differences between the key an instance last ran with and its key now, most telling
 /// first. Empty when the keys are equal.
-pub fn explain(old: &StageKey, new: &StageKey) -> Vec<DirtyReason> {
+pub(crate) fn explain(old: &StageKey, new: &StageKey) -> Vec<DirtyReason> {
     let mut reasons = Vec::new();
     if old.format != new.format {
         reasons.push(DirtyReason::KeyFormat {

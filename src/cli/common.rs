@@ -34,14 +34,14 @@ pub fn registry() -> Arc<Registry> {
 }
 
 /// Reads, overrides, resolves and expands the pipeline named in `args`.
-pub fn load_plan(args: &PipelineArgs, registry: &Registry) -> anyhow::Result<Plan> {
+pub(crate) fn load_plan(args: &PipelineArgs, registry: &Registry) -> anyhow::Result<Plan> {
     load_plan_of(args, registry, &[])
 }
 
 /// As [`load_plan`], keeping only the stages named in `targets` and the stages they need
 /// (every stage when `targets` is empty). Dropping downstream stages changes no instance and
 /// no key: a stage's instances depend on its own params and its inputs only.
-pub fn load_plan_of(
+pub(crate) fn load_plan_of(
     args: &PipelineArgs,
     registry: &Registry,
     targets: &[String],
@@ -78,7 +78,7 @@ pub fn load_plan_of(
 }
 
 /// The overrides of the command line, `--set` first, in the order given.
-pub fn overrides_of(args: &OverrideArgs) -> Vec<Override> {
+pub(crate) fn overrides_of(args: &OverrideArgs) -> Vec<Override> {
     args.set
         .iter()
         .map(|s| Override::Set(s.clone()))
@@ -88,7 +88,7 @@ pub fn overrides_of(args: &OverrideArgs) -> Vec<Override> {
 
 /// The overrides as a user would type them again: `--set 'a=1' --sweep 'seed=7'` (empty
 /// when there are none).
-pub fn overrides_text(args: &OverrideArgs) -> String {
+pub(crate) fn overrides_text(args: &OverrideArgs) -> String {
     args.set
         .iter()
         .map(|s| format!("--set {}", shell_quote(s)))
@@ -102,7 +102,7 @@ pub fn overrides_text(args: &OverrideArgs) -> String {
 }
 
 /// `text` quoted for a POSIX shell when it needs it.
-pub fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     let plain = !text.is_empty()
         && text
             .chars()
@@ -115,14 +115,14 @@ pub fn shell_quote(text: &str) -> String {
 }
 
 /// The stage of a stage name or an instance label (`model[seed=0]` -> `model`).
-pub fn stage_of_label(target: &str) -> &str {
+pub(crate) fn stage_of_label(target: &str) -> &str {
     target.split('[').next().unwrap_or(target).trim()
 }
 
 /// Whether the instance labelled `label` is selected by `target`: a stage name selects every
 /// instance of the stage; `stage[axis=value,...]` (any order, spaces ignored) the instances
 /// with those values, so `model[seed=0]` is every seed-0 instance of `model`.
-pub fn label_selects(target: &str, label: &str) -> bool {
+pub(crate) fn label_selects(target: &str, label: &str) -> bool {
     let (want_stage, want) = parse_label(target);
     let (stage, have) = parse_label(label);
     want_stage == stage && want.iter().all(|pair| have.contains(pair))
@@ -147,7 +147,7 @@ fn parse_label(text: &str) -> (String, Vec<(String, String)>) {
 }
 
 /// The cache at `cache`, which must already exist (read-only commands never create one).
-pub fn existing_cache(cache: Cache) -> anyhow::Result<Cache> {
+pub(crate) fn existing_cache(cache: Cache) -> anyhow::Result<Cache> {
     if cache.dir().join("index.sqlite").is_file() {
         Ok(cache)
     } else {
@@ -160,7 +160,7 @@ pub fn existing_cache(cache: Cache) -> anyhow::Result<Cache> {
 
 /// The cache to plan against: `cache` when it exists, else an empty throwaway one (returned
 /// with it, removed when dropped), so planning writes nothing where there is no cache.
-pub fn planning_cache(cache: Cache) -> anyhow::Result<(Cache, Option<tempfile::TempDir>)> {
+pub(crate) fn planning_cache(cache: Cache) -> anyhow::Result<(Cache, Option<tempfile::TempDir>)> {
     if cache.dir().join("index.sqlite").is_file() {
         return Ok((cache, None));
     }
@@ -170,7 +170,7 @@ pub fn planning_cache(cache: Cache) -> anyhow::Result<(Cache, Option<tempfile::T
 
 /// The cache for a pipeline in `project_dir`: `--cache`/`ASYMFLOW_CACHE`, else
 /// `project_dir/cache`.
-pub fn cache_for(args: &CacheArgs, project_dir: &Path) -> Cache {
+pub(crate) fn cache_for(args: &CacheArgs, project_dir: &Path) -> Cache {
     match &args.cache {
         Some(dir) => Cache::new(dir),
         None => Cache::new(&project_dir.join("cache")),
@@ -179,7 +179,7 @@ pub fn cache_for(args: &CacheArgs, project_dir: &Path) -> Cache {
 
 /// The cache when no pipeline is named: `--cache`/`ASYMFLOW_CACHE`, else the `cache/` of the
 /// project around the current folder.
-pub fn cache_here(args: &CacheArgs) -> anyhow::Result<Cache> {
+pub(crate) fn cache_here(args: &CacheArgs) -> anyhow::Result<Cache> {
     if let Some(dir) = &args.cache {
         return Ok(Cache::new(dir));
     }
@@ -189,7 +189,7 @@ pub fn cache_here(args: &CacheArgs) -> anyhow::Result<Cache> {
 }
 
 /// Prints `value` as pretty JSON on stdout.
-pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     use std::io::Write;
     // Streamed through one buffer: `plan --json` of 10,000 instances is megabytes of text.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -220,7 +220,7 @@ pub fn label(
 /// The folder reports of `pipeline` are published to: `reports/PIPELINE/`, or
 /// `reports/PIPELINE+HASH/` for a run with overrides (HASH names the overrides), so a one-off
 /// run never replaces the plain pipeline's tables. `--reports DIR` names the folder outright.
-pub fn reports_dir(
+pub(crate) fn reports_dir(
     project_dir: &Path,
     pipeline: &str,
     overrides: &OverrideArgs,
@@ -242,7 +242,7 @@ pub fn reports_dir(
 
 /// Notes the overrides under a published report: a line at the foot of `table.md`, a
 /// comment at the end of `table.tex`, and `overrides.txt`. Nothing when there are none.
-pub fn note_overrides(dest: &Path, overrides: &OverrideArgs) -> anyhow::Result<()> {
+pub(crate) fn note_overrides(dest: &Path, overrides: &OverrideArgs) -> anyhow::Result<()> {
     let text = overrides_text(overrides);
     if text.is_empty() {
         return Ok(());

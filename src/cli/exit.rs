@@ -13,20 +13,21 @@
 use std::process::ExitCode;
 
 /// Any other error.
-pub const ERROR: u8 = 1;
+pub(crate) const ERROR: u8 = 1;
 /// A mistake in the pipeline file, a template or a `--set`/`--sweep` override.
-pub const BAD_PIPELINE: u8 = 3;
+pub(crate) const BAD_PIPELINE: u8 = 3;
 /// A stage failed (or cannot run).
-pub const STAGE_FAILED: u8 = 4;
+pub(crate) const STAGE_FAILED: u8 = 4;
 /// Ctrl-C stopped the run.
-pub const INTERRUPTED: u8 = 130;
+pub(crate) const INTERRUPTED: u8 = 130;
 
 /// The exit-code table for `--help`.
-pub const HELP: &str = "Exit codes: 0 success, 1 other error, 2 bad command line, 3 bad pipeline \
+pub(crate) const HELP: &str =
+    "Exit codes: 0 success, 1 other error, 2 bad command line, 3 bad pipeline \
 file or override, 4 a stage failed (or `plan` found one that cannot run), 130 interrupted.";
 
 /// The code for an error that reached the top of a command.
-pub fn for_error(error: &anyhow::Error) -> ExitCode {
+pub(crate) fn for_error(error: &anyhow::Error) -> ExitCode {
     if error.chain().any(|e| e.is::<crate::spec::SpecError>()) {
         ExitCode::from(BAD_PIPELINE)
     } else {

@@ -41,12 +41,12 @@ pub fn init(args: &OutputArgs) {
 }
 
 /// `-q`: only results and errors.
-pub fn quiet() -> bool {
+pub(crate) fn quiet() -> bool {
     LEVEL.load(Ordering::Relaxed) == QUIET
 }
 
 /// `-v`: more detail.
-pub fn verbose() -> bool {
+pub(crate) fn verbose() -> bool {
     LEVEL.load(Ordering::Relaxed) == VERBOSE
 }
 
@@ -59,7 +59,7 @@ fn paint(text: &str, code: &str, on: bool) -> String {
 }
 
 /// A status word on stdout (`cached` green, `to-run` yellow, `failed` red).
-pub fn status_word(word: &str) -> String {
+pub(crate) fn status_word(word: &str) -> String {
     let code = match word.trim() {
         "cached" | "ran" | "fresh" => "32",
         "to-run" | "dirty" | "skipped" => "33",
@@ -70,7 +70,7 @@ pub fn status_word(word: &str) -> String {
 }
 
 /// A status word on stderr.
-pub fn status_word_err(word: &str) -> String {
+pub(crate) fn status_word_err(word: &str) -> String {
     let code = match word.trim() {
         "ran" | "cached" => "32",
         "skipped" | "waiting" => "33",
@@ -81,6 +81,6 @@ pub fn status_word_err(word: &str) -> String {
 }
 
 /// `error` in bold red on stderr.
-pub fn paint_error(word: &str) -> String {
+pub(crate) fn paint_error(word: &str) -> String {
     paint(word, "1;31", COLOR_ERR.load(Ordering::Relaxed))
 }

@@ -46,7 +46,7 @@ pub enum DatasetKind {
 
 impl DatasetKind {
     /// Every kind, in the order the `dataset` parameter lists them.
-    pub const ALL: [DatasetKind; 6] = [
+    pub(crate) const ALL: [DatasetKind; 6] = [
         DatasetKind::Synthetic,
         DatasetKind::Cub200,
         DatasetKind::Cars196,
@@ -188,7 +188,7 @@ impl SyntheticDataset {
     }
 
     /// The index in `synthetic/<index>`.
-    pub fn index_of(&self, id: &str) -> Result<usize, DataError> {
+    pub(crate) fn index_of(&self, id: &str) -> Result<usize, DataError> {
         let bad = |message: String| DataError::BadItem {
             source_name: "synthetic".into(),
             id: id.to_string(),
@@ -237,7 +237,7 @@ impl FileDataset {
     }
 
     /// The file of item id `id`; ids must be relative paths without `..`.
-    pub fn path_of(&self, id: &str) -> Result<PathBuf, DataError> {
+    pub(crate) fn path_of(&self, id: &str) -> Result<PathBuf, DataError> {
         let rel = Path::new(id);
         if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
             return Err(DataError::BadItem {

@@ -94,7 +94,11 @@ impl DataError {
     }
 
     /// A malformed line `line` (1-based) of `path`.
-    pub fn malformed(path: impl Into<PathBuf>, line: usize, message: impl Into<String>) -> Self {
+    pub(crate) fn malformed(
+        path: impl Into<PathBuf>,
+        line: usize,
+        message: impl Into<String>,
+    ) -> Self {
         DataError::Malformed {
             path: path.into(),
             line,

@@ -11,7 +11,7 @@ use super::DataError;
 
 /// The file an item is exported to: `out_dir/<label, 4 digits>/<name>.png`, where the name is
 /// the generator index (`000012`) or the item's relative path with `/` turned into `_`.
-pub fn export_path(out_dir: &Path, item: &SplitItem) -> PathBuf {
+pub(crate) fn export_path(out_dir: &Path, item: &SplitItem) -> PathBuf {
     let name = match item
         .id
         .strip_prefix("synthetic/")

@@ -23,9 +23,9 @@ use image::RgbImage;
 use super::DataError;
 
 /// The ImageNet channel means (RGB), applied after scaling pixels to `[0, 1]`.
-pub const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+pub(crate) const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 /// The ImageNet channel standard deviations (RGB).
-pub const IMAGENET_STD: [f32; 3] = [0.229, 0.224, 0.225];
+pub(crate) const IMAGENET_STD: [f32; 3] = [0.229, 0.224, 0.225];
 
 /// A resampling filter (Pillow's names and definitions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,13 +69,13 @@ impl Filter {
 }
 
 /// Reads and decodes a JPEG or PNG file into 8-bit RGB (grey and alpha images converted).
-pub fn decode_file(path: &Path) -> Result<RgbImage, DataError> {
+pub(crate) fn decode_file(path: &Path) -> Result<RgbImage, DataError> {
     let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
     decode_bytes(&bytes, path)
 }
 
 /// Decodes an in-memory JPEG or PNG file; `path` only names it in errors.
-pub fn decode_bytes(bytes: &[u8], path: &Path) -> Result<RgbImage, DataError> {
+pub(crate) fn decode_bytes(bytes: &[u8], path: &Path) -> Result<RgbImage, DataError> {
     let format = image::guess_format(bytes).map_err(|e| DataError::Decode {
         path: path.to_path_buf(),
         message: format!("{e} (expected a JPEG or PNG file)"),
@@ -154,7 +154,7 @@ fn clip8(acc: i32) -> u8 {
 /// # Panics
 /// When the output size is zero or the region is empty: callers derive both from checked
 /// parameters.
-pub fn resample(
+pub(crate) fn resample(
     src: &RgbImage,
     region: [f64; 4],
     out_w: u32,
@@ -230,7 +230,7 @@ pub fn resize(src: &RgbImage, out_w: u32, out_h: u32, filter: Filter) -> RgbImag
 
 /// The size an image of `w x h` gets when its shorter side is resized to `short`, the longer
 /// side truncated as torchvision's `Resize(int)` does.
-pub fn shorter_side_size(w: u32, h: u32, short: u32) -> (u32, u32) {
+pub(crate) fn shorter_side_size(w: u32, h: u32, short: u32) -> (u32, u32) {
     if w <= h {
         (
             short,
@@ -245,14 +245,14 @@ pub fn shorter_side_size(w: u32, h: u32, short: u32) -> (u32, u32) {
 }
 
 /// The shorter side evaluation resizes to before the centre crop: `round(s * 8 / 7)`.
-pub fn eval_resize_side(s: u32) -> u32 {
+pub(crate) fn eval_resize_side(s: u32) -> u32 {
     ((f64::from(s) * 8.0 / 7.0).round() as u32).max(s)
 }
 
 /// Evaluation preprocessing: the shorter side resized to `s * 8 / 7`, then the centre
 /// `s x s` crop (torchvision's `Resize(round(s*8/7))` + `CenterCrop(s)`). Only the cropped
 /// pixels are computed.
-pub fn eval_preprocess(src: &RgbImage, s: u32) -> RgbImage {
+pub(crate) fn eval_preprocess(src: &RgbImage, s: u32) -> RgbImage {
     let (w, h) = (src.width(), src.height());
     let (rw, rh) = shorter_side_size(w, h, eval_resize_side(s));
     // torchvision's CenterCrop offsets: int(round((size - s) / 2)).
@@ -284,7 +284,7 @@ pub enum EvalView {
 
 impl EvalView {
     /// The pipeline spellings, in the order of [`EvalView::parse`].
-    pub const NAMES: &'static [&'static str] = &["center-crop", "whole"];
+    pub(crate) const NAMES: &'static [&'static str] = &["center-crop", "whole"];
 
     /// Parses a pipeline spelling.
     pub fn parse(name: &str) -> Option<EvalView> {
@@ -330,7 +330,7 @@ pub fn resize_largest_side(src: &RgbImage, r: u32) -> RgbImage {
 }
 
 /// Writes `img` as planar CHW floats scaled to `[0, 1]` into `out` (length `3 * w * h`).
-pub fn to_unit_chw(img: &RgbImage, out: &mut [f32]) {
+pub(crate) fn to_unit_chw(img: &RgbImage, out: &mut [f32]) {
     let n = (img.width() * img.height()) as usize;
     assert_eq!(out.len(), 3 * n, "output buffer of the wrong size");
     let (r, rest) = out.split_at_mut(n);
@@ -343,7 +343,7 @@ pub fn to_unit_chw(img: &RgbImage, out: &mut [f32]) {
 }
 
 /// ImageNet normalisation in place of planar CHW `[0, 1]` floats.
-pub fn normalise_chw(data: &mut [f32]) {
+pub(crate) fn normalise_chw(data: &mut [f32]) {
     let n = data.len() / 3;
     for (c, plane) in data.chunks_exact_mut(n).enumerate() {
         let (mean, inv_std) = (IMAGENET_MEAN[c], 1.0 / IMAGENET_STD[c]);

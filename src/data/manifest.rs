@@ -29,7 +29,7 @@ use crate::kind::{InputArtifact, StageError};
 pub const MANIFEST_OUTPUT: &str = "split.json";
 
 /// Version of the manifest's JSON layout.
-pub const MANIFEST_FORMAT: u32 = 1;
+pub(crate) const MANIFEST_FORMAT: u32 = 1;
 
 /// One image of a partition.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -135,7 +135,7 @@ impl SplitManifest {
     }
 
     /// Recomputes [`SplitManifest::counts`] from the partitions.
-    pub fn recount(&mut self) {
+    pub(crate) fn recount(&mut self) {
         self.counts = self
             .partitions
             .iter()

@@ -26,7 +26,7 @@ pub enum Protocol {
 
 impl Protocol {
     /// The names accepted by the `protocol` parameter.
-    pub const NAMES: [&'static str; 2] = ["half-classes", "provided"];
+    pub(crate) const NAMES: [&'static str; 2] = ["half-classes", "provided"];
 
     /// The protocol called `name`.
     pub fn parse(name: &str) -> Result<Self, DataError> {

@@ -22,7 +22,7 @@ use crate::graph::{Instance, Plan};
 use crate::kind::{FingerprintEnv, ParamType, Registry, StageError, LOG_OUTPUT};
 
 /// The key of `inst`, given the records of its upstream instances and its fingerprint.
-pub fn instance_key(
+pub(crate) fn instance_key(
     plan: &Plan,
     inst: &Instance,
     registry: &Registry,
@@ -91,7 +91,7 @@ pub fn fingerprint(
 }
 
 /// Whether every output object of `record` is present in the store.
-pub fn outputs_present(cache: &Cache, record: &RunRecord) -> bool {
+pub(crate) fn outputs_present(cache: &Cache, record: &RunRecord) -> bool {
     record
         .outputs
         .values()
@@ -99,13 +99,13 @@ pub fn outputs_present(cache: &Cache, record: &RunRecord) -> bool {
 }
 
 /// The binding of an instance as stored in the index (canonical JSON).
-pub fn binding_json(inst: &Instance) -> String {
+pub(crate) fn binding_json(inst: &Instance) -> String {
     serde_json::to_string(&inst.binding).expect("bindings serialise")
 }
 
 /// Why `inst` must run, given its new key and that key's digest (hashed once by the caller:
 /// `plan` of 10,000 instances spent a tenth of its time hashing each key twice).
-pub fn dirty_reasons(
+pub(crate) fn dirty_reasons(
     index: &Index,
     cache: &Cache,
     pipeline: &str,

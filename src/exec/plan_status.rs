@@ -56,7 +56,7 @@ impl PlannedInstance {
 }
 
 /// Whether `planned` cannot run as the pipeline stands (its external data cannot be read).
-pub fn cannot_run(planned: &PlannedInstance) -> bool {
+pub(crate) fn cannot_run(planned: &PlannedInstance) -> bool {
     planned.reason.starts_with(FINGERPRINT_FAILED)
 }
 

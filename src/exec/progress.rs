@@ -15,7 +15,7 @@ static QUIET: AtomicBool = AtomicBool::new(false);
 
 /// `-q`: no bars and no result lines for the rest of the process (failures are still reported
 /// by the command itself).
-pub fn set_quiet(quiet: bool) {
+pub(crate) fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
 }
 
@@ -54,14 +54,14 @@ impl Progress {
     }
 
     /// One instance finished (cached, ran, failed or skipped).
-    pub fn inc(&self) {
+    pub(crate) fn inc(&self) {
         if let Some(bar) = &self.overall {
             bar.inc(1);
         }
     }
 
     /// A bar for a stage that starts running.
-    pub fn stage_bar(&self, label: &str) -> Option<ProgressBar> {
+    pub(crate) fn stage_bar(&self, label: &str) -> Option<ProgressBar> {
         let multi = self.multi.as_ref()?;
         let bar = multi.add(ProgressBar::new(0));
         bar.set_style(

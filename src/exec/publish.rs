@@ -118,7 +118,7 @@ pub fn publish(
 }
 
 /// A fresh folder beside `dest` to fill before [`install_dir`] swaps it in.
-pub fn staging_dir(dest: &Path) -> Result<tempfile::TempDir, PublishError> {
+pub(crate) fn staging_dir(dest: &Path) -> Result<tempfile::TempDir, PublishError> {
     let parent = checked_parent(dest)?;
     std::fs::create_dir_all(parent).map_err(io_err(parent))?;
     tempfile::Builder::new()
@@ -129,7 +129,7 @@ pub fn staging_dir(dest: &Path) -> Result<tempfile::TempDir, PublishError> {
 
 /// Puts the filled `staging` folder at `dest` atomically, under the lock of `dest`'s parent;
 /// the previous folder, if any, is deleted afterwards.
-pub fn install_dir(staging: tempfile::TempDir, dest: &Path) -> Result<(), PublishError> {
+pub(crate) fn install_dir(staging: tempfile::TempDir, dest: &Path) -> Result<(), PublishError> {
     let parent = checked_parent(dest)?;
     let _lock = lock_folder(parent)?;
     let staged = staging.keep();

@@ -31,7 +31,7 @@ pub trait Runtime: Sync {
 }
 
 /// The engine's own runtime: no tensors.
-pub struct NoTensors;
+pub(crate) struct NoTensors;
 
 impl Runtime for NoTensors {
     fn prepare(&self, _job: &Job) {}
@@ -45,7 +45,7 @@ const LOG_TAIL_LINES: usize = 20;
 
 /// Runs `job` with the runner `registry` has for its kind. `runner` names the process kind in
 /// the provenance (`engine`, `worker`, `exec`).
-pub fn run_job(
+pub(crate) fn run_job(
     job: &Job,
     registry: &Registry,
     runtime: &dyn Runtime,

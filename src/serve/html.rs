@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 /// `text` with `&`, `<`, `>`, `"` and `'` escaped, safe in element content and quoted
 /// attributes.
-pub fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -27,7 +27,7 @@ pub fn esc(text: &str) -> String {
 }
 
 /// `text` percent-encoded as one URL path segment (everything but unreserved characters).
-pub fn seg(text: &str) -> String {
+pub(crate) fn seg(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
@@ -41,7 +41,7 @@ pub fn seg(text: &str) -> String {
 
 /// A `<script type="application/json">` block holding `value`, with `<`, `>` and `&` written
 /// as JSON escapes so no string inside can close the element.
-pub fn json_block(id: &str, value: &serde_json::Value) -> String {
+pub(crate) fn json_block(id: &str, value: &serde_json::Value) -> String {
     let text = value
         .to_string()
         .replace('<', "\\u003c")
@@ -86,7 +86,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// A JSON value as a short text: strings without quotes, everything else as JSON.
-pub fn value_text(value: &serde_json::Value) -> String {
+pub(crate) fn value_text(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),

@@ -27,7 +27,7 @@ pub struct Progress {
 }
 
 /// The keys a live process holds a lease on, i.e. is computing now.
-pub fn running_keys(index: &Index) -> Result<HashSet<String>, IndexError> {
+pub(crate) fn running_keys(index: &Index) -> Result<HashSet<String>, IndexError> {
     let t = now();
     Ok(index
         .leases()?
@@ -38,7 +38,7 @@ pub fn running_keys(index: &Index) -> Result<HashSet<String>, IndexError> {
 }
 
 /// The scratch folder of the running instance `key`, the newest when several exist.
-pub fn scratch_dir(cache: &Cache, key: &str) -> Option<PathBuf> {
+pub(crate) fn scratch_dir(cache: &Cache, key: &str) -> Option<PathBuf> {
     if key.len() < 16 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }

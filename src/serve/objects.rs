@@ -55,7 +55,7 @@ pub fn manifest(cache: &Cache, digest: &str) -> Result<Manifest, ServeError> {
 }
 
 /// A content type for a file name.
-pub fn content_type(name: &str) -> &'static str {
+pub(crate) fn content_type(name: &str) -> &'static str {
     let ext = name.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
     match ext.as_str() {
         "json" => "application/json",
@@ -70,7 +70,7 @@ pub fn content_type(name: &str) -> &'static str {
 
 /// A file name safe in a `Content-Disposition` header: the last path component, with every
 /// character outside `[A-Za-z0-9._-]` replaced by `_`.
-pub fn download_name(name: &str) -> String {
+pub(crate) fn download_name(name: &str) -> String {
     let last = name.rsplit(['/', '\\']).next().unwrap_or(name);
     let clean: String = last
         .chars()

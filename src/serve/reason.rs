@@ -12,7 +12,7 @@ pub fn render(reason: &impl std::fmt::Display) -> String {
 }
 
 /// A list of reasons as an HTML `<ul>`, or `none` when empty.
-pub fn render_list<R: std::fmt::Display>(reasons: &[R], none: &str) -> String {
+pub(crate) fn render_list<R: std::fmt::Display>(reasons: &[R], none: &str) -> String {
     if reasons.is_empty() {
         return format!("<p class=\"muted\">{}</p>", esc(none));
     }

@@ -36,7 +36,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsa
 img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// A response.
-pub enum Reply {
+pub(crate) enum Reply {
     /// An HTML page.
     Html(StatusCode, String),
     /// A JSON document.
@@ -338,7 +338,7 @@ async fn fallback(uri: Uri) -> Reply {
 }
 
 /// The router over `site`.
-pub fn router(site: Site) -> Router {
+pub(crate) fn router(site: Site) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/assets/{file}", get(asset))

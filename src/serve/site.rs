@@ -73,7 +73,7 @@ impl Site {
     }
 
     /// The pipeline file called `name`, or a 404 naming the ones that exist.
-    pub fn pipeline_file(&self, name: &str) -> Result<PipelineFile, ServeError> {
+    pub(crate) fn pipeline_file(&self, name: &str) -> Result<PipelineFile, ServeError> {
         let files = self.pipelines();
         files
             .iter()

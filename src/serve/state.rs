@@ -74,7 +74,7 @@ pub struct PipelineState {
 
 /// Status counts: (cached, to run, running, failed).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Cached.
     pub cached: usize,
     /// To run.
@@ -101,7 +101,7 @@ impl Counts {
     }
 
     /// The status a group with these counts shows: failed, then running, then to run.
-    pub fn overall(&self) -> Status {
+    pub(crate) fn overall(&self) -> Status {
         if self.failed > 0 {
             Status::Failed
         } else if self.running > 0 {
@@ -115,7 +115,7 @@ impl Counts {
 }
 
 /// The pipeline `name` with every instance's state.
-pub fn pipeline_state(site: &Site, name: &str) -> Result<PipelineState, ServeError> {
+pub(crate) fn pipeline_state(site: &Site, name: &str) -> Result<PipelineState, ServeError> {
     let plan = site.load(name)?;
     let Some(index) = site.index()? else {
         let instances = (0..plan.instances().len())
@@ -206,7 +206,7 @@ impl PipelineState {
 
     /// Parameters whose value differs between instances of one stage (the swept ones), in
     /// name order, leaving out those named like an axis.
-    pub fn key_params(&self) -> Vec<String> {
+    pub(crate) fn key_params(&self) -> Vec<String> {
         let axes = self.axes();
         let mut seen: BTreeMap<(&str, &str), BTreeSet<String>> = BTreeMap::new();
         for inst in self.plan.instances() {

@@ -99,7 +99,7 @@ pub enum RemoteError {
 impl RemoteError {
     /// Whether this error means "not usable from the remote; compute it" rather than "the
     /// remote is broken".
-    pub fn is_miss(&self) -> bool {
+    pub(crate) fn is_miss(&self) -> bool {
         matches!(
             self,
             RemoteError::Rejected { .. }
@@ -195,7 +195,7 @@ impl From<crate::cache::ObjectError> for RemoteError {
 }
 
 /// The outcome of fetching one key.
-pub type FetchResult = Result<Option<Fetched>, RemoteError>;
+pub(crate) type FetchResult = Result<Option<Fetched>, RemoteError>;
 
 /// What `remote status` reports about the store itself.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -270,7 +270,7 @@ impl Remote {
     }
 
     /// Whether `run` pushes what it computes.
-    pub fn push_after_run(&self) -> bool {
+    pub(crate) fn push_after_run(&self) -> bool {
         self.push_after_run
     }
 
@@ -392,7 +392,12 @@ impl Remote {
     /// For `run`: [`Remote::fetch`] with every failure turned into a warning (through `warn`)
     /// and a miss, so the stage computes. After the remote itself fails once, the rest of the
     /// run does not ask it again.
-    pub fn read_through(&self, cache: &Cache, key: &str, warn: &dyn Fn(&str)) -> Option<RunRecord> {
+    pub(crate) fn read_through(
+        &self,
+        cache: &Cache,
+        key: &str,
+        warn: &dyn Fn(&str),
+    ) -> Option<RunRecord> {
         if self.unavailable.load(Ordering::Relaxed) {
             return None;
         }
@@ -413,7 +418,7 @@ impl Remote {
     }
 
     /// For `run` with `push = true`: [`Remote::push`], a failure being a warning.
-    pub fn push_after(&self, cache: &Cache, run: &RunRecord, warn: &dyn Fn(&str)) {
+    pub(crate) fn push_after(&self, cache: &Cache, run: &RunRecord, warn: &dyn Fn(&str)) {
         if self.unavailable.load(Ordering::Relaxed) {
             return;
         }

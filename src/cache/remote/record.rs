@@ -68,7 +68,7 @@ pub enum Invalid {
 
 /// One output in a record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RemoteOutput {
+pub(crate) struct RemoteOutput {
     /// Its digest (a manifest's, for a directory).
     pub digest: String,
     /// Whether it is a directory.
@@ -77,7 +77,7 @@ pub struct RemoteOutput {
 
 /// The signed part of a record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordBody {
+pub(crate) struct RecordBody {
     /// The stage key.
     pub key: String,
     /// The canonical key JSON (its blake3 is the key).
@@ -123,7 +123,7 @@ pub use crate::cache::objects::is_digest;
 
 /// Whether `p` is a plain relative path that stays inside the folder it is joined to (the
 /// local store's rule, [`crate::cache::objects::check_relative_path`]).
-pub fn is_safe_relative(p: &str) -> bool {
+pub(crate) fn is_safe_relative(p: &str) -> bool {
     crate::cache::objects::check_relative_path(p, "").is_ok()
 }
 
@@ -139,7 +139,7 @@ fn check_digest(what: &str, value: &str) -> Result<(), Invalid> {
 }
 
 /// Checks a manifest that arrived from outside: digests and paths.
-pub fn check_manifest(manifest: &Manifest) -> Result<(), Invalid> {
+pub(crate) fn check_manifest(manifest: &Manifest) -> Result<(), Invalid> {
     for (path, digest) in &manifest.entries {
         if !is_safe_relative(path) {
             return Err(Invalid::Path {
@@ -154,7 +154,7 @@ pub fn check_manifest(manifest: &Manifest) -> Result<(), Invalid> {
 
 impl RecordBody {
     /// The body of a local record.
-    pub fn from_run(run: &RunRecord) -> RecordBody {
+    pub(crate) fn from_run(run: &RunRecord) -> RecordBody {
         RecordBody {
             key: run.key.clone(),
             key_json: run.key_json.clone(),

@@ -58,7 +58,7 @@ impl MatValue {
     }
 
     /// The single number of a 1x1 numeric array.
-    pub fn scalar(&self) -> Option<f64> {
+    pub(crate) fn scalar(&self) -> Option<f64> {
         match self {
             MatValue::Num(v) if v.len() == 1 => Some(v[0]),
             _ => None,

@@ -11,7 +11,7 @@ use crate::serve::state::PipelineState;
 use crate::serve::ServeError;
 
 /// The instance ids in `ids` (`3,7,12`): at least two, each an instance of the pipeline.
-pub fn parse_ids(state: &PipelineState, ids: &str) -> Result<Vec<usize>, ServeError> {
+pub(crate) fn parse_ids(state: &PipelineState, ids: &str) -> Result<Vec<usize>, ServeError> {
     let mut out = Vec::new();
     for part in ids.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let s = state.instance(part)?;

@@ -18,7 +18,7 @@ use crate::serve::state::{InstanceState, PipelineState, Status};
 use crate::serve::{live, objects, reason, ServeError, Site};
 
 /// Why the instance would run now, as the engine explains it (empty when cached).
-pub fn why_rerun(
+pub(crate) fn why_rerun(
     site: &Site,
     state: &PipelineState,
     s: &InstanceState,
@@ -54,7 +54,7 @@ pub fn why_rerun(
 
 /// The log of the instance: the recorded `log.txt` when cached, what a running stage has
 /// written so far, or `None`.
-pub fn log_text(site: &Site, s: &InstanceState) -> Result<Option<String>, ServeError> {
+pub(crate) fn log_text(site: &Site, s: &InstanceState) -> Result<Option<String>, ServeError> {
     if let Some(out) = s.record.as_ref().and_then(|r| r.outputs.get(LOG_OUTPUT)) {
         let bytes = objects::read(site.cache(), &out.digest)?;
         return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
@@ -294,7 +294,7 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
 }
 
 /// What the script polls on an instance page: status, progress, and the log so far.
-pub fn live_json(site: &Site, s: &InstanceState) -> Result<Value, ServeError> {
+pub(crate) fn live_json(site: &Site, s: &InstanceState) -> Result<Value, ServeError> {
     Ok(json!({
         "id": s.index,
         "status": s.status.name(),

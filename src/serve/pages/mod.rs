@@ -19,7 +19,7 @@ use super::live::Progress;
 use super::state::Status;
 
 /// One column of a [`grid`].
-pub struct Column {
+pub(crate) struct Column {
     /// The header text (escaped when rendered).
     pub label: String,
     /// CSS class of the header and its cells (`axis`, `param`, `metric`, ...).
@@ -28,7 +28,7 @@ pub struct Column {
 
 /// One cell of a [`grid`]: HTML content, the value it sorts by, and extra attributes.
 #[derive(Default)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// The content, already HTML.
     pub html: String,
     /// The sort value (a number sorts numerically); the text when absent.
@@ -61,7 +61,7 @@ impl Cell {
 
 /// A table with a header row of sort buttons and a row of filter boxes (the script makes
 /// them work). `rows` are (row attributes, cells).
-pub fn grid(id: &str, columns: &[Column], rows: &[(String, Vec<Cell>)]) -> String {
+pub(crate) fn grid(id: &str, columns: &[Column], rows: &[(String, Vec<Cell>)]) -> String {
     let mut out = format!(
         "<div class=\"grid-tools\"><span class=\"shown\" data-for=\"{id}\">{} rows</span> \
          <button type=\"button\" class=\"clear-filters\" data-for=\"{id}\">Clear filters</button></div>\n\
@@ -114,7 +114,7 @@ pub fn grid(id: &str, columns: &[Column], rows: &[(String, Vec<Cell>)]) -> Strin
 }
 
 /// A status badge.
-pub fn badge(status: Status) -> String {
+pub(crate) fn badge(status: Status) -> String {
     format!(
         "<span class=\"badge st-{}\">{}</span>",
         status.name(),
@@ -123,7 +123,7 @@ pub fn badge(status: Status) -> String {
 }
 
 /// `3/10 epochs`, or nothing.
-pub fn progress_text(progress: Option<&Progress>) -> String {
+pub(crate) fn progress_text(progress: Option<&Progress>) -> String {
     progress
         .map(|p| format!("{}/{} {}", p.pos, p.len, p.unit))
         .unwrap_or_default()

@@ -327,7 +327,7 @@ fn aggregated_table(state: &PipelineState, base: &str, over: &str) -> String {
 
 /// The live state the script polls: counts, each stage's status and counts, each instance's
 /// status, progress and metrics.
-pub fn status_json(state: &PipelineState) -> Value {
+pub(crate) fn status_json(state: &PipelineState) -> Value {
     let stages: Vec<Value> = state
         .plan
         .spec()

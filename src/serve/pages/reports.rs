@@ -73,7 +73,7 @@ fn table_html(table: &Table) -> String {
 
 /// The heat map as an HTML grid: each cell coloured on a light-to-blue scale between the
 /// smallest and largest value, its number shown, and row, column and value in its tooltip.
-pub fn heatmap_html(map: &HeatMap) -> String {
+pub(crate) fn heatmap_html(map: &HeatMap) -> String {
     let values: Vec<f64> = map.values.iter().flatten().flatten().copied().collect();
     let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
