@@ -237,8 +237,11 @@ impl LocalExecutor {
             .as_mut()
             .ok_or_else(|| std::io::Error::other("no worker process"))?;
         let line = serde_json::to_string(message).expect("protocol messages serialise");
-        writeln!(process.stdin, "{line}")?;
-        process.stdin.flush()
+        // The worker may have died a moment ago: that must fail this write, not end the engine.
+        super::pipe::without_sigpipe(|| {
+            writeln!(process.stdin, "{line}")?;
+            process.stdin.flush()
+        })
     }
 
     /// The outcome of a job whose worker died.

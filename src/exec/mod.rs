@@ -28,6 +28,7 @@
 pub mod executor;
 pub mod freshness;
 pub mod local;
+mod pipe;
 pub mod plan_status;
 pub mod progress;
 pub mod protocol;
