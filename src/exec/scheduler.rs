@@ -438,6 +438,7 @@ pub fn run_with(
                 schedule.requeue(i);
             }
             FailureReason::Interrupted => {
+                progress.println(&format!("stopped {label}: {}", failure.message));
                 progress.inc();
                 schedule.interrupted(i);
             }
