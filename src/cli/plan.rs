@@ -92,7 +92,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
                     "{:pad$}  on {}",
                     "",
                     place.describe(profile),
-                    pad = width + 8
+                    pad = width + 12
                 );
             }
         }
