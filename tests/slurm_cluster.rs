@@ -547,6 +547,9 @@ fn ctrl_c_on_the_engine_scancels_its_jobs_and_exits_130() {
             "{text}"
         );
     }
-    assert!(text.contains("1 ran, 0 cached, 0 failed, 4 skipped"), "{text}");
+    assert!(
+        text.contains("1 ran, 0 cached, 0 failed, 4 skipped"),
+        "{text}"
+    );
     assert_eq!(active(&ids), "", "jobs still queued or running");
 }
