@@ -331,3 +331,33 @@ fn plan_shows_what_would_go_to_slurm_and_with_which_resources() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no [executor.slurm] profile"), "{err}");
 }
+
+#[test]
+fn restarted_without_slurm_the_run_says_it_cannot_follow_the_job_and_computes_the_key() {
+    let fake = FakeSlurm::new();
+    let dir = project(&fake.project(), Some(&fake_profile(&fake)));
+    let first_log = dir.join("first.log");
+    let mut first = spawn_run(&dir, &first_log);
+    wait_for(&first_log, "as Slurm job", 2, Duration::from_secs(60));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let out = asymflow(&dir, &["run", "pipelines/engine.toml"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("this run does not use that executor; running it again")
+            .count(),
+        2,
+        "{err}"
+    );
+    assert!(err.contains("4 ran, 1 cached, 0 failed"), "{err}");
+    let sbatch = fake
+        .calls()
+        .iter()
+        .filter(|c| c.starts_with("sbatch"))
+        .count();
+    assert_eq!(sbatch, 2, "{:?}", fake.calls());
+    assert_eq!(values(&dir), local_values());
+}

@@ -252,14 +252,15 @@ impl Index {
         Ok(adopted.map_or(Lease::Acquired, Lease::Adopt))
     }
 
-    /// Records in `owner`'s lease on `key` the external job computing it.
+    /// Records in `owner`'s lease on `key` the external job computing it, or that none is
+    /// (the key is computed in a local process).
     pub fn set_external(
         &self,
         key: &str,
         owner: &str,
-        job: &ExternalJob,
+        job: Option<&ExternalJob>,
     ) -> Result<(), IndexError> {
-        let text = serde_json::to_string(job).expect("an ExternalJob serialises");
+        let text = job.map(|j| serde_json::to_string(j).expect("an ExternalJob serialises"));
         self.conn.execute(
             "UPDATE leases SET external = ?1 WHERE key = ?2 AND owner = ?3",
             params![text, key, owner],
@@ -471,9 +472,9 @@ mod tests {
             dir: dir.path().join("slurm/k"),
         };
         assert_eq!(index.try_lease("k", "me").unwrap(), Lease::Acquired);
-        index.set_external("k", "me", &job).unwrap();
+        index.set_external("k", "me", Some(&job)).unwrap();
         // Someone else's lease is untouched by our record.
-        index.set_external("j", "me", &job).unwrap();
+        index.set_external("j", "me", Some(&job)).unwrap();
         let listed = index.external_jobs().unwrap();
         assert_eq!(listed, vec![("k".to_string(), job.clone(), false)]);
         // While the holder lives, the job is its own.
@@ -497,6 +498,9 @@ mod tests {
             Lease::Adopt(job.clone())
         );
         assert_eq!(index.external_jobs().unwrap()[0].1, job);
+        // A run that computes the key itself clears the record.
+        index.set_external("k", "other", None).unwrap();
+        assert!(index.external_jobs().unwrap().is_empty());
         // A lease released normally carries nothing on.
         index.release("k", "other").unwrap();
         assert_eq!(index.try_lease("k", "third").unwrap(), Lease::Acquired);

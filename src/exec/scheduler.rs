@@ -311,8 +311,8 @@ pub fn run_with(
             let key_json = job.key_json.clone();
             // A dead engine's job for this key may still be queued, running or finished:
             // follow it rather than submit a second one.
-            let adopted = match adopt {
-                Some(external) => match executor.adopt(i, job.clone(), &external) {
+            let adopted = match &adopt {
+                Some(external) => match executor.adopt(i, job.clone(), external) {
                     Ok(()) => true,
                     Err(e) => {
                         progress
@@ -327,8 +327,11 @@ pub fn run_with(
                     index.release(&digest, &owner)?;
                     return Err(e.into());
                 }
-                if let Some(external) = executor.external_job(i) {
-                    index.set_external(&digest, &owner, &external)?;
+                // The lease names the job outside this process, or (taken over from a dead
+                // engine whose job this executor cannot follow) no longer names any.
+                let external = executor.external_job(i);
+                if external.is_some() || adopt.is_some() {
+                    index.set_external(&digest, &owner, external.as_ref())?;
                 }
             }
             schedule.start(i, key_json, Instant::now());
