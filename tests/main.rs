@@ -23,6 +23,7 @@ mod serve;
 mod serve_browser;
 mod slurm;
 mod slurm_cluster;
+mod slurm_engine;
 mod spec_errors;
 mod sweeps;
 mod trust;

@@ -116,12 +116,12 @@ pub fn failure(outcome: &JobOutcome) -> &JobFailure {
 }
 
 /// A fake cluster in a temporary folder: the fixture tools in `bin/`, their state beside.
-struct FakeSlurm {
+pub struct FakeSlurm {
     dir: tempfile::TempDir,
 }
 
 impl FakeSlurm {
-    fn new() -> FakeSlurm {
+    pub fn new() -> FakeSlurm {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
@@ -134,7 +134,7 @@ impl FakeSlurm {
         FakeSlurm { dir }
     }
 
-    fn project(&self) -> PathBuf {
+    pub fn project(&self) -> PathBuf {
         let p = self.dir.path().join("project");
         std::fs::create_dir_all(&p).unwrap();
         p
@@ -160,11 +160,26 @@ impl FakeSlurm {
         SlurmExecutor::new(profile, job_command(), max_jobs).unwrap()
     }
 
-    fn state(&self) -> PathBuf {
+    /// The folder of the fake tools (the profile's `bin_dir`).
+    pub fn bin(&self) -> PathBuf {
+        self.dir.path().join("bin")
+    }
+
+    /// The ids of the jobs `sbatch` took, in order.
+    pub fn job_ids(&self) -> Vec<String> {
+        let mut ids: Vec<u64> = std::fs::read_dir(self.state().join("jobs"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|id| id.to_string()).collect()
+    }
+
+    pub fn state(&self) -> PathBuf {
         self.dir.path().join("state")
     }
 
-    fn set(&self, id: &str, field: &str, value: &str) {
+    pub fn set(&self, id: &str, field: &str, value: &str) {
         std::fs::write(
             self.state().join("jobs").join(id).join(field),
             format!("{value}\n"),
@@ -172,21 +187,21 @@ impl FakeSlurm {
         .unwrap();
     }
 
-    fn get(&self, id: &str, field: &str) -> String {
+    pub fn get(&self, id: &str, field: &str) -> String {
         std::fs::read_to_string(self.state().join("jobs").join(id).join(field))
             .unwrap()
             .trim()
             .to_string()
     }
 
-    fn running(&self, id: &str) {
+    pub fn running(&self, id: &str) {
         self.set(id, "state", "RUNNING");
         self.set(id, "reason", "None");
         self.set(id, "nodes", "gpu07");
     }
 
     /// Runs job `id`'s batch script as slurmd would (log appended), and records how it ended.
-    fn run(&self, id: &str) -> i32 {
+    pub fn run(&self, id: &str) -> i32 {
         let log = self.get(id, "output");
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -207,7 +222,7 @@ impl FakeSlurm {
         code
     }
 
-    fn append_log(&self, id: &str, text: &str) {
+    pub fn append_log(&self, id: &str, text: &str) {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -217,7 +232,7 @@ impl FakeSlurm {
         writeln!(f, "{text}").unwrap();
     }
 
-    fn calls(&self) -> Vec<String> {
+    pub fn calls(&self) -> Vec<String> {
         std::fs::read_to_string(self.state().join("calls.log"))
             .unwrap_or_default()
             .lines()

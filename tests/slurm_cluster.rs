@@ -440,3 +440,116 @@ params = { value = 100 }
         .count();
     assert_eq!(jobs, 4, "two trainings and two embeddings went to Slurm");
 }
+
+/// The profile of the engine-level tests on this cluster.
+const ENGINE_PROFILE: &str = "[executor.slurm]\npartition = \"debug\"\ntime = \"00:10:00\"\npoll_interval = 0.2\n\n[executor.slurm.device]\ngres = \"gpu:1\"\n";
+
+/// A project with [`crate::slurm_engine::PIPELINE`] whose trainings sleep `ms` each.
+fn engine_project(root: &Path, ms: u64) -> std::path::PathBuf {
+    let dir = crate::slurm_engine::project(root, Some(ENGINE_PROFILE));
+    let slow = crate::slurm_engine::PIPELINE.replace(
+        "device = true }",
+        &format!("device = true, sleep_ms = {ms} }}"),
+    );
+    assert_ne!(slow, crate::slurm_engine::PIPELINE);
+    std::fs::write(dir.join("pipelines/engine.toml"), slow).unwrap();
+    dir
+}
+
+/// The Slurm job ids an engine's log says it submitted.
+fn submitted(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|l| l.split(" as Slurm job ").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The restart scenario with the engine: `asymflow run --executor slurm` killed with
+/// SIGKILL while its jobs run, one finishing while no engine watches; the restarted run
+/// follows both jobs from the leases, submits nothing, and ends with a local run's results.
+#[test]
+fn a_killed_engine_restarted_follows_its_jobs_from_the_leases() {
+    use crate::slurm_engine::{local_values, spawn_run, values, wait_exit, wait_for};
+    let Some(_cluster) = cluster() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let dir = engine_project(root.path(), 4000);
+    let first_log = dir.join("first.log");
+    let mut first = spawn_run(&dir, &first_log);
+    let text = wait_for(&first_log, "is running", 2, Duration::from_secs(90));
+    let ids = submitted(&text);
+    assert_eq!(ids.len(), 2, "{text}");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(
+        active(&ids).lines().count(),
+        2,
+        "the jobs outlive the engine"
+    );
+    // Let one job finish while no engine watches.
+    let start = Instant::now();
+    while active(&ids).lines().count() == 2 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no job ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let second_log = dir.join("second.log");
+    let mut second = spawn_run(&dir, &second_log);
+    let exit = wait_exit(&mut second, Duration::from_secs(120), &second_log);
+    let text = std::fs::read_to_string(&second_log).unwrap();
+    assert!(exit.success(), "{exit:?}\n{text}");
+    assert_eq!(
+        text.matches("submitted by an earlier run").count(),
+        2,
+        "{text}"
+    );
+    assert!(submitted(&text).is_empty(), "submitted again:\n{text}");
+    let folders: Vec<_> = std::fs::read_dir(dir.join("cache/slurm"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(folders.len(), 2, "{folders:?}");
+    for folder in &folders {
+        let key = folder.file_name().unwrap().to_str().unwrap();
+        assert_eq!(
+            job_logs(&dir.join("cache"), key).len(),
+            1,
+            "one Slurm job for {key}"
+        );
+    }
+    assert_eq!(values(&dir), local_values());
+}
+
+/// Ctrl-C at engine level: `run --executor slurm` scancels what it submitted, says so per
+/// job, prints its summary and exits 130; nothing it submitted stays queued or running.
+#[test]
+fn ctrl_c_on_the_engine_scancels_its_jobs_and_exits_130() {
+    use crate::slurm_engine::{spawn_run, wait_exit, wait_for};
+    let Some(_cluster) = cluster() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let dir = engine_project(root.path(), 60_000);
+    let log = dir.join("run.log");
+    let mut run = spawn_run(&dir, &log);
+    let text = wait_for(&log, "is running", 2, Duration::from_secs(90));
+    let ids = submitted(&text);
+    assert_eq!(ids.len(), 2, "{text}");
+    let pid = run.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let exit = wait_exit(&mut run, Duration::from_secs(60), &log);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(exit.code(), Some(130), "{text}");
+    for id in &ids {
+        assert!(
+            text.contains(&format!("Slurm job {id} was cancelled by this run")),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("1 ran, 0 cached, 0 failed, 4 skipped"),
+        "{text}"
+    );
+    assert_eq!(active(&ids), "", "jobs still queued or running");
+}

@@ -10,6 +10,10 @@
 //!   process: same host name, same boot, same PID namespace, and the process's start time
 //!   recorded in the lease. Containers sharing a host name but not a PID namespace see each
 //!   other's leases as alive until their heartbeats stop.
+//!
+//! A lease may also carry the [`ExternalJob`] its holder submitted (a Slurm job id and its
+//! folder). The job outlives a killed engine; whoever takes the lease over gets it back in
+//! [`Lease::Adopt`] and follows that job instead of computing the key a second time.
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
@@ -17,17 +21,33 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use serde::{Deserialize, Serialize};
 
 use super::store::{host_name, now, Index, IndexError};
 
 /// A lease whose heartbeat is older than this belongs to a dead or hung process.
 pub const LEASE_STALE_AFTER: Duration = Duration::from_secs(30);
 
+/// A job that runs outside the engine's process tree (a Slurm batch job), as the key's
+/// lease records it: enough for a later engine to find it and its files again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalJob {
+    /// Which executor submitted it (`slurm`).
+    pub executor: String,
+    /// That executor's id for it (the Slurm job id).
+    pub id: String,
+    /// The folder of its files (script, log, result).
+    pub dir: std::path::PathBuf,
+}
+
 /// The outcome of asking for a lease.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lease {
     /// We hold it now.
     Acquired,
+    /// We hold it now, taken over from a holder that died after submitting `0`, which may
+    /// still be queued, running, or finished: follow it rather than compute the key again.
+    Adopt(ExternalJob),
     /// A live process holds it.
     HeldBy {
         /// Its host.
@@ -191,14 +211,25 @@ impl Index {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let holder: Option<(String, String, i64, String, f64)> = tx
+        type Holder = (String, String, i64, String, f64, Option<String>);
+        let holder: Option<Holder> = tx
             .query_row(
-                "SELECT owner, host, pid, liveness, heartbeat FROM leases WHERE key = ?1",
+                "SELECT owner, host, pid, liveness, heartbeat, external FROM leases WHERE key = ?1",
                 [key],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
             )
             .optional()?;
-        if let Some((holder, holder_host, holder_pid, liveness, heartbeat)) = holder {
+        let mut adopted = None;
+        if let Some((holder, holder_host, holder_pid, liveness, heartbeat, external)) = holder {
             let stale = lease_is_stale(&holder_host, holder_pid, &liveness, heartbeat);
             if holder != owner && !stale {
                 return Ok(Lease::HeldBy {
@@ -206,13 +237,61 @@ impl Index {
                     pid: holder_pid,
                 });
             }
+            if holder != owner {
+                adopted = external.as_deref().and_then(parse_external);
+            }
         }
+        let external = adopted
+            .as_ref()
+            .map(|job| serde_json::to_string(job).expect("an ExternalJob serialises"));
         tx.execute(
-            "INSERT OR REPLACE INTO leases (key, owner, host, pid, heartbeat, liveness) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![key, owner, host, pid, now(), liveness_token()],
+            "INSERT OR REPLACE INTO leases (key, owner, host, pid, heartbeat, liveness, external) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![key, owner, host, pid, now(), liveness_token(), external],
         )?;
         tx.commit()?;
-        Ok(Lease::Acquired)
+        Ok(adopted.map_or(Lease::Acquired, Lease::Adopt))
+    }
+
+    /// Records in `owner`'s lease on `key` the external job computing it, or that none is
+    /// (the key is computed in a local process).
+    pub fn set_external(
+        &self,
+        key: &str,
+        owner: &str,
+        job: Option<&ExternalJob>,
+    ) -> Result<(), IndexError> {
+        let text = job.map(|j| serde_json::to_string(j).expect("an ExternalJob serialises"));
+        self.conn.execute(
+            "UPDATE leases SET external = ?1 WHERE key = ?2 AND owner = ?3",
+            params![text, key, owner],
+        )?;
+        Ok(())
+    }
+
+    /// The leases that carry an external job: (key, the job, whether the holder is gone).
+    pub fn external_jobs(&self) -> Result<Vec<(String, ExternalJob, bool)>, IndexError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT key, host, pid, liveness, heartbeat, external FROM leases \
+             WHERE external IS NOT NULL ORDER BY key",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, f64>(4)?,
+                r.get::<_, String>(5)?,
+            ))
+        })?;
+        let mut jobs = Vec::new();
+        for row in rows {
+            let (key, host, pid, liveness, heartbeat, external) = row?;
+            if let Some(job) = parse_external(&external) {
+                jobs.push((key, job, lease_is_stale(&host, pid, &liveness, heartbeat)));
+            }
+        }
+        Ok(jobs)
     }
 
     /// Refreshes the heartbeat of every lease `owner` holds.
@@ -240,12 +319,13 @@ impl Index {
         Ok(())
     }
 
-    /// Removes leases whose process is gone; returns how many.
+    /// Removes leases whose process is gone; returns how many. A lease that carries an
+    /// external job stays: the job may still run, and the next run follows it through it.
     pub fn drop_stale_leases(&self) -> Result<usize, IndexError> {
         let stale: Vec<String> = {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT key, host, pid, liveness, heartbeat FROM leases")?;
+            let mut stmt = self.conn.prepare(
+                "SELECT key, host, pid, liveness, heartbeat FROM leases WHERE external IS NULL",
+            )?;
             let rows = stmt.query_map([], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
@@ -283,6 +363,18 @@ impl Index {
             ))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+/// A lease's external job; one this asymflow cannot read (a newer one wrote it) is ignored,
+/// with a warning, and the key is computed again.
+fn parse_external(text: &str) -> Option<ExternalJob> {
+    match serde_json::from_str(text) {
+        Ok(job) => Some(job),
+        Err(e) => {
+            tracing::warn!("ignoring a lease's external job `{text}`: {e}");
+            None
+        }
     }
 }
 
@@ -368,5 +460,79 @@ mod tests {
             )
             .unwrap();
         assert_eq!(index.try_lease("k", "other").unwrap(), Lease::Acquired);
+    }
+
+    #[test]
+    fn a_dead_holders_external_job_is_handed_to_whoever_takes_the_lease_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = Index::open(dir.path()).unwrap();
+        let job = ExternalJob {
+            executor: "slurm".into(),
+            id: "4242".into(),
+            dir: dir.path().join("slurm/k"),
+        };
+        assert_eq!(index.try_lease("k", "me").unwrap(), Lease::Acquired);
+        index.set_external("k", "me", Some(&job)).unwrap();
+        // Someone else's lease is untouched by our record.
+        index.set_external("j", "me", Some(&job)).unwrap();
+        let listed = index.external_jobs().unwrap();
+        assert_eq!(listed, vec![("k".to_string(), job.clone(), false)]);
+        // While the holder lives, the job is its own.
+        assert!(matches!(
+            index.try_lease("k", "other").unwrap(),
+            Lease::HeldBy { .. }
+        ));
+        // The holder dies: the lease is taken over at once, the job handed on, and the new
+        // holder's lease still carries it; a dead holder's job survives `cache gc`.
+        index
+            .conn
+            .execute(
+                "UPDATE leases SET pid = 2147483000, owner = 'ghost' WHERE key = 'k'",
+                [],
+            )
+            .unwrap();
+        assert!(index.external_jobs().unwrap()[0].2);
+        assert_eq!(index.drop_stale_leases().unwrap(), 0);
+        assert_eq!(
+            index.try_lease("k", "other").unwrap(),
+            Lease::Adopt(job.clone())
+        );
+        assert_eq!(index.external_jobs().unwrap()[0].1, job);
+        // A run that computes the key itself clears the record.
+        index.set_external("k", "other", None).unwrap();
+        assert!(index.external_jobs().unwrap().is_empty());
+        // A lease released normally carries nothing on.
+        index.release("k", "other").unwrap();
+        assert_eq!(index.try_lease("k", "third").unwrap(), Lease::Acquired);
+        // A record this asymflow cannot read is ignored: the key is computed again.
+        index
+            .conn
+            .execute(
+                "UPDATE leases SET pid = 2147483000, owner = 'ghost', external = '{\"x\":1}'",
+                [],
+            )
+            .unwrap();
+        assert_eq!(index.try_lease("k", "fourth").unwrap(), Lease::Acquired);
+    }
+
+    #[test]
+    fn an_index_of_schema_5_gains_the_external_column_and_keeps_its_leases() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let conn = rusqlite::Connection::open(dir.path().join("index.sqlite")).unwrap();
+            for m in &super::super::store::MIGRATIONS[..5] {
+                conn.execute_batch(m).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 5).unwrap();
+            conn.execute(
+                "INSERT INTO leases (key, owner, host, pid, heartbeat, liveness) VALUES ('k', 'ghost', 'h', 1, 0, '')",
+                [],
+            )
+            .unwrap();
+        }
+        let mut index = Index::open(dir.path()).unwrap();
+        assert!(index.external_jobs().unwrap().is_empty());
+        assert_eq!(index.leases().unwrap().len(), 1);
+        assert_eq!(index.try_lease("k", "me").unwrap(), Lease::Acquired);
     }
 }

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use key::{short_key, InputKey, StageKey, KEY_FORMAT};
-pub use leases::{Heartbeat, Lease, LEASE_STALE_AFTER};
+pub use leases::{ExternalJob, Heartbeat, Lease, LEASE_STALE_AFTER};
 pub use lock::{CacheLock, LockError, LockMode};
 pub use memo::IndexHasher;
 pub use objects::{LocalObjectStore, Manifest, ObjectError, ObjectStore};

@@ -117,6 +117,9 @@ pub const MIGRATIONS: &[&str] = &[
      ALTER TABLE provenance ADD COLUMN runner TEXT NOT NULL DEFAULT '';
      ALTER TABLE provenance ADD COLUMN telemetry TEXT NOT NULL DEFAULT '{}';
      ALTER TABLE provenance ADD COLUMN visible_devices TEXT;",
+    // 6: the job a lease's holder submitted to a cluster (JSON of `ExternalJob`), so a
+    // restarted engine follows it instead of submitting again; NULL for local work.
+    "ALTER TABLE leases ADD COLUMN external TEXT;",
 ];
 
 /// The index connection. One per thread; SQLite serialises writers.

@@ -75,7 +75,7 @@ pub enum Command {
     /// List every instance as cached or to run, and why, with its resolved params (`--json`),
     /// without running anything.
     #[command(after_help = PLAN_HELP)]
-    Plan(PipelineArgs),
+    Plan(PlanArgs),
     /// Explain which key fields of a stage changed since it last ran.
     #[command(after_help = WHY_HELP)]
     Why {
@@ -321,6 +321,18 @@ pub struct OverrideArgs {
     /// Replace a sweep axis: `seed=0,1,2`.
     #[arg(long = "sweep", value_name = "AXIS=V1,V2")]
     pub sweep: Vec<String>,
+}
+
+/// `asymflow plan`.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// The pipeline and overrides.
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+    /// Where the instances to run would run: with `slurm`, which go to Slurm and with which
+    /// resources (partition, gres or gpus, time, mem), per the `[executor.slurm]` profile.
+    #[arg(long, value_enum, default_value_t = run::ExecutorChoice::Local)]
+    pub executor: run::ExecutorChoice,
 }
 
 /// `asymflow run`.

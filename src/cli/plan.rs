@@ -3,19 +3,32 @@
 //! It says what it can know before running: an instance whose data cannot be read (a missing
 //! weight file or data folder its params name) is "cannot run", and the command then exits
 //! with [`exit::STAGE_FAILED`]. `--json` adds each instance's resolved params. Where there is
-//! no cache yet it plans against an empty one and creates nothing.
+//! no cache yet it plans against an empty one and creates nothing. With `--executor slurm`
+//! each instance to run says where it would run: as a Slurm job with the resources the
+//! project's profile gives its class (partition, gres or gpus, time, mem), or here.
 
 use std::process::ExitCode;
 
 use super::common::{cache_for, load_plan, planning_cache, print_json, registry};
-use super::{exit, output, PipelineArgs};
-use crate::exec::plan_status::cannot_run;
+use super::run::{slurm_profile, ExecutorChoice};
+use super::{exit, output, PlanArgs};
+use crate::exec::plan_status::{cannot_run, PlannedInstance};
 use crate::exec::plan_status_with;
+use crate::exec::slurm::SlurmProfile;
+use crate::kind::Registry;
 
 /// Prints the plan.
-pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
+pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let PlanArgs {
+        pipeline: args,
+        executor,
+    } = args;
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
+    let profile = match executor {
+        ExecutorChoice::Local => None,
+        ExecutorChoice::Slurm => Some(slurm_profile(&plan.spec().project_dir)?),
+    };
     let (cache, scratch) = planning_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
     let remote = super::remote::remote_for(&plan.spec().project_dir, false, false)?;
     let planned = plan_status_with(&plan, &registry, &cache, remote.as_deref())?;
@@ -25,11 +38,23 @@ pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     };
+    let places: Vec<Option<Place>> = planned
+        .iter()
+        .map(|p| place(p, &registry, profile.as_ref()))
+        .collect();
     if args.json {
+        let mut instances = serde_json::to_value(&planned)?;
+        if profile.is_some() {
+            if let Some(list) = instances.as_array_mut() {
+                for (entry, place) in list.iter_mut().zip(&places) {
+                    entry["runs_on"] = serde_json::to_value(place)?;
+                }
+            }
+        }
         print_json(&serde_json::json!({
             "pipeline": plan.spec().name,
             "cache": if scratch.is_some() { None } else { Some(cache.dir()) },
-            "instances": planned,
+            "instances": instances,
         }))?;
         return Ok(code);
     }
@@ -41,7 +66,7 @@ pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let width = planned.iter().map(|p| p.label.len()).max().unwrap_or(0);
-    for p in &planned {
+    for (p, place) in planned.iter().zip(&places) {
         let name = &p.label;
         if p.status == "cached" {
             println!("{}      {name}", output::status_word("cached"));
@@ -62,6 +87,14 @@ pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
                 output::status_word("to-run"),
                 p.reason
             );
+            if let (Some(place), Some(profile)) = (place, &profile) {
+                println!(
+                    "{:pad$}  on {}",
+                    "",
+                    place.describe(profile),
+                    pad = width + 12
+                );
+            }
         }
     }
     let n = |status: &str| planned.iter().filter(|p| p.status == status).count();
@@ -77,7 +110,70 @@ pub fn plan(args: PipelineArgs) -> anyhow::Result<ExitCode> {
             String::new()
         }
     );
+    if profile.is_some() {
+        let slurm = places
+            .iter()
+            .filter(|p| matches!(p, Some(Place::Slurm { .. })))
+            .count();
+        let local = places
+            .iter()
+            .filter(|p| matches!(p, Some(Place::Local { .. })))
+            .count();
+        println!(
+            "--executor slurm: {} to Slurm, {local} here",
+            count(slurm, "job", "jobs")
+        );
+    }
     Ok(code)
+}
+
+/// Where an instance to run would run under `--executor slurm`.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "executor", rename_all = "lowercase")]
+enum Place {
+    /// As a Slurm job with these `sbatch` options.
+    Slurm {
+        /// Its resource class.
+        class: crate::kind::Resource,
+        /// The options.
+        request: crate::exec::slurm::Request,
+    },
+    /// On this machine.
+    Local {
+        /// Its resource class.
+        class: crate::kind::Resource,
+    },
+}
+
+impl Place {
+    /// `Slurm (partition=gpu gres=gpu:1 ...)` or `local (...)`.
+    fn describe(&self, profile: &SlurmProfile) -> String {
+        match self {
+            Place::Slurm { class, .. } | Place::Local { class } => profile.placement(*class),
+        }
+    }
+}
+
+/// Where `p` would run with `profile`: `None` for what needs no run (cached, on the remote,
+/// cannot run) or without a profile.
+fn place(
+    p: &PlannedInstance,
+    registry: &Registry,
+    profile: Option<&SlurmProfile>,
+) -> Option<Place> {
+    let profile = profile?;
+    if p.status != "to-run" || cannot_run(p) {
+        return None;
+    }
+    let class = registry.get(&p.kind)?.resource(&p.params);
+    Some(if profile.submits(class) {
+        Place::Slurm {
+            class,
+            request: profile.request(class),
+        }
+    } else {
+        Place::Local { class }
+    })
 }
 
 /// `1 instance`, `2 instances`.

@@ -243,26 +243,8 @@ fn slurm_executor(
     options: &RunOptions,
     max_jobs: Option<usize>,
 ) -> anyhow::Result<exec::routed::Routed> {
-    use crate::exec::slurm::{JobCommand, SlurmExecutor, SlurmProfile};
-    let project = &plan.spec().project_dir;
-    let file = project.join(crate::config::CONFIG_FILE);
-    let config = crate::config::ProjectConfig::load(project)?;
-    let table = config
-        .executor
-        .as_ref()
-        .and_then(|t| t.get("slurm"))
-        .cloned()
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "--executor slurm: no [executor.slurm] profile in {}; add one (partition, \
-                 account, time, mem, and gres under [executor.slurm.device]); the README's \
-                 `Running on a Slurm cluster` has a worked example",
-                file.display()
-            )
-        })?;
-    let profile: SlurmProfile = table
-        .try_into()
-        .map_err(|e| anyhow::anyhow!("{} [executor.slurm]: {e}", file.display()))?;
+    use crate::exec::slurm::{JobCommand, SlurmExecutor};
+    let profile = slurm_profile(&plan.spec().project_dir)?;
     let exe = std::env::current_exe()?;
     let route = profile.clone();
     let cluster = SlurmExecutor::new(profile, JobCommand::asymflow_exec(&exe), max_jobs)?;
@@ -278,4 +260,32 @@ fn slurm_executor(
         Box::new(local),
         Box::new(move |class| route.submits(class)),
     ))
+}
+
+/// The `[executor.slurm]` profile of the project at `project`, checked.
+pub(crate) fn slurm_profile(
+    project: &std::path::Path,
+) -> anyhow::Result<crate::exec::slurm::SlurmProfile> {
+    let file = project.join(crate::config::CONFIG_FILE);
+    let config = crate::config::ProjectConfig::load(project)?;
+    let table = config
+        .executor
+        .as_ref()
+        .and_then(|t| t.get("slurm"))
+        .cloned()
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--executor slurm: no [executor.slurm] profile in {}; add one (partition, \
+                 account, time, mem, and gres under [executor.slurm.device]); the README's \
+                 `Running on a Slurm cluster` has a worked example",
+                file.display()
+            )
+        })?;
+    let profile: crate::exec::slurm::SlurmProfile = table
+        .try_into()
+        .map_err(|e| anyhow::anyhow!("{} [executor.slurm]: {e}", file.display()))?;
+    profile
+        .validate()
+        .map_err(|e| anyhow::anyhow!("{} [executor.slurm]: {e}", file.display()))?;
+    Ok(profile)
 }

@@ -3,7 +3,7 @@
 //! `STAGE` may be one instance's label (`model[seed=0]`). The params shown are those the stage
 //! receives (templates, vars, sweep values and `--set` applied), also for an instance that has
 //! not run; outputs are listed by the path of their object in the cache, a file the user can
-//! open or copy.
+//! open or copy, and a result computed as a Slurm job lists that job's log.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -150,6 +150,7 @@ fn describe(
         })
         .collect();
     let provenance = cache.index()?.provenance(&record.key)?;
+    let slurm_logs = crate::exec::slurm::job_logs(cache.dir(), &record.key);
     let value = serde_json::json!({
         "instance": name,
         "key": record.key,
@@ -162,6 +163,7 @@ fn describe(
         "finished": record.finished,
         "device": record.device,
         "provenance": provenance,
+        "slurm_logs": slurm_logs,
     });
     if json {
         return Ok(value);
@@ -240,6 +242,9 @@ fn describe(
                 println!("    {line}");
             }
         }
+    }
+    for log in &slurm_logs {
+        println!("  slurm log {}", log.display());
     }
     if !record.metrics.is_empty() {
         println!("  metrics");

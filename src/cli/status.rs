@@ -1,5 +1,7 @@
 //! `asymflow status`: what the cache holds. It never creates a cache, and it shows a lease
 //! whose process died (or stopped heart-beating) as stale, since the next run takes it over.
+//! Jobs a run submitted to a cluster are listed with their job ids and files, from the leases
+//! that carry them; a dead engine's job is followed by the next run.
 
 use std::process::ExitCode;
 
@@ -34,6 +36,31 @@ pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
             println!(
                 "    {} {state}: pid {pid} on {host}, heartbeat {age:.0}s ago",
                 crate::cache::short_key(&key)
+            );
+        }
+    }
+    let external = index.external_jobs()?;
+    if !external.is_empty() {
+        println!(
+            "  {} submitted to a cluster:",
+            count(external.len(), "job", "jobs")
+        );
+        for (key, job, orphaned) in external {
+            let what = if job.executor == crate::exec::slurm::EXECUTOR_NAME {
+                format!("Slurm job {}", job.id)
+            } else {
+                format!("{} job {}", job.executor, job.id)
+            };
+            let label = crate::exec::slurm::job_label(&job.dir)
+                .unwrap_or_else(|| crate::cache::short_key(&key).to_string());
+            let state = if orphaned {
+                "its engine is gone; the next run follows it"
+            } else {
+                "followed by a running asymflow"
+            };
+            println!(
+                "    {label} {what} ({state}), files in {}",
+                job.dir.display()
             );
         }
     }

@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::cache::ExternalJob;
 use crate::cache::{OutputRef, Provenance};
 use crate::kind::{Device, Params, Resource};
 
@@ -228,6 +229,23 @@ pub trait Executor {
 
     /// Starts `job`. The executor fills in `job.resources` (device, threads) as it grants them.
     fn submit(&mut self, id: JobId, job: Job) -> Result<(), ExecutorError>;
+
+    /// The job outside this process that runs job `id` (a Slurm job), while it is followed;
+    /// the scheduler records it in the key's lease. `None` for work in local processes, which
+    /// dies with the engine.
+    fn external_job(&self, _id: JobId) -> Option<ExternalJob> {
+        None
+    }
+
+    /// Follows `external`, started for `job` by an earlier engine that died, as job `id`:
+    /// it reports like a submitted job, also when it finished while no engine was watching.
+    /// An executor that cannot follow such a job says so, and the scheduler runs the job.
+    fn adopt(&mut self, _id: JobId, job: Job, external: &ExternalJob) -> Result<(), ExecutorError> {
+        Err(ExecutorError::Other(format!(
+            "cannot follow {} job {} for {}: this run does not use that executor",
+            external.executor, external.id, job.label
+        )))
+    }
 
     /// The next event of any submitted job, waiting at most `timeout`.
     fn next_event(&mut self, timeout: Duration) -> Option<JobEvent>;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::executor::{Executor, ExecutorError, Job, JobEvent, JobId};
+use super::executor::{Executor, ExecutorError, ExternalJob, Job, JobEvent, JobId};
 use crate::kind::Resource;
 
 /// Which executor takes a class.
@@ -55,6 +55,21 @@ impl Executor for Routed {
         let remote = (self.to_remote)(job.resources.class);
         self.pick(remote).submit(id, job)?;
         self.placed.insert(id, remote);
+        Ok(())
+    }
+
+    fn external_job(&self, id: JobId) -> Option<ExternalJob> {
+        match self.placed.get(&id) {
+            Some(true) => self.remote.external_job(id),
+            Some(false) => self.local.external_job(id),
+            None => None,
+        }
+    }
+
+    /// Jobs outside the engine are the remote executor's: only it can follow one.
+    fn adopt(&mut self, id: JobId, job: Job, external: &ExternalJob) -> Result<(), ExecutorError> {
+        self.remote.adopt(id, job, external)?;
+        self.placed.insert(id, true);
         Ok(())
     }
 

@@ -9,7 +9,9 @@
 //! Before a miss runs, the scheduler takes the key's lease in the index. If another process
 //! holds it, the instance waits and checks again; when that process finishes, the result is a
 //! cache hit, so no key is ever computed twice. A lease whose process died is taken over.
-//! Within one process, two instances with the same key (same work) run once.
+//! Within one process, two instances with the same key (same work) run once. A job that runs
+//! outside the engine (a Slurm job) is named in the lease; an engine that takes over the lease
+//! of a dead one follows that job ([`Executor::adopt`]) instead of submitting another.
 //!
 //! Results are recorded by this thread only, one transaction per instance, after the job moved
 //! every output into the object store. A job whose process died is tried again `--retries`
@@ -282,7 +284,7 @@ pub fn run_with(
             if !executor.has_room(class) {
                 continue;
             }
-            match index.try_lease(&digest, &owner)? {
+            let adopt = match index.try_lease(&digest, &owner)? {
                 Lease::HeldBy { host, pid } => {
                     if lease_wait.insert(i, Instant::now()).is_none() {
                         progress.println(&format!(
@@ -292,8 +294,9 @@ pub fn run_with(
                     }
                     continue;
                 }
-                Lease::Acquired => {}
-            }
+                Lease::Acquired => None,
+                Lease::Adopt(external) => Some(external),
+            };
             lease_wait.remove(&i);
             // Another process may have finished it while we waited for the lease.
             if let Some(record) = index.lookup(&digest)? {
@@ -306,9 +309,30 @@ pub fn run_with(
             }
             let job = make_job(plan, i, &key, &digest, &schedule, cache, class);
             let key_json = job.key_json.clone();
-            if let Err(e) = executor.submit(i, job) {
-                index.release(&digest, &owner)?;
-                return Err(e.into());
+            // A dead engine's job for this key may still be queued, running or finished:
+            // follow it rather than submit a second one.
+            let adopted = match &adopt {
+                Some(external) => match executor.adopt(i, job.clone(), external) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        progress
+                            .println(&format!("note    {}: {e}; running it again", inst.label()));
+                        false
+                    }
+                },
+                None => false,
+            };
+            if !adopted {
+                if let Err(e) = executor.submit(i, job) {
+                    index.release(&digest, &owner)?;
+                    return Err(e.into());
+                }
+                // The lease names the job outside this process, or (taken over from a dead
+                // engine whose job this executor cannot follow) no longer names any.
+                let external = executor.external_job(i);
+                if external.is_some() || adopt.is_some() {
+                    index.set_external(&digest, &owner, external.as_ref())?;
+                }
             }
             schedule.start(i, key_json, Instant::now());
             if let Some(bar) = progress.stage_bar(&inst.label()) {
@@ -417,6 +441,7 @@ pub fn run_with(
                 schedule.requeue(i);
             }
             FailureReason::Interrupted => {
+                progress.println(&format!("stopped {label}: {}", failure.message));
                 progress.inc();
                 schedule.interrupted(i);
             }

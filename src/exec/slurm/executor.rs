@@ -8,17 +8,19 @@
 //! how it ended ([`super::tracker`] holds the rules). Results come back through the shared
 //! object store; the executor hands the outcome to the scheduler, which alone writes the index.
 //!
-//! For an engine restart, the scheduler keeps each job's Slurm id in the key's lease
-//! ([`SlurmExecutor::slurm_job_id`] after `submit`); a restarted engine calls
-//! [`SlurmExecutor::adopt`] for a lease whose job may still be queued or running, instead of
-//! submitting again, and gets its outcome as for any other job, including one that finished
-//! while the engine was down (read from its result file by [`recorded_outcome`]).
+//! For an engine restart, the scheduler keeps each job's Slurm id and folder in the key's
+//! lease ([`Executor::external_job`] after `submit`); a restarted engine that takes over the
+//! lease of a dead one calls [`Executor::adopt`] (which is [`SlurmExecutor::adopt`]) instead
+//! of submitting again, and gets the outcome as for any other job, including one that
+//! finished while the engine was down (read from its result file by [`recorded_outcome`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::exec::executor::{Executor, ExecutorError, Job, JobEvent, JobId, JobOutcome};
+use crate::exec::executor::{
+    Executor, ExecutorError, ExternalJob, Job, JobEvent, JobId, JobOutcome,
+};
 use crate::kind::{Device, Resource};
 
 use super::command::JobCommand;
@@ -27,6 +29,9 @@ use super::profile::{Request, SlurmProfile};
 use super::script::render;
 use super::tools::Tools;
 use super::tracker::{Facts, Step, Tracker};
+
+/// The executor's name in the [`ExternalJob`]s it records.
+pub const EXECUTOR_NAME: &str = "slurm";
 
 /// Runs jobs as Slurm batch jobs. See the module docs.
 #[derive(Debug)]
@@ -314,6 +319,24 @@ impl Executor for SlurmExecutor {
             },
         );
         Ok(())
+    }
+
+    fn external_job(&self, id: JobId) -> Option<ExternalJob> {
+        self.jobs.get(&id).map(|f| ExternalJob {
+            executor: EXECUTOR_NAME.to_string(),
+            id: f.tracker.slurm_id.clone(),
+            dir: f.dir.path().to_path_buf(),
+        })
+    }
+
+    fn adopt(&mut self, id: JobId, job: Job, external: &ExternalJob) -> Result<(), ExecutorError> {
+        if external.executor != EXECUTOR_NAME {
+            return Err(ExecutorError::Other(format!(
+                "cannot follow {} job {} for {}: it was not submitted to Slurm",
+                external.executor, external.id, job.label
+            )));
+        }
+        SlurmExecutor::adopt(self, id, &job, &external.id)
     }
 
     fn next_event(&mut self, timeout: Duration) -> Option<JobEvent> {

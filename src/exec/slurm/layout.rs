@@ -131,6 +131,14 @@ pub fn job_logs(cache_dir: &Path, key: &str) -> Vec<PathBuf> {
     logs.into_iter().map(|(_, p)| p).collect()
 }
 
+/// The label (`stage[axis=value]`) of the job whose files are in `dir`, from its `job.json`
+/// (for `status`, which knows a running job only by its lease).
+pub fn job_label(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("job.json")).ok()?;
+    let job: crate::exec::executor::Job = serde_json::from_str(&text).ok()?;
+    Some(job.label)
+}
+
 /// The last `lines` lines of a text file (reading at most its last 64 KiB).
 fn tail(path: &Path, lines: usize) -> Option<String> {
     let mut file = std::fs::File::open(path).ok()?;
@@ -187,5 +195,8 @@ mod tests {
         );
         assert_eq!(job_logs(tmp.path(), "abc"), [dir.log("5"), dir.log("12")]);
         assert!(job_logs(tmp.path(), "other").is_empty());
+        assert_eq!(job_label(dir.path()), None);
+        dir.write(&dir.job(), b"{not a job").unwrap();
+        assert_eq!(job_label(dir.path()), None);
     }
 }

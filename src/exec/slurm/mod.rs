@@ -25,6 +25,6 @@ pub mod tools;
 pub mod tracker;
 
 pub use command::JobCommand;
-pub use executor::{recorded_outcome, SlurmExecutor, SlurmJobInfo};
-pub use layout::job_logs;
+pub use executor::{recorded_outcome, SlurmExecutor, SlurmJobInfo, EXECUTOR_NAME};
+pub use layout::{job_label, job_logs};
 pub use profile::{ClassProfile, ProfileError, Request, SlurmProfile};

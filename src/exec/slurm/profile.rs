@@ -79,7 +79,7 @@ pub struct ProfileError {
 }
 
 /// The `sbatch` options one job of a class gets, resolved from the profile and its class.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Request {
     /// `--partition`.
     pub partition: Option<String>,
