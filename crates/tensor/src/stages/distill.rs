@@ -337,6 +337,32 @@ mod tests {
     }
 
     #[test]
+    fn precision_defaults_to_fp32_and_bf16_is_refused_on_cpu() {
+        use crate::nn::precision::{precision_param, Precision};
+        let mut p = params(json!(["abs"]));
+        assert_eq!(p.int("chunks").unwrap(), 1);
+        assert_eq!(
+            precision_param(&p, tch::Device::Cpu).unwrap(),
+            Precision::Fp32
+        );
+        p.0.insert("precision".into(), json!("bf16"));
+        let err = precision_param(&p, tch::Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("precision") && err.contains("needs a CUDA device"),
+            "{err}"
+        );
+        assert_eq!(
+            precision_param(&p, tch::Device::Cuda(0)).unwrap(),
+            Precision::Bf16,
+            "accepted for a CUDA stage (nothing runs here)"
+        );
+        p.0.insert("precision".into(), json!("fp16"));
+        assert!(precision_param(&p, tch::Device::Cpu).is_err());
+    }
+
+    #[test]
     fn paper_defaults_are_declared() {
         let p = params(json!(["abs"]));
         assert_eq!(p.int("augmentations").unwrap(), 8);
