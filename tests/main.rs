@@ -12,6 +12,7 @@ mod data_fixtures;
 mod data_loaders;
 mod data_split;
 mod freshness;
+mod gpu_check;
 mod raml;
 mod reliability;
 mod remote;

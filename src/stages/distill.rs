@@ -169,6 +169,14 @@ const PARAMS: &[ParamDecl] = &[
         "1",
         "batches whose gradients add up to one step",
     ),
+    ParamDecl::optional(
+        "chunks",
+        ParamType::Int,
+        "1",
+        "groups of whole images each batch is forwarded in, gradients added (less memory; BatchNorm sees each group)",
+    )
+    .at_least(1.0),
+    PRECISION,
 ];
 
 const INPUTS: &[InputDecl] = &[
@@ -195,7 +203,8 @@ impl Stage for Distill {
     }
     fn impl_version(&self) -> u32 {
         // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
-        2
+        // 3: `precision` and `chunks` (the key gains them; fp32, chunks = 1 are bit-identical).
+        3
     }
     fn summary(&self) -> &'static str {
         "distil a small-resolution student from a frozen teacher, without labels"

@@ -8,6 +8,7 @@
 //! `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where unknown). Metrics: `gflops` (one forward
 //! pass at the resolution), `resolution`, `count`.
 
+use super::training::PRECISION;
 use crate::data::EvalView;
 use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
@@ -44,6 +45,7 @@ const PARAMS: &[ParamDecl] = &[
         "images per forward pass",
     )
     .at_least(1.0),
+    PRECISION,
 ];
 
 const INPUTS: &[InputDecl] = &[
@@ -65,7 +67,8 @@ impl Stage for Embed {
     }
     fn impl_version(&self) -> u32 {
         // 2: the output records each row's image (`items`): how `evaluate` tells same images.
-        2
+        // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
+        3
     }
     fn summary(&self) -> &'static str {
         "embed one partition with one checkpoint at one resolution"

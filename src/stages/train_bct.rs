@@ -57,7 +57,8 @@ impl Stage for TrainBct {
 
     fn impl_version(&self) -> u32 {
         // 2: `train_seconds` is telemetry, no longer in `metrics.json`.
-        2
+        // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
+        3
     }
 
     fn summary(&self) -> &'static str {

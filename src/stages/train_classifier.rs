@@ -41,6 +41,7 @@ macro_rules! classifier_params {
             ParamDecl::optional("flip", ParamType::Bool, "true",
                 "horizontal flips; off where mirroring changes identity (the synthetic set's stripe angles)"),
             ParamDecl::optional("seed", ParamType::Int, "0", "seed of initialisation, order and augmentation"),
+            $crate::stages::training::PRECISION,
             $($extra),*
         ]
     };
@@ -71,7 +72,8 @@ impl Stage for TrainClassifier {
 
     fn impl_version(&self) -> u32 {
         // 2: `train_seconds` is telemetry, no longer in `metrics.json`.
-        2
+        // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
+        3
     }
 
     fn summary(&self) -> &'static str {

@@ -159,6 +159,7 @@ const PARAMS: &[ParamDecl] = &[
         "0.0",
         "colour distortion strength",
     ),
+    PRECISION,
 ];
 
 const INPUTS: &[InputDecl] = &[InputDecl {
@@ -173,7 +174,8 @@ impl Stage for TrainTeacher {
     }
     fn impl_version(&self) -> u32 {
         // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
-        2
+        // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
+        3
     }
     fn summary(&self) -> &'static str {
         "train the database network (triplet or cosine-classifier loss) at the large resolution"

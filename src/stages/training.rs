@@ -10,10 +10,21 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
-use crate::kind::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
+use crate::kind::{
+    FingerprintEnv, InputArtifact, ParamDecl, ParamType, Params, StageContext, StageError,
+};
 
 /// The loss-curve output of the training stages.
 pub const LOSS_OUTPUT: &str = "loss.json";
+
+/// `precision`, shared by the kinds that run a network: `fp32`, or `bf16` autocast on CUDA
+/// (refused on CPU when the stage starts; see asymflow-tensor's `nn::precision`).
+pub const PRECISION: ParamDecl = ParamDecl::optional(
+    "precision",
+    ParamType::Choice(&["fp32", "bf16"]),
+    "\"fp32\"",
+    "fp32, or bf16: bfloat16 autocast of the forward pass on CUDA (an error on CPU)",
+);
 
 /// Architecture choices, in pipeline spelling.
 pub const ARCHS: &[&str] = &["resnet18", "resnet34", "resnet50"];

@@ -11,7 +11,9 @@
 //! - [`distill_loss`]: `L_abs`, `L_rel-ts`, `L_rel-ss` of the resolution-asymmetry paper.
 //! - [`optim`]: Adam/AdamW with the one-cycle schedule.
 //! - [`flops`]: the cost of one forward pass at a resolution.
+//! - [`precision`]: fp32, or bfloat16 autocast on CUDA.
 //! - [`train`]: one optimisation step of teacher training and of distillation.
+//! - [`timing`]: where a training run's time goes.
 //! - [`checkpoint`]: `model.safetensors` + `model.json`, and torchvision ImageNet weights.
 
 pub mod checkpoint;
@@ -22,7 +24,9 @@ pub mod embedding;
 pub mod flops;
 pub mod gem;
 pub mod optim;
+pub mod precision;
 pub mod resnet;
+pub mod timing;
 pub mod train;
 pub mod triplet;
 
@@ -34,6 +38,7 @@ pub use embedding::EmbeddingNet;
 pub use flops::{flops, gflops};
 pub use gem::l2n;
 pub use optim::{OneCycle, Optim, OptimConfig, OptimKind};
+pub use precision::Precision;
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +61,9 @@ pub enum NnError {
     /// libtorch reported an error.
     #[error("libtorch: {0}")]
     Torch(String),
+    /// The requested precision cannot run here; the message says why and what to use.
+    #[error("{0}")]
+    Precision(String),
 }
 
 impl NnError {

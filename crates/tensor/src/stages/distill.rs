@@ -15,9 +15,11 @@ use super::training::{
     augment_config, images_per_epoch, open_partition, optim_config, positive, resolve,
     upstream_int, EpochLoss, LossCurve, Means,
 };
-use crate::data::{DistillConfig, DistillLoader};
+use crate::data::{device_feed, DistillConfig, DistillLoader};
 use crate::kind::{Params, Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
+use crate::nn::precision::precision_param;
+use crate::nn::timing::RunTimes;
 use crate::nn::train::DistillStep;
 use crate::nn::{gflops, Arch, DistillLoss, NetConfig, Optim, Stem};
 use crate::TorchResult;
@@ -37,6 +39,20 @@ impl Run for Distill {
         let resolution = positive(&p, "resolution")?;
         let augmentations = positive(&p, "augmentations")?;
         let loss = distill_loss(&p)?;
+        let precision = precision_param(&p, device)?;
+        let chunks = positive(&p, "chunks")?;
+        if chunks > batch_size {
+            return Err(StageError::bad_param(
+                "chunks",
+                format!(
+                    "{chunks} groups of whole images cannot be made from a batch of {batch_size} images; \
+                     use at most batch_size"
+                ),
+            ));
+        }
+        if device.is_cuda() {
+            tch::Cuda::cudnn_set_benchmark(true);
+        }
 
         let teacher_input = ctx.input("teacher")?.clone();
         let teacher_resolution = match p.int("teacher_resolution")? {
@@ -103,7 +119,9 @@ impl Run for Distill {
             augmentations as i64,
             p.bool("freeze_bn")?,
             accumulate,
-        );
+        )
+        .with_chunks(chunks as i64)
+        .with_precision(precision);
         ctx.log(format!(
             "distill: {} images, {batches} batches/epoch of {batch_size} x {augmentations} views, \
              teacher {teacher_resolution} px -> student {resolution} px, {epochs} epochs",
@@ -111,17 +129,18 @@ impl Run for Distill {
         ));
 
         let mut curve = LossCurve::default();
+        let mut times = RunTimes::start();
+        let mut images = 0;
         ctx.progress_start(epochs as u64, "epochs");
         for epoch in 0..epochs {
             let start = Instant::now();
             let mut means = Means::default();
-            for batch in loader.epoch(epoch as u64) {
+            let mut batches = device_feed(loader.epoch(epoch as u64), device);
+            while let Some(batch) = times.data(|| batches.next()) {
                 ctx.check_cancelled()?;
                 let batch = batch?;
-                let terms = step.batch(
-                    &batch.teacher.to_device(device),
-                    &batch.student.to_device(device),
-                );
+                images += batch.indices.len();
+                let terms = step.batch(&batch.teacher, &batch.student);
                 let total = terms.total.double_value(&[]);
                 if !total.is_finite() {
                     return Err(StageError::Other(format!(
@@ -150,6 +169,7 @@ impl Run for Distill {
         }
         curve.write(ctx)?;
         step.student.save(ctx.out_dir())?;
+        ctx.log(times.line(&step.times(), images));
         ctx.metric(
             "final_loss",
             curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN),
@@ -314,6 +334,32 @@ mod tests {
         );
         let err = distill_loss(&params(json!([]))).unwrap_err().to_string();
         assert!(err.contains("at least one"), "{err}");
+    }
+
+    #[test]
+    fn precision_defaults_to_fp32_and_bf16_is_refused_on_cpu() {
+        use crate::nn::precision::{precision_param, Precision};
+        let mut p = params(json!(["abs"]));
+        assert_eq!(p.int("chunks").unwrap(), 1);
+        assert_eq!(
+            precision_param(&p, tch::Device::Cpu).unwrap(),
+            Precision::Fp32
+        );
+        p.0.insert("precision".into(), json!("bf16"));
+        let err = precision_param(&p, tch::Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("precision") && err.contains("needs a CUDA device"),
+            "{err}"
+        );
+        assert_eq!(
+            precision_param(&p, tch::Device::Cuda(0)).unwrap(),
+            Precision::Bf16,
+            "accepted for a CUDA stage (nothing runs here)"
+        );
+        p.0.insert("precision".into(), json!("fp16"));
+        assert!(precision_param(&p, tch::Device::Cpu).is_err());
     }
 
     #[test]

@@ -15,11 +15,13 @@ use std::path::Path;
 use tch::{Kind, Tensor};
 
 use super::training::positive;
+use crate::data::device::tensor_to_device;
 use crate::data::{EvalLoader, EvalView};
 use crate::kind::{Run, StageContext, StageError};
 use crate::metrics::item_id;
 use crate::nn::checkpoint::{Model, META_FILE, WEIGHTS_FILE};
 use crate::nn::gflops;
+use crate::nn::precision::precision_param;
 use crate::TorchResult;
 use asymflow::stages::embed::*;
 
@@ -32,6 +34,10 @@ impl Run for Embed {
         let resolution = positive(&p, "resolution")?;
         let batch_size = positive(&p, "batch_size")?;
         let device = crate::worker::torch_device(ctx.device());
+        let precision = precision_param(&p, device)?;
+        if device.is_cuda() {
+            tch::Cuda::cudnn_set_benchmark(true);
+        }
         let input = ctx.input("model")?.clone();
         let model = Model::load(
             input.output(WEIGHTS_FILE)?,
@@ -54,7 +60,8 @@ impl Run for Embed {
         for batch in loader.iter() {
             ctx.check_cancelled()?;
             let (images, batch_labels) = batch?;
-            let emb = tch::no_grad(|| model.net.forward_t(&images.to_device(device), false));
+            let images = tensor_to_device(&images, device);
+            let emb = tch::no_grad(|| precision.run(|| model.net.forward_t(&images, false)));
             parts.push(emb.to_device(tch::Device::Cpu).to_kind(Kind::Float));
             labels.extend(batch_labels);
             ctx.progress_tick();

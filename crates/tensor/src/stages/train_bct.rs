@@ -402,10 +402,13 @@ impl Run for TrainBct {
         };
         let loader = setup.loader(dataset, &items)?;
         let old_net = &old.model.net;
+        let precision = setup.precision;
         let mut extra = |images: &Tensor, emb: &Tensor, labels: &[i64]| -> Option<Tensor> {
-            let old_feats = influence
-                .needs_old_features()
-                .then(|| tch::no_grad(|| old_net.forward_t(images, false)));
+            let old_feats = influence.needs_old_features().then(|| {
+                precision.fp32(&tch::no_grad(|| {
+                    precision.run(|| old_net.forward_t(images, false))
+                }))
+            });
             influence
                 .loss(emb, old_feats.as_ref(), labels)
                 .map(|l| l * lambda)

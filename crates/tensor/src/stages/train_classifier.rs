@@ -19,9 +19,12 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use crate::data::{
-    AugmentConfig, Dataset, Sampling, SplitItem, SplitManifest, TrainConfig, TrainLoader,
+    device_feed, AugmentConfig, Dataset, Sampling, SplitItem, SplitManifest, TrainConfig,
+    TrainLoader,
 };
 use crate::kind::{Params, Run, StageContext, StageError};
+use crate::nn::precision::{Precision, PRECISIONS};
+use crate::nn::timing::{RunTimes, StepTimes};
 use crate::nn::{
     gflops, Arch, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig,
     OptimKind, Pool, Stem,
@@ -64,6 +67,8 @@ pub(crate) struct Setup {
     /// The training augmentation (`AugmentConfig::none()` when `augment` is off).
     pub augment: AugmentConfig,
     pub seed: u64,
+    /// The forward pass's precision (checked against the device when training starts).
+    pub precision: Precision,
     /// Seed of the initial weights: `seed` mixed with every other parameter, so two stages
     /// with one `seed` but different roles (old and new model) start from independent
     /// initialisations, as independently trained models do, while a rerun starts identically.
@@ -100,8 +105,15 @@ fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
     })
 }
 
+/// Parameters that change how the network computes, not which model it is: left out of
+/// [`init_seed`], so a bf16 run starts from the fp32 run's weights (and adding them kept every
+/// earlier initialisation).
+const NUMERIC_ONLY: &[&str] = &["precision"];
+
 fn init_seed(params: &Params) -> i64 {
-    let text = serde_json::to_string(&params.0).unwrap_or_default();
+    let mut role = params.0.clone();
+    role.retain(|name, _| !NUMERIC_ONLY.contains(&name.as_str()));
+    let text = serde_json::to_string(&role).unwrap_or_default();
     let hash = blake3::hash(text.as_bytes());
     let bytes: [u8; 8] = hash.as_bytes()[..8].try_into().unwrap_or([0; 8]);
     (u64::from_le_bytes(bytes) >> 1) as i64
@@ -149,6 +161,15 @@ impl Setup {
             },
             augment: augment_config(params)?,
             seed: params.int("seed")? as u64,
+            precision: {
+                let name = params.str("precision")?;
+                Precision::parse(name).ok_or_else(|| {
+                    StageError::bad_param(
+                        "precision",
+                        format!("`{name}`: expected one of {}", PRECISIONS.join(", ")),
+                    )
+                })?
+            },
             init_seed: init_seed(params),
         })
     }
@@ -250,6 +271,8 @@ pub(crate) struct TrainStats {
     pub seconds: f64,
     /// Every epoch.
     pub history: Vec<EpochLog>,
+    /// Where the time went ([`RunTimes::line`]), for the log.
+    pub breakdown: String,
 }
 
 /// An extra loss term computed from a batch: `(images, embeddings, raw labels) -> term`.
@@ -278,13 +301,24 @@ pub(crate) fn train(
         .ok_or_else(|| StageError::Other("internal: a classifier model without a head".into()))?;
     let index = classes.index();
     let device = crate::worker::torch_device(ctx.device());
+    let precision = setup
+        .precision
+        .check(device)
+        .map_err(|e| StageError::bad_param("precision", e.to_string()))?;
+    if device.is_cuda() {
+        tch::Cuda::cudnn_set_benchmark(true);
+    }
     let start = Instant::now();
+    let mut times = RunTimes::start();
+    let mut step_times = StepTimes::default();
+    let mut images_total = 0;
     let mut stats = TrainStats::default();
     ctx.progress_start(steps as u64, "batches");
     for epoch in 0..setup.epochs {
         let (mut loss_sum, mut extra_sum, mut correct, mut seen, mut batches) =
             (0.0, 0.0, 0i64, 0usize, 0usize);
-        for batch in loader.epoch(epoch as u64) {
+        let mut feed = device_feed(loader.epoch(epoch as u64), device);
+        while let Some(batch) = times.data(|| feed.next()) {
             ctx.check_cancelled()?;
             let batch = batch?;
             let raw: Vec<i64> = Vec::<i64>::try_from(&batch.labels).torch()?;
@@ -298,25 +332,33 @@ pub(crate) fn train(
                     })
                 })
                 .collect::<Result<_, _>>()?;
-            let images = batch.images.to_device(device);
+            let images = batch.images;
             let targets = Tensor::from_slice(&dense).to_device(device);
-            let emb = model.net.forward_t(&images, true);
-            let ce = head.loss(&emb, &targets);
-            let mut loss = ce.shallow_clone();
-            if let Some(term) = extra(&images, &emb, &raw) {
-                extra_sum += term.double_value(&[]);
-                loss += term;
-            }
-            optim.zero_grad();
-            if let Some(o) = extra_optim.as_mut() {
-                o.zero_grad();
-            }
-            loss.backward();
-            optim.step();
-            if let Some(o) = extra_optim.as_mut() {
-                o.step();
-            }
-            loss_sum += ce.double_value(&[]);
+            images_total += raw.len();
+            let (emb, loss) = step_times.forward(|| {
+                let emb = precision.fp32(&precision.run(|| model.net.forward_t(&images, true)));
+                let ce = head.loss(&emb, &targets);
+                let mut loss = ce.shallow_clone();
+                if let Some(term) = extra(&images, &emb, &raw) {
+                    extra_sum += term.double_value(&[]);
+                    loss += term;
+                }
+                loss_sum += ce.double_value(&[]);
+                (emb, loss)
+            });
+            step_times.step(|| {
+                optim.zero_grad();
+                if let Some(o) = extra_optim.as_mut() {
+                    o.zero_grad();
+                }
+            });
+            step_times.backward(|| loss.backward());
+            step_times.step(|| {
+                optim.step();
+                if let Some(o) = extra_optim.as_mut() {
+                    o.step();
+                }
+            });
             let predicted = tch::no_grad(|| head.logits(&emb, None).argmax(-1, false));
             correct += predicted
                 .eq_tensor(&targets)
@@ -345,6 +387,7 @@ pub(crate) fn train(
             )));
         }
     }
+    stats.breakdown = times.line(&step_times, images_total);
     Ok(stats)
 }
 
@@ -369,6 +412,7 @@ pub(crate) fn finish(
         stats.accuracy,
         classes.labels.len()
     ));
+    ctx.log(stats.breakdown.clone());
     model.save(ctx.out_dir())?;
     ctx.write_json(LOSS_OUTPUT, &stats.history)?;
     ctx.write_json(CLASSES_OUTPUT, classes)

@@ -15,9 +15,11 @@ use super::training::{
     augment_config, images_per_epoch, net_config, open_partition, optim_config, positive, resolve,
     EpochLoss, LossCurve, Means,
 };
-use crate::data::{dense_labels, Sampling, TrainConfig, TrainLoader};
+use crate::data::{dense_labels, device_feed, Sampling, TrainConfig, TrainLoader};
 use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
+use crate::nn::precision::precision_param;
+use crate::nn::timing::RunTimes;
 use crate::nn::train::{TeacherLoss, TeacherStep};
 use crate::nn::{gflops, ClassifierConfig, HeadKind, Optim};
 use crate::TorchResult;
@@ -80,8 +82,12 @@ impl Run for TrainTeacher {
             Sampling::Shuffle
         };
 
-        tch::manual_seed(seed);
         let device = crate::worker::torch_device(ctx.device());
+        let precision = precision_param(&p, device)?;
+        if device.is_cuda() {
+            tch::Cuda::cudnn_set_benchmark(true);
+        }
+        tch::manual_seed(seed);
         let model = Model::new(ModelMeta::new(net.clone(), head), device);
         if let Some(path) = p.opt_str("pretrained") {
             let loaded = load_pretrained(&model.vs, &resolve(ctx, path))?;
@@ -106,7 +112,8 @@ impl Run for TrainTeacher {
         }
         let steps = epochs * batches.div_ceil(accumulate);
         let optim = Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?;
-        let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?;
+        let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?
+            .with_precision(precision);
         ctx.log(format!(
             "train-teacher: {} images of {} classes, {batches} batches/epoch, {epochs} epochs, loss {loss_name}",
             items.len(),
@@ -114,18 +121,22 @@ impl Run for TrainTeacher {
         ));
 
         let mut curve = LossCurve::default();
+        let mut times = RunTimes::start();
+        let mut images = 0;
         ctx.progress_start(epochs as u64, "epochs");
         for epoch in 0..epochs {
             let start = Instant::now();
             let mut means = Means::default();
-            for batch in loader.epoch(epoch as u64) {
+            let mut batches = device_feed(loader.epoch(epoch as u64), device);
+            while let Some(batch) = times.data(|| batches.next()) {
                 ctx.check_cancelled()?;
                 let batch = batch?;
                 let labels = match loss {
-                    TeacherLoss::Classifier => dense(&batch.labels, &classes)?,
-                    TeacherLoss::Triplet { .. } => batch.labels,
+                    TeacherLoss::Classifier => dense(&batch.labels, &classes)?.to_device(device),
+                    TeacherLoss::Triplet { .. } => batch.labels.to_device(device),
                 };
-                let value = step.batch(&batch.images.to_device(device), &labels.to_device(device));
+                images += batch.indices.len();
+                let value = step.batch(&batch.images, &labels);
                 if !value.is_finite() {
                     return Err(StageError::Other(format!(
                         "the loss became {value} in epoch {}; lower `lr`",
@@ -148,6 +159,7 @@ impl Run for TrainTeacher {
         }
         curve.write(ctx)?;
         step.model.save(ctx.out_dir())?;
+        ctx.log(times.line(&step.times(), images));
         let last = curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN);
         ctx.metric("final_loss", last);
         ctx.metric("gflops", gflops(&net, resolution as i64));
