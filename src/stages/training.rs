@@ -13,7 +13,7 @@ use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
 use crate::kind::{FingerprintEnv, InputArtifact, Params, StageContext, StageError};
 
 /// The loss-curve output of the training stages.
-pub const LOSS_OUTPUT: &str = "loss.json";
+pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;
 
 /// Architecture choices, in pipeline spelling.
 pub const ARCHS: &[&str] = &["resnet18", "resnet34", "resnet50"];
