@@ -76,10 +76,10 @@ fn a_declined_metric_is_a_dash_with_a_footnote_giving_the_reason() {
     assert_eq!(ver_line, "| ver | -³ | -⁴ | -⁵ |", "{table}");
     for line in [
         "- ¹ TPIR@FPIR: FPIR 1e-2 needs at least 100 non-mated probes; there are 1 (`id`).",
-        "- ² `id` (kind evaluate) recorded no `tar_at_far`.",
-        "- ³ `ver` (kind evaluate) recorded no `tpir_at_fpir`.",
+        "- ² TAR@FAR: not recorded by `id`.",
+        "- ³ TPIR@FPIR: not recorded by `ver`.",
         "- ⁴ TAR@FAR: FAR 1e-4 needs at least 10000 impostor pairs; there are 4 (`ver`).",
-        "- ⁵ `ver` (kind evaluate) recorded no `r1`.",
+        "- ⁵ R@1: not recorded by `ver`.",
     ] {
         assert!(table.contains(line), "missing `{line}` in:\n{table}");
     }

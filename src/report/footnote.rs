@@ -12,28 +12,45 @@ use crate::kind::InputArtifact;
 
 use super::has_run;
 
-/// Why `artifact` gives no value of `metric` (`labelled` is the metric as printed), or `None`
-/// when it has one.
-pub(crate) fn reason(
-    artifact: &InputArtifact,
+/// Why a cell of `metric` (`labelled` as printed) lacks values, from its `members` (each
+/// with the reason it recorded for declining the metric, if any): one text per declined
+/// instance and per stage not run yet; where neither explains an empty cell, one text naming
+/// the stages that ran without recording the metric.
+pub(crate) fn reasons(
+    members: &[(&InputArtifact, Option<&String>)],
     metric: &str,
     labelled: &str,
-    declined: Option<&String>,
-) -> Option<String> {
-    if artifact.metrics.get(metric).is_some_and(|v| v.is_finite()) {
-        return None;
+    empty: bool,
+) -> Vec<String> {
+    let has = |a: &InputArtifact| a.metrics.get(metric).is_some_and(|v| v.is_finite());
+    let mut out: Vec<String> = Vec::new();
+    let mut silent: Vec<&str> = Vec::new();
+    for (artifact, declined) in members.iter().filter(|(a, _)| !has(a)) {
+        let text = match declined {
+            Some(why) => format!("{labelled}: {why} (`{}`).", artifact.stage),
+            None if !has_run(artifact) => format!(
+                "`{}`: not computed yet (not run, or failed; `asymflow status` tells which).",
+                artifact.stage
+            ),
+            None => {
+                if !silent.contains(&artifact.stage.as_str()) {
+                    silent.push(&artifact.stage);
+                }
+                continue;
+            }
+        };
+        if !out.contains(&text) {
+            out.push(text);
+        }
     }
-    Some(match declined {
-        Some(why) => format!("{labelled}: {why} (`{}`).", artifact.stage),
-        None if !has_run(artifact) => format!(
-            "`{}`: not computed yet (not run, or failed; `asymflow status` tells which).",
-            artifact.stage
-        ),
-        None => format!(
-            "`{}` (kind {}) recorded no `{metric}`.",
-            artifact.stage, artifact.kind
-        ),
-    })
+    if empty && out.is_empty() && !silent.is_empty() {
+        let stages: Vec<String> = silent.iter().map(|s| format!("`{s}`")).collect();
+        out.push(format!(
+            "{labelled}: not recorded by {}.",
+            stages.join(", ")
+        ));
+    }
+    out
 }
 
 /// The footnotes of a table, numbered from 1.
@@ -99,20 +116,29 @@ mod tests {
     }
 
     #[test]
-    fn a_declined_metric_gives_its_reason_and_a_present_one_none() {
+    fn declined_and_not_run_members_give_reasons_and_silent_ones_only_explain_an_empty_cell() {
         let why = "FPIR 1e-2 needs at least 100 non-mated probes; there are 40".to_string();
-        let a = artifact(&[("r1", 0.5)], true);
+        let ran = artifact(&[("r1", 0.5)], true);
+        let idle = artifact(&[], false);
+        let reasons_of = |members: &[(&InputArtifact, Option<&String>)], empty| {
+            reasons(members, "tpir_at_fpir", "TPIR@FPIR", empty)
+        };
         assert_eq!(
-            reason(&a, "tpir_at_fpir", "TPIR@FPIR", Some(&why)).unwrap(),
-            "TPIR@FPIR: FPIR 1e-2 needs at least 100 non-mated probes; there are 40 (`id-old`)."
+            reasons_of(&[(&ran, Some(&why))], true),
+            vec![
+                "TPIR@FPIR: FPIR 1e-2 needs at least 100 non-mated probes; there are 40 (`id-old`)."
+            ]
         );
-        assert_eq!(reason(&a, "r1", "R@1", None), None);
-        assert!(reason(&a, "map", "mAP", None)
-            .unwrap()
-            .contains("recorded no `map`"));
-        assert!(reason(&artifact(&[], false), "map", "mAP", None)
-            .unwrap()
-            .contains("not computed yet"));
+        assert_eq!(
+            reasons_of(&[(&ran, None), (&idle, None)], false),
+            vec!["`id-old`: not computed yet (not run, or failed; `asymflow status` tells which)."]
+        );
+        assert_eq!(
+            reasons_of(&[(&ran, None), (&ran, None)], true),
+            vec!["TPIR@FPIR: not recorded by `id-old`."]
+        );
+        assert!(reasons_of(&[(&ran, None)], false).is_empty());
+        assert!(reasons(&[(&ran, None)], "r1", "R@1", true).is_empty());
     }
 
     #[test]

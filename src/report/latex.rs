@@ -112,7 +112,7 @@ pub fn render(table: &Table) -> String {
         out.push_str(&format!(
             "\\par{{\\footnotesize{} {}}}\n",
             marks(&[i + 1]),
-            escape(text)
+            escape(&text.replace('`', ""))
         ));
     }
     out.push_str("\\end{table}\n");

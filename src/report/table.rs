@@ -306,14 +306,14 @@ impl Table {
                 let mut cell_marks = Vec::new();
                 if cell.is_missing() || cell.n() < cell.expected {
                     let label = layout.metric_label(&metric);
-                    for (artifact, declined) in members {
-                        let why =
-                            footnote::reason(artifact, &metric, &label, declined.get(&metric));
-                        if let Some(text) = why {
-                            let mark = footnotes.number(text);
-                            if !cell_marks.contains(&mark) {
-                                cell_marks.push(mark);
-                            }
+                    let declined: Vec<(&InputArtifact, Option<&String>)> = members
+                        .iter()
+                        .map(|(a, reasons)| (*a, reasons.get(&metric)))
+                        .collect();
+                    for text in footnote::reasons(&declined, &metric, &label, cell.is_missing()) {
+                        let mark = footnotes.number(text);
+                        if !cell_marks.contains(&mark) {
+                            cell_marks.push(mark);
                         }
                     }
                 }
