@@ -2,6 +2,7 @@
 
 mod support;
 
+mod artifact_contract;
 mod bct;
 mod cli;
 mod cli_data;
@@ -17,6 +18,7 @@ mod raml;
 mod reliability;
 mod remote;
 mod report;
+mod report_footnotes;
 mod report_freshness;
 mod report_templates;
 mod science;

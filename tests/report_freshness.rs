@@ -136,7 +136,8 @@ fn report_command_renders_from_the_cache_alone_and_marks_what_has_not_run() {
     );
     assert_eq!(trace_lines(project), runs, "`report` computes nothing");
     assert!(
-        stdout.contains("| eval | 32.5 ± 0.7 (2/3) | 64.5 ± 0.7 (2/3) |"),
+        stdout.contains("| eval | 32.5 ± 0.7 (2/3)¹ | 64.5 ± 0.7 (2/3)¹ |")
+            && stdout.contains("- ¹ `eval`: not computed yet"),
         "{stdout}"
     );
     assert!(stdout.contains("- eval [res=32, seed=2]"), "{stdout}");

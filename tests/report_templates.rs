@@ -163,11 +163,15 @@ fn report_bct_table1_template_puts_a_pairs_evaluations_and_gains_in_one_row() {
         "{md}"
     );
     assert!(
-        md.contains("| old / old | 50.0 | 30.0 | - | - | - | - |"),
+        md.contains("| old / old | 50.0 | 30.0 | -¹ | -² | -³ | -⁴ |")
+            && md.contains("- ¹ 1:1 criterion: not recorded by `ver-old-old`, `id-old-old`."),
         "{md}"
     );
     assert!(
-        md.contains("| BCT new / old | 60.0 | 35.0 | 1.00 | 0.40 | 1.00 | - |"),
+        md.contains("| BCT new / old | 60.0 | 35.0 | 1.00 | 0.40 | 1.00 | -⁵ |")
+            && md.contains(
+                "- ⁵ 1:N gain: not recorded by `ver-bct-old`, `id-bct-old`, `gain-ver-bct`, `gain-id-bct`."
+            ),
         "{md}"
     );
 }

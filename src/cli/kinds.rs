@@ -36,7 +36,23 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             } else {
                 "optional"
             };
-            println!("  {:18} {req:9} {}", input.name, input.doc);
+            println!(
+                "  {:18} {req:9} {} [takes {}]",
+                input.name,
+                input.doc,
+                crate::kind::describe_artifacts(input.accepts)
+            );
+        }
+    }
+    if !stage.outputs().is_empty() {
+        println!("\noutputs:");
+        for output in stage.outputs() {
+            println!(
+                "  {:24} {:12} {}",
+                output.file,
+                output.artifact.name(),
+                output.doc
+            );
         }
     }
     if !stage.params().is_empty() {

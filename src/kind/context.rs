@@ -102,6 +102,14 @@ pub struct InputArtifact {
 }
 
 impl InputArtifact {
+    /// Why each metric this instance declined has no number (empty when it declined none).
+    pub fn reasons(&self) -> Result<BTreeMap<String, String>, StageError> {
+        match self.outputs.get(REASONS_OUTPUT) {
+            Some(path) => read_json(path),
+            None => Ok(BTreeMap::new()),
+        }
+    }
+
     /// The path of output `name`, or an error naming what exists.
     pub fn output(&self, name: &str) -> Result<&Path, StageError> {
         self.outputs
@@ -133,6 +141,7 @@ pub struct StageContext<'a> {
     device: Device,
     cancel: &'a AtomicBool,
     metrics: BTreeMap<String, f64>,
+    reasons: BTreeMap<String, String>,
     telemetry: BTreeMap<String, f64>,
     log: Option<std::fs::File>,
     progress: Option<Box<dyn ProgressSink>>,
@@ -163,6 +172,7 @@ impl<'a> StageContext<'a> {
             device,
             cancel,
             metrics: BTreeMap::new(),
+            reasons: BTreeMap::new(),
             telemetry: BTreeMap::new(),
             live,
             log,
@@ -235,6 +245,19 @@ impl<'a> StageContext<'a> {
     /// the same inputs must give the same value, since downstream keys depend on them.
     pub fn metric(&mut self, name: &str, value: f64) {
         self.metrics.insert(name.to_string(), value);
+    }
+
+    /// Records that `metric` has no number and why (`"FPIR 1e-2 needs at least 100 non-mated
+    /// probes; there are 40"`): logged, and kept in the [`REASONS_OUTPUT`] output, which reports
+    /// read to footnote the dash in place of the number. The reason is a result like a metric
+    /// (it enters downstream keys), so a kind that starts or stops declining bumps its
+    /// `impl_version`.
+    pub fn decline(&mut self, metric: &str, reason: impl Into<String>) -> Result<(), StageError> {
+        let reason = reason.into();
+        self.metrics.remove(metric);
+        self.log(format!("{metric}: no number: {reason}"));
+        self.reasons.insert(metric.to_string(), reason);
+        self.write_json(REASONS_OUTPUT, &self.reasons)
     }
 
     /// Records a volatile measurement (seconds, images per second): stored with the result
@@ -360,6 +383,10 @@ impl LiveProgress {
 
 /// The output every stage gets: its log.
 pub const LOG_OUTPUT: &str = "log.txt";
+
+/// The output of a stage that declined some metrics ([`StageContext::decline`]): metric name ->
+/// why it has no number.
+pub const REASONS_OUTPUT: &str = "reasons.json";
 
 /// Reads a JSON file written by another stage.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, StageError> {

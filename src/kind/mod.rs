@@ -4,22 +4,26 @@
 //! kinds are built from (data, report) and the kinds themselves (`stages/`) all import from
 //! here; nothing here imports from them, so there is no import circle.
 //!
-//! A kind is a type implementing [`Stage`]. It declares its parameters and input slots (checked
-//! before anything runs), an [`Stage::impl_version`] (part of every cache key: bump it by hand
-//! whenever the kind's output for the same inputs changes, so stale results are never reused),
-//! whether it wants a device slot, and optionally a fingerprint of external content it reads
-//! (data sets, weight files). A [`Registry`] maps kind names to implementations.
+//! A kind is a type implementing [`Stage`]. It declares its parameters, its input slots and its
+//! outputs (the artifact contract of [`Artifact`]: what each slot accepts and what each kind
+//! writes, checked before anything runs), an [`Stage::impl_version`] (part of every cache key:
+//! bump it by hand whenever the kind's output for the same inputs changes, so stale results
+//! are never reused), whether it wants a device slot, and optionally a fingerprint of external
+//! content it reads (data sets, weight files). A [`Registry`] maps kind names to implementations.
 //!
 //! A stage runs with a [`StageContext`]: resolved parameters, its inputs' verified artifacts,
 //! and a private output folder. Everything the stage writes there becomes its outputs once it
 //! returns `Ok`; nothing is recorded otherwise.
 
+mod artifact;
 mod context;
 mod params;
 
+pub use artifact::{describe as describe_artifacts, fits, produces, Artifact, OutputDecl};
+
 pub use context::{
     read_json, InputArtifact, Inputs, ProgressSink, StageContext, StageError, LOG_OUTPUT,
-    PROGRESS_FILE,
+    PROGRESS_FILE, REASONS_OUTPUT,
 };
 pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params, Range};
 
@@ -117,8 +121,13 @@ pub trait Stage: Send + Sync {
     /// The declared parameters.
     fn params(&self) -> &'static [ParamDecl];
 
-    /// The declared input slots.
+    /// The declared input slots, each with the artifact types it accepts.
     fn inputs(&self) -> &'static [InputDecl];
+
+    /// The declared outputs: every file the kind writes, with the type of what it holds. A
+    /// stage may be connected to a slot only when one of these (or the metrics every stage
+    /// records) is of a type the slot accepts.
+    fn outputs(&self) -> &'static [OutputDecl];
 
     /// Axes this kind gathers by default (`report` gathers every axis: `["*"]`).
     fn default_gather(&self) -> &'static [&'static str] {

@@ -200,6 +200,9 @@ pub struct InputDecl {
     pub name: &'static str,
     /// Whether a pipeline must connect it.
     pub required: bool,
+    /// The artifact types a connected stage must produce (one of them), checked when the
+    /// pipeline is resolved.
+    pub accepts: &'static [super::Artifact],
     /// One line for `asymflow kinds KIND`.
     pub doc: &'static str,
 }

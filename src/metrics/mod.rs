@@ -1,9 +1,11 @@
 //! Metrics computed from recorded results, without tensors: the compatibility criterion and
-//! the update gain of backward-compatible training.
+//! the update gain of backward-compatible training; and the [`registry`] of every metric's
+//! name, label, format and direction.
 //!
 //! The evaluation protocols over embeddings (retrieval, verification, identification,
 //! re-identification) need tensors and live in the tensor crate (`asymflow_tensor::metrics`).
 
 mod compatibility;
+pub mod registry;
 
 pub use compatibility::{update_gain, UpdateGain};

@@ -8,6 +8,7 @@
 use std::fmt;
 
 use super::ReportError;
+use crate::metrics::registry;
 
 /// How a metric's mean and standard deviation are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,31 +53,15 @@ impl NumberFormat {
         }
     }
 
-    /// The format a metric gets when the layout names none: costs with two decimals, counts
-    /// as whole numbers, the BCT criterion (1 or 0 per seed, so its mean is the share of seeds
-    /// where it holds) with two decimals, everything else (fractions such as mAP, R@k, TAR)
-    /// in `fallback`.
+    /// The format a metric gets when the layout names none: the registry's
+    /// ([`crate::metrics::registry`]: costs with two decimals, counts as whole numbers, the BCT
+    /// criterion (1 or 0 per seed, so its mean is the share of seeds where it holds) with two
+    /// decimals), and for fractions (mAP, R@k, TAR, metrics the registry does not know)
+    /// `fallback`.
     pub fn default_for(metric: &str, fallback: NumberFormat) -> NumberFormat {
-        const COUNTS: &[&str] = &[
-            "no_positive",
-            "queries",
-            "count",
-            "resolution",
-            "epochs",
-            "genuine_pairs",
-            "impostor_pairs",
-            "mated_probes",
-            "non_mated_probes",
-        ];
-        if metric == "gflops" || metric == "query_gflops" || metric.starts_with("criterion_") {
-            NumberFormat::Fixed(2)
-        } else if COUNTS.contains(&metric)
-            || metric.ends_with("_images")
-            || metric.ends_with("_classes")
-        {
-            NumberFormat::Fixed(0)
-        } else {
-            fallback
+        match registry::format(metric) {
+            registry::Format::Fraction => fallback,
+            registry::Format::Fixed(d) => NumberFormat::Fixed(d),
         }
     }
 

@@ -65,7 +65,7 @@ fn table_html(table: &Table) -> String {
         for l in &table.rows.labels[r] {
             out.push_str(&format!("<th>{}</th>", escape(l)));
         }
-        for cell in cells {
+        for (c, cell) in cells.iter().enumerate() {
             let class = if cell.is_missing() {
                 "missing"
             } else if cell.is_partial() {
@@ -74,8 +74,9 @@ fn table_html(table: &Table) -> String {
                 "num"
             };
             out.push_str(&format!(
-                "<td class=\"{class}\">{}</td>",
-                escape(&cell.text(CellStyle::PLAIN))
+                "<td class=\"{class}\">{}{}</td>",
+                escape(&cell.text(CellStyle::PLAIN)),
+                marks(&table.marks[r][c])
             ));
         }
         out.push_str("</tr>\n");
@@ -84,7 +85,16 @@ fn table_html(table: &Table) -> String {
     out
 }
 
-/// The page: `table`, its note, the `missing` instances, and `plots` as (caption, SVG
+/// Footnote numbers as a superscript (`<sup>1,2</sup>`), or nothing.
+fn marks(numbers: &[usize]) -> String {
+    if numbers.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = numbers.iter().map(usize::to_string).collect();
+    format!("<sup>{}</sup>", list.join(","))
+}
+
+/// The page: `table`, its note, its footnotes, the `missing` instances, and `plots` as (caption, SVG
 /// document) pairs inlined in order.
 pub fn render(table: &Table, missing: &[MissingInstance], plots: &[(String, String)]) -> String {
     let title = if table.title.is_empty() {
@@ -102,6 +112,13 @@ pub fn render(table: &Table, missing: &[MissingInstance], plots: &[(String, Stri
         "<p class=\"note\">{}</p>\n",
         escape(&table.note(" ± ", "-"))
     ));
+    for (i, text) in table.footnotes.texts.iter().enumerate() {
+        out.push_str(&format!(
+            "<p class=\"note\">{} {}</p>\n",
+            marks(&[i + 1]),
+            escape(text)
+        ));
+    }
     if !missing.is_empty() {
         out.push_str(&format!("<h2>Not run yet ({})</h2>\n<ul>\n", missing.len()));
         for m in missing {

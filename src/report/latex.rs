@@ -41,6 +41,15 @@ fn spans(table: &Table, depth: usize) -> Vec<(usize, usize, String)> {
     spans
 }
 
+/// Footnote numbers as `\textsuperscript{1,2}`, or nothing.
+fn marks(numbers: &[usize]) -> String {
+    if numbers.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = numbers.iter().map(usize::to_string).collect();
+    format!("\\textsuperscript{{{}}}", list.join(","))
+}
+
 /// `table` as a booktabs `table` environment with the title as caption.
 pub fn render(table: &Table) -> String {
     let lead = table.rows.headers.len();
@@ -90,10 +99,23 @@ pub fn render(table: &Table) -> String {
     out.push_str(&format!("{} \\\\\n\\midrule\n", fields.join(" & ")));
     for (r, cells) in table.cells.iter().enumerate() {
         let mut fields: Vec<String> = table.rows.labels[r].iter().map(|l| escape(l)).collect();
-        fields.extend(cells.iter().map(|cell| cell.text(CellStyle::LATEX)));
+        fields.extend(
+            cells
+                .iter()
+                .enumerate()
+                .map(|(c, cell)| cell.text(CellStyle::LATEX) + &marks(&table.marks[r][c])),
+        );
         out.push_str(&format!("{} \\\\\n", fields.join(" & ")));
     }
-    out.push_str("\\bottomrule\n\\end{tabular}\n\\end{table}\n");
+    out.push_str("\\bottomrule\n\\end{tabular}\n");
+    for (i, text) in table.footnotes.texts.iter().enumerate() {
+        out.push_str(&format!(
+            "\\par{{\\footnotesize{} {}}}\n",
+            marks(&[i + 1]),
+            escape(&text.replace('`', ""))
+        ));
+    }
+    out.push_str("\\end{table}\n");
     out
 }
 

@@ -428,7 +428,7 @@ impl Layout {
             return label.clone();
         }
         if *dim == Dimension::Metric {
-            return metric_label(value).to_string();
+            return crate::metrics::registry::label(value);
         }
         value.to_string()
     }
@@ -452,23 +452,6 @@ impl Layout {
             .get(metric)
             .copied()
             .unwrap_or_else(|| NumberFormat::default_for(metric, self.format))
-    }
-}
-
-/// The usual printed name of a metric this project records (`map` -> "mAP").
-pub fn metric_label(metric: &str) -> &str {
-    match metric {
-        "map" => "mAP",
-        "map_std" => "mAP (std. AP)",
-        "r1" => "R@1",
-        "r5" => "R@5",
-        "r10" => "R@10",
-        "tar_at_far" => "TAR@FAR",
-        "tpir_at_fpir" => "TPIR@FPIR",
-        "query_gflops" => "query GFLOPs",
-        "gflops" => "GFLOPs",
-        "no_positive" => "no positive",
-        other => other,
     }
 }
 

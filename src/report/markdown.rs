@@ -3,14 +3,16 @@
 //! (`cub / 32 / mAP`), since Markdown has no spanning headers.
 
 use super::cell::CellStyle;
+use super::footnote::superscript;
 use super::{MissingInstance, Table};
 
 fn escape(text: &str) -> String {
     text.replace('|', "\\|")
 }
 
-/// `table` as Markdown: an optional `## title`, the table, the note on how cells read and,
-/// when some instances have not run, the list of them.
+/// `table` as Markdown: an optional `## title`, the table, the note on how cells read, the
+/// footnotes saying why marked cells lack values and, when some instances have not run, the
+/// list of them.
 pub fn render(table: &Table, missing: &[MissingInstance]) -> String {
     let mut out = String::new();
     if !table.title.is_empty() {
@@ -26,12 +28,20 @@ pub fn render(table: &Table, missing: &[MissingInstance]) -> String {
     out.push_str(&format!("|{}|\n", rule.join("|")));
     for (r, line) in table.cells.iter().enumerate() {
         let mut fields: Vec<String> = table.rows.labels[r].iter().map(|l| escape(l)).collect();
-        fields.extend(line.iter().map(|cell| escape(&cell.text(CellStyle::PLAIN))));
+        fields.extend(line.iter().enumerate().map(|(c, cell)| {
+            escape(&cell.text(CellStyle::PLAIN)) + &superscript(&table.marks[r][c])
+        }));
         out.push_str(&format!("| {} |\n", fields.join(" | ")));
     }
     out.push('\n');
     out.push_str(&table.note(" ± ", "-"));
     out.push('\n');
+    if !table.footnotes.is_empty() {
+        out.push('\n');
+        for (i, text) in table.footnotes.texts.iter().enumerate() {
+            out.push_str(&format!("- {} {}\n", superscript(&[i + 1]), escape(text)));
+        }
+    }
     if !missing.is_empty() {
         out.push_str(&format!("\nNot run yet ({}):\n", missing.len()));
         for m in missing {

@@ -29,6 +29,7 @@ pub mod cell;
 pub mod check;
 pub mod csv;
 pub mod font;
+pub mod footnote;
 pub mod format;
 pub mod heatmap;
 pub mod html;
@@ -41,6 +42,7 @@ pub mod plot;
 pub mod table;
 
 pub use cell::Cell;
+pub use footnote::Footnotes;
 pub use format::NumberFormat;
 pub use layout::{Dimension, Layout};
 pub use missing::{missing_hint, missing_instances, MissingInstance};
@@ -69,6 +71,14 @@ pub enum ReportError {
     Plot {
         /// The plot's file stem.
         name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A `reasons.json` output could not be read.
+    #[error("stage `{stage}`: its reasons for missing metrics are unreadable: {message}")]
+    Reasons {
+        /// The upstream stage.
+        stage: String,
         /// What went wrong.
         message: String,
     },

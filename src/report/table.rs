@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::footnote::{self, Footnotes};
 use super::layout::Dimension;
 use super::{has_run, Cell, Layout, ReportError};
 use crate::kind::InputArtifact;
@@ -63,7 +64,14 @@ pub struct Table {
     pub cells: Vec<Vec<Cell>>,
     /// The aggregated axis.
     pub over: String,
+    /// Why some cells lack values ([`footnote`]), numbered in reading order.
+    pub footnotes: Footnotes,
+    /// `marks[row][col]`: the footnote numbers of a cell (empty for a complete one).
+    pub marks: Vec<Vec<Vec<usize>>>,
 }
+
+/// An instance in a cell, with the reasons it recorded for metrics it declined.
+type Member<'a> = (&'a InputArtifact, &'a BTreeMap<String, String>);
 
 /// Raw value of a non-metric dimension for an instance; `-` when the instance lacks it.
 const ABSENT: &str = "-";
@@ -240,18 +248,27 @@ impl Table {
     /// towards the expected results of their cells but give no value.
     pub fn build(layout: &Layout, inputs: &[InputArtifact]) -> Result<Table, ReportError> {
         let kept: Vec<&InputArtifact> = inputs.iter().filter(|a| layout.keeps(a)).collect();
+        let reasons = kept
+            .iter()
+            .map(|a| {
+                a.reasons().map_err(|e| ReportError::Reasons {
+                    stage: a.stage.clone(),
+                    message: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let fitted = layout.fitted_to(&kept);
         let layout = &fitted;
         let rows = build_axis(layout, &layout.rows, &kept);
         let cols = build_axis(layout, &layout.cols, &kept);
 
-        let mut groups: HashMap<(Vec<String>, Vec<String>), Vec<&InputArtifact>> = HashMap::new();
-        for artifact in &kept {
+        let mut groups: HashMap<(Vec<String>, Vec<String>), Vec<Member>> = HashMap::new();
+        for (artifact, declined) in kept.iter().zip(&reasons) {
             let key = (
                 key_of(layout, &layout.rows, artifact),
                 key_of(layout, &layout.cols, artifact),
             );
-            groups.entry(key).or_default().push(artifact);
+            groups.entry(key).or_default().push((artifact, declined));
         }
         let over_dim = Dimension::Field(layout.over.clone());
         let over_seen: Vec<String> = {
@@ -272,9 +289,12 @@ impl Table {
             .collect();
 
         let mut cells = Vec::with_capacity(rows.len());
+        let mut footnotes = Footnotes::default();
+        let mut marks = Vec::with_capacity(rows.len());
         for row_key in &rows.keys {
             let (row_plain, row_metric) = split_metric(&rows.dims, row_key);
             let mut line = Vec::with_capacity(cols.len());
+            let mut line_marks = Vec::with_capacity(cols.len());
             for col_key in &cols.keys {
                 let (col_plain, col_metric) = split_metric(&cols.dims, col_key);
                 let metric = row_metric.clone().or(col_metric).unwrap_or_default();
@@ -282,9 +302,26 @@ impl Table {
                     .get(&(row_plain.clone(), col_plain))
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
-                line.push(Self::cell(layout, &metric, members, &over_rank)?);
+                let cell = Self::cell(layout, &metric, members, &over_rank)?;
+                let mut cell_marks = Vec::new();
+                if cell.is_missing() || cell.n() < cell.expected {
+                    let label = layout.metric_label(&metric);
+                    let declined: Vec<(&InputArtifact, Option<&String>)> = members
+                        .iter()
+                        .map(|(a, reasons)| (*a, reasons.get(&metric)))
+                        .collect();
+                    for text in footnote::reasons(&declined, &metric, &label, cell.is_missing()) {
+                        let mark = footnotes.number(text);
+                        if !cell_marks.contains(&mark) {
+                            cell_marks.push(mark);
+                        }
+                    }
+                }
+                line.push(cell);
+                line_marks.push(cell_marks);
             }
             cells.push(line);
+            marks.push(line_marks);
         }
         Ok(Table {
             title: layout.title.clone(),
@@ -292,26 +329,28 @@ impl Table {
             cols,
             cells,
             over: layout.over.clone(),
+            footnotes,
+            marks,
         })
     }
 
     fn cell(
         layout: &Layout,
         metric: &str,
-        members: &[&InputArtifact],
+        members: &[Member],
         over_rank: &HashMap<String, usize>,
     ) -> Result<Cell, ReportError> {
         // over value -> (value, instance); None where the instance lacks the axis.
         let mut values: BTreeMap<(usize, Option<String>), (f64, &InputArtifact)> = BTreeMap::new();
         let mut expected: BTreeSet<Option<String>> = BTreeSet::new();
-        for artifact in members {
+        for &(artifact, declined) in members {
             let over = layout.field(&layout.over, artifact);
             let value = artifact
                 .metrics
                 .get(metric)
                 .copied()
                 .filter(|v| v.is_finite());
-            if value.is_some() || !has_run(artifact) {
+            if value.is_some() || !has_run(artifact) || declined.contains_key(metric) {
                 expected.insert(over.clone());
             }
             if let Some(v) = value {

@@ -77,6 +77,8 @@ pub struct InputRef {
     pub stages: Vec<String>,
     /// Where the connection is written.
     pub loc: Loc,
+    /// Where each upstream stage is named, in the order of `stages`.
+    pub stage_locs: Vec<Loc>,
 }
 
 impl PipelineSpec {

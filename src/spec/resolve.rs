@@ -18,7 +18,7 @@ use super::sweep::read_axes;
 use super::template::{Tpl, Vars};
 use super::value::{parse_document, SKey, SKind, SValue};
 use super::{InputRef, PipelineSpec, StageSpec};
-use crate::kind::{param_decl, Registry};
+use crate::kind::{describe_artifacts, fits, param_decl, Registry};
 
 /// How many templates may extend each other in a chain.
 const MAX_EXTENDS_DEPTH: usize = 8;
@@ -122,6 +122,7 @@ fn resolve(
             registry,
         )?);
     }
+    check_connections(&stages, registry)?;
     Ok(PipelineSpec {
         name,
         file: raw.file.path.clone(),
@@ -129,6 +130,91 @@ fn resolve(
         axes,
         stages,
     })
+}
+
+/// The artifact contract: every stage connected to a slot produces an artifact type the slot
+/// accepts ([`crate::kind::Artifact`]). Checked once every stage's kind is known, since a slot
+/// may name a stage written further down.
+fn check_connections(stages: &[StageSpec], registry: &Registry) -> Result<(), SpecError> {
+    let kind_of = |name: &str| {
+        stages
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| registry.get(&s.kind))
+    };
+    for stage in stages {
+        let Some(kind) = registry.get(&stage.kind) else {
+            continue;
+        };
+        for input in &stage.inputs {
+            let Some(decl) = kind.inputs().iter().find(|d| d.name == input.slot) else {
+                continue;
+            };
+            for (target, loc) in input.stages.iter().zip(&input.stage_locs) {
+                let Some(upstream) = kind_of(target) else {
+                    continue;
+                };
+                if fits(upstream, decl.accepts) {
+                    continue;
+                }
+                let wanted = describe_artifacts(decl.accepts);
+                let writes: Vec<&str> = upstream.outputs().iter().map(|o| o.artifact.name()).fold(
+                    Vec::new(),
+                    |mut seen, a| {
+                        if !seen.contains(&a) {
+                            seen.push(a);
+                        }
+                        seen
+                    },
+                );
+                let producers: Vec<&str> = registry
+                    .kinds()
+                    .filter(|k| fits(*k, decl.accepts))
+                    .map(|k| k.kind())
+                    .collect();
+                let here: Vec<&str> = stages
+                    .iter()
+                    .filter(|s| registry.get(&s.kind).is_some_and(|k| fits(k, decl.accepts)))
+                    .map(|s| s.name.as_str())
+                    .collect();
+                let here = if here.is_empty() {
+                    "none in this pipeline".to_string()
+                } else {
+                    format!("in this pipeline: {}", here.join(", "))
+                };
+                return Err(SpecError::at(
+                    loc,
+                    format!(
+                        "input `{}` of stage `{}` takes {wanted}, but stage `{target}` ({}) writes {}",
+                        input.slot,
+                        stage.name,
+                        upstream.kind(),
+                        if writes.is_empty() {
+                            "only metrics".to_string()
+                        } else {
+                            describe_list(&writes)
+                        }
+                    ),
+                )
+                .hint(format!(
+                    "`{}` of kind `{}` takes {wanted}, written by kinds {} ({here})",
+                    input.slot,
+                    stage.kind,
+                    producers.join(", "),
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `a` / `a and b` / `a, b and c`.
+fn describe_list(items: &[&str]) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 fn apply_templates(
@@ -274,6 +360,7 @@ fn resolve_stage(
             .suggest(&slot.name, kind.inputs().iter().map(|d| d.name)));
         }
         let mut refs = Vec::new();
+        let mut locs = Vec::new();
         for (target, loc) in string_list(value, &format!("input `{}`", slot.name))? {
             if !stage_names.contains(&target) {
                 return Err(SpecError::at(
@@ -289,11 +376,13 @@ fn resolve_stage(
                 ));
             }
             refs.push(target);
+            locs.push(loc);
         }
         inputs.push(InputRef {
             slot: slot.name.clone(),
             stages: refs,
             loc: value.loc.clone(),
+            stage_locs: locs,
         });
     }
     for decl in kind.inputs() {

@@ -11,9 +11,11 @@
 
 use serde_json::{json, Value};
 
+use super::outputs;
 use super::training::*;
 use crate::kind::{
-    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageError,
+    Artifact, FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage,
+    StageError,
 };
 
 /// See the module docs.
@@ -183,16 +185,19 @@ const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "split",
         required: true,
+        accepts: &[Artifact::Split],
         doc: "a split stage",
     },
     InputDecl {
         name: "teacher",
         required: true,
+        accepts: &[Artifact::Model],
         doc: "the frozen teacher (a train-teacher or distill stage)",
     },
     InputDecl {
         name: "init",
         required: false,
+        accepts: &[Artifact::Model],
         doc: "init = checkpoint: the checkpoint the student starts from",
     },
 ];
@@ -214,6 +219,9 @@ impl Stage for Distill {
     }
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
+    }
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[outputs::MODEL_WEIGHTS, outputs::MODEL_META, outputs::LOSSES]
     }
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device

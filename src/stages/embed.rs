@@ -8,12 +8,13 @@
 //! `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where unknown). Metrics: `gflops` (one forward
 //! pass at the resolution), `resolution`, `count`.
 
+use super::outputs;
 use super::training::PRECISION;
 use crate::data::EvalView;
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
+use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
 /// File name of the embeddings output.
-pub const EMBEDDINGS_OUTPUT: &str = "embeddings.safetensors";
+pub const EMBEDDINGS_OUTPUT: &str = super::outputs::EMBEDDINGS.file;
 
 /// See the module docs.
 pub struct Embed;
@@ -52,11 +53,13 @@ const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "split",
         required: true,
+        accepts: &[Artifact::Split],
         doc: "a split stage",
     },
     InputDecl {
         name: "model",
         required: true,
+        accepts: &[Artifact::Model],
         doc: "a checkpoint (train-teacher or distill stage)",
     },
 ];
@@ -78,6 +81,9 @@ impl Stage for Embed {
     }
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
+    }
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[outputs::EMBEDDINGS]
     }
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device

@@ -11,16 +11,17 @@
 //! same-identity same-camera gallery items excluded). Metrics are written under the agreed
 //! names (`map`, `map_noninterp` (alias `map_std`), `r1`, `r5`, ..., `no_positive`,
 //! `query_gflops`, `tar_at_far`,
-//! `tpir_at_fpir`); a rate target that cannot be measured with the available negatives is
-//! reported as such in `evaluation.json` and recorded as no number.
+//! `tpir_at_fpir`; the registry in [`crate::metrics::registry`]); a metric that cannot be
+//! measured (a rate target below one over the available negatives, a mean over no query with
+//! a positive) is recorded as no number, with its reason in `reasons.json`.
 
-use crate::kind::{InputDecl, ParamDecl, ParamType, Stage};
+use super::outputs;
+use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Stage};
 
-/// The embeddings output every embedding stage writes.
-pub const EMBEDDINGS_OUTPUT: &str = "embeddings.safetensors";
+pub use super::embed::EMBEDDINGS_OUTPUT;
 
 /// The details output of `evaluate`.
-pub const EVALUATION_OUTPUT: &str = "evaluation.json";
+pub const EVALUATION_OUTPUT: &str = super::outputs::EVALUATION.file;
 
 /// The `evaluate` kind.
 pub struct Evaluate;
@@ -74,16 +75,19 @@ const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "query",
         required: true,
+        accepts: &[Artifact::Embeddings],
         doc: "embedding stage of the queries (probes)",
     },
     InputDecl {
         name: "database",
         required: true,
+        accepts: &[Artifact::Embeddings],
         doc: "embedding stage of the database (gallery); the same stage for symmetric setups",
     },
     InputDecl {
         name: "pairs",
         required: false,
+        accepts: &[Artifact::Split],
         doc: "verification: a split stage whose explicit pairs (`pairs_per_class`) are scored instead of all template pairs",
     },
 ];
@@ -97,7 +101,8 @@ impl Stage for Evaluate {
         // 2: same images are decided by item ids, no longer by equal label and camera arrays;
         // verification scores a split's explicit pairs when the `pairs` input is given;
         // the standard AP is written as `map_noninterp` too (`map_std` kept as its alias).
-        2
+        // 3: a metric that cannot be measured is declined with its reason (`reasons.json`).
+        3
     }
 
     fn summary(&self) -> &'static str {
@@ -110,5 +115,9 @@ impl Stage for Evaluate {
 
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
+    }
+
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[outputs::EVALUATION, outputs::REASONS]
     }
 }

@@ -9,7 +9,10 @@
 
 use serde_json::{json, Value};
 
-use crate::kind::{FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Stage, StageError};
+use super::outputs;
+use crate::kind::{
+    FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage, StageError,
+};
 
 /// See the module docs.
 pub struct Import;
@@ -56,6 +59,9 @@ impl Stage for Import {
     }
     fn inputs(&self) -> &'static [InputDecl] {
         &[]
+    }
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[outputs::EMBEDDINGS]
     }
     fn fingerprint(
         &self,

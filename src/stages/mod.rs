@@ -6,6 +6,7 @@ pub mod distill;
 pub mod embed;
 pub mod evaluate;
 pub mod import;
+pub mod outputs;
 pub mod report;
 pub mod split;
 pub mod testing;
@@ -53,6 +54,27 @@ mod tests {
                         decl.ty.describe()
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn every_builtin_slot_is_fed_by_some_builtin_kind_and_every_kind_declares_outputs() {
+        let registry = registry();
+        for stage in registry.kinds() {
+            assert!(
+                !stage.outputs().is_empty(),
+                "{} declares no outputs",
+                stage.kind()
+            );
+            for slot in stage.inputs() {
+                assert!(!slot.accepts.is_empty(), "{}.{}", stage.kind(), slot.name);
+                assert!(
+                    registry.kinds().any(|k| crate::kind::fits(k, slot.accepts)),
+                    "no kind feeds {}.{}",
+                    stage.kind(),
+                    slot.name
+                );
             }
         }
     }

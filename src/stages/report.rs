@@ -9,6 +9,9 @@
 //!
 //! Instances that have not run (as `asymflow report FILE` passes them: no metrics, no
 //! outputs) leave dashes or partial counts in their cells and are listed under the table.
+//! Every dash or partial count carries a footnote mark giving the reason
+//! ([`crate::report::footnote`]): the reason a stage recorded when it declined the metric, or
+//! that an instance has not run, or recorded no such metric.
 
 use crate::report::{
     csv,
@@ -20,7 +23,9 @@ use crate::report::{
     Layout, ReportError, Table,
 };
 
-use crate::kind::{InputDecl, ParamDecl, Run, Stage, StageContext, StageError};
+use crate::kind::{
+    Artifact, InputDecl, OutputDecl, ParamDecl, Run, Stage, StageContext, StageError,
+};
 
 /// See the module docs.
 #[derive(Clone)]
@@ -30,13 +35,48 @@ const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "results",
         required: true,
+        accepts: &[Artifact::Metrics],
         doc: "Stages whose metrics fill the table (every instance, across all sweep axes).",
     },
     InputDecl {
         name: "losses",
         required: false,
+        accepts: &[Artifact::Losses],
         doc: "Training stages whose `loss.json` outputs are drawn as loss curves.",
     },
+];
+
+const TABLE_MD: OutputDecl = OutputDecl::new(
+    "table.md",
+    Artifact::Report,
+    "the table in Markdown, printed after `run`",
+);
+const TABLE_CSV: OutputDecl =
+    OutputDecl::new("table.csv", Artifact::Report, "the table as it reads");
+const RESULTS_CSV: OutputDecl = OutputDecl::new(
+    "results.csv",
+    Artifact::Report,
+    "one line per cell: raw mean, sample std, n and expected",
+);
+const TABLE_TEX: OutputDecl = OutputDecl::new(
+    "table.tex",
+    Artifact::Report,
+    "the table in LaTeX (booktabs)",
+);
+const PAGE: OutputDecl = OutputDecl::new(
+    "report.html",
+    Artifact::Report,
+    "the table and plots in one self-contained page",
+);
+
+const OUTPUTS: &[OutputDecl] = &[
+    TABLE_MD,
+    TABLE_CSV,
+    RESULTS_CSV,
+    TABLE_TEX,
+    PAGE,
+    OutputDecl::new("*.svg", Artifact::Report, "each plot as SVG"),
+    OutputDecl::new("*.png", Artifact::Report, "each plot as PNG"),
 ];
 
 fn stage_error(err: ReportError) -> StageError {
@@ -57,7 +97,8 @@ impl Stage for Report {
     }
 
     fn impl_version(&self) -> u32 {
-        1
+        // 2: dashes and partial counts carry footnote marks saying why a value is missing.
+        2
     }
 
     fn summary(&self) -> &'static str {
@@ -70,6 +111,10 @@ impl Stage for Report {
 
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
+    }
+
+    fn outputs(&self) -> &'static [OutputDecl] {
+        OUTPUTS
     }
 
     fn default_gather(&self) -> &'static [&'static str] {
@@ -96,10 +141,10 @@ impl Run for Report {
         let table = Table::build(&layout, &results).map_err(stage_error)?;
         let missing = missing_instances(&results);
 
-        write(ctx, "table.md", &markdown::render(&table, &missing))?;
-        write(ctx, "table.csv", &csv::render(&table))?;
-        write(ctx, "results.csv", &csv::render_long(&table))?;
-        write(ctx, "table.tex", &latex::render(&table))?;
+        write(ctx, TABLE_MD.file, &markdown::render(&table, &missing))?;
+        write(ctx, TABLE_CSV.file, &csv::render(&table))?;
+        write(ctx, RESULTS_CSV.file, &csv::render_long(&table))?;
+        write(ctx, TABLE_TEX.file, &latex::render(&table))?;
 
         let mut plots: Vec<(String, String)> = Vec::new();
         let dir = ctx.out_dir().to_path_buf();
@@ -119,7 +164,7 @@ impl Run for Report {
             write_both(&figure, &dir).map_err(stage_error)?;
             plots.push((figure.title.clone(), to_svg(&figure).map_err(stage_error)?));
         }
-        write(ctx, "report.html", &html::render(&table, &missing, &plots))?;
+        write(ctx, PAGE.file, &html::render(&table, &missing, &plots))?;
 
         let (filled, empty, partial) = table.counts();
         ctx.metric("cells", filled as f64);

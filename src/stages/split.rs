@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use super::outputs;
 use crate::data::listing::Part;
 use crate::data::protocol::{self, Protocol, SplitOptions};
 use crate::data::{
@@ -16,7 +17,8 @@ use crate::data::{
     SyntheticDataset, SyntheticParams, MANIFEST_OUTPUT,
 };
 use crate::kind::{
-    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Run, Stage, StageContext, StageError,
+    FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Run, Stage, StageContext,
+    StageError,
 };
 
 /// The `split` stage kind.
@@ -173,6 +175,10 @@ impl Stage for Split {
 
     fn inputs(&self) -> &'static [InputDecl] {
         &[]
+    }
+
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[outputs::SPLIT]
     }
 
     fn fingerprint(

@@ -18,8 +18,8 @@ use std::sync::atomic::AtomicBool;
 use serde_json::Value;
 
 use crate::kind::{
-    Device, InputArtifact, InputDecl, Inputs, ParamDecl, ParamType, Params, Registry, Resource,
-    Run, Stage, StageContext, StageError,
+    Artifact, Device, InputArtifact, InputDecl, Inputs, OutputDecl, ParamDecl, ParamType, Params,
+    Registry, Resource, Run, Stage, StageContext, StageError,
 };
 
 /// The test kinds, declared and run by this process.
@@ -94,6 +94,9 @@ impl Stage for Train {
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
     }
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[super::outputs::LOSSES]
+    }
 }
 
 impl Run for Train {
@@ -115,7 +118,7 @@ impl Run for Train {
             ctx.log(format!("epoch {epoch}/{epochs}: loss {loss:.5}"));
             ctx.progress_tick();
         }
-        ctx.write_json("loss.json", &curve)?;
+        ctx.write_json(super::outputs::LOSSES.file, &curve)?;
         ctx.metric("map", value * 0.8 + seed as f64 / 100.0);
         ctx.metric("final_loss", train_loss(value, epochs, epochs));
         Ok(())
@@ -135,6 +138,7 @@ const STRICT_PARAMS: &[ParamDecl] = &[ParamDecl::required(
 const STRICT_INPUTS: &[InputDecl] = &[InputDecl {
     name: "source",
     required: true,
+    accepts: &[Artifact::Metrics],
     doc: "an upstream test stage",
 }];
 
@@ -153,6 +157,9 @@ impl Stage for Strict {
     }
     fn inputs(&self) -> &'static [InputDecl] {
         STRICT_INPUTS
+    }
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[]
     }
 }
 
@@ -211,14 +218,24 @@ const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "input",
         required: false,
+        accepts: &[Artifact::Data],
         doc: "upstream test stages",
     },
     InputDecl {
         name: "other",
         required: false,
+        accepts: &[Artifact::Data],
         doc: "more upstream test stages",
     },
 ];
+
+const VALUE: OutputDecl = OutputDecl::new(
+    "value.json",
+    Artifact::Data,
+    "its value and its inputs' values",
+);
+const PAD: OutputDecl = OutputDecl::new("pad.bin", Artifact::Data, "`pad_bytes` bytes");
+const ECHO_OUTPUTS: &[OutputDecl] = &[VALUE, PAD];
 
 impl Stage for Echo {
     fn kind(&self) -> &'static str {
@@ -235,6 +252,9 @@ impl Stage for Echo {
     }
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
+    }
+    fn outputs(&self) -> &'static [OutputDecl] {
+        ECHO_OUTPUTS
     }
     fn resource(&self, params: &Params) -> Resource {
         if params.bool("device").unwrap_or(false) {
@@ -288,9 +308,9 @@ impl Run for Echo {
         for slot in ["input", "other"] {
             for up in ctx.input_all(slot) {
                 total += up.metrics.get("value").copied().unwrap_or(0.0);
-                let text = std::fs::read_to_string(up.output("value.json")?).map_err(|e| {
+                let text = std::fs::read_to_string(up.output(VALUE.file)?).map_err(|e| {
                     StageError::io(
-                        up.output("value.json").unwrap_or(std::path::Path::new("?")),
+                        up.output(VALUE.file).unwrap_or(std::path::Path::new("?")),
                         e,
                     )
                 })?;
@@ -298,12 +318,12 @@ impl Run for Echo {
             }
         }
         ctx.write_json(
-            "value.json",
+            VALUE.file,
             &serde_json::json!({ "value": params.get("value"), "inputs": seen }),
         )?;
         let pad = params.int("pad_bytes")?.max(0) as usize;
         if pad > 0 {
-            let path = ctx.out_path("pad.bin");
+            let path = ctx.out_path(PAD.file);
             std::fs::write(&path, vec![0x5a; pad]).map_err(|e| StageError::io(&path, e))?;
         }
         ctx.metric("value", total);

@@ -19,8 +19,9 @@
 //! labels on all new data). The old model itself never trains: its variables are frozen and
 //! its features computed in eval mode without gradient.
 
+use super::outputs;
 use super::train_classifier::classifier_params;
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
+use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
 /// The `train-bct` kind.
 pub struct TrainBct;
@@ -40,11 +41,13 @@ const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "split",
         required: true,
+        accepts: &[Artifact::Split],
         doc: "the split stage",
     },
     InputDecl {
         name: "old",
         required: true,
+        accepts: &[Artifact::Classifier],
         doc:
             "the old model: a train-classifier or train-bct stage (checkpoint with its classifier)",
     },
@@ -71,6 +74,15 @@ impl Stage for TrainBct {
 
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
+    }
+
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[
+            outputs::MODEL_WEIGHTS,
+            outputs::MODEL_META,
+            outputs::CLASSES,
+            outputs::LOSSES,
+        ]
     }
 
     fn resource(&self, _params: &Params) -> Resource {

@@ -11,7 +11,8 @@
 //! to D, L2 normalisation (`pool = "avg"`, no inner normalisation). The training loop here is
 //! shared with `train-bct`, which adds its influence term to the same loss.
 
-use crate::kind::{InputDecl, ParamDecl, ParamType, Params, Resource, Stage};
+use super::outputs;
+use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
 /// The parameters `train-classifier` and `train-bct` share, then the kind's own.
 macro_rules! classifier_params {
@@ -49,7 +50,7 @@ macro_rules! classifier_params {
 pub(crate) use classifier_params;
 
 /// The output naming the data set label of each classifier row.
-pub const CLASSES_OUTPUT: &str = "classes.json";
+pub const CLASSES_OUTPUT: &str = super::outputs::CLASSES.file;
 
 /// The `train-classifier` kind.
 pub struct TrainClassifier;
@@ -59,11 +60,12 @@ const PARAMS: &[ParamDecl] = classifier_params!();
 const INPUTS: &[InputDecl] = &[InputDecl {
     name: "split",
     required: true,
+    accepts: &[Artifact::Split],
     doc: "the split stage",
 }];
 
 /// The output holding the per-epoch losses.
-pub const LOSS_OUTPUT: &str = "loss.json";
+pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;
 
 impl Stage for TrainClassifier {
     fn kind(&self) -> &'static str {
@@ -86,6 +88,15 @@ impl Stage for TrainClassifier {
 
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
+    }
+
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[
+            outputs::MODEL_WEIGHTS,
+            outputs::MODEL_META,
+            outputs::CLASSES,
+            outputs::LOSSES,
+        ]
     }
 
     fn resource(&self, _params: &Params) -> Resource {

@@ -9,9 +9,11 @@
 
 use serde_json::{json, Value};
 
+use super::outputs;
 use super::training::*;
 use crate::kind::{
-    FingerprintEnv, InputDecl, ParamDecl, ParamType, Params, Resource, Stage, StageError,
+    Artifact, FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage,
+    StageError,
 };
 
 /// See the module docs.
@@ -165,6 +167,7 @@ const PARAMS: &[ParamDecl] = &[
 const INPUTS: &[InputDecl] = &[InputDecl {
     name: "split",
     required: true,
+    accepts: &[Artifact::Split],
     doc: "a split stage",
 }];
 
@@ -185,6 +188,9 @@ impl Stage for TrainTeacher {
     }
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
+    }
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[outputs::MODEL_WEIGHTS, outputs::MODEL_META, outputs::LOSSES]
     }
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device

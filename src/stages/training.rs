@@ -15,7 +15,7 @@ use crate::kind::{
 };
 
 /// The loss-curve output of the training stages.
-pub const LOSS_OUTPUT: &str = "loss.json";
+pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;
 
 /// `precision`, shared by the kinds that run a network: `fp32`, or `bf16` autocast on CUDA
 /// (refused on CPU when the stage starts; see asymflow-tensor's `nn::precision`).

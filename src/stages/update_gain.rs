@@ -5,20 +5,22 @@
 //! Per metric M it records `diff_M` = M(new, old) - M(old, old) (the paired difference, so a
 //! seed sweep reports it per seed and as a mean), `criterion_M` (1 when M(new, old) >
 //! M(old, old), else 0) and `gain_M` only where G is applicable (criterion holds and the
-//! paragon improves on the old model). Where it is not, no number is recorded and
-//! `update_gain.json` says why.
+//! paragon improves on the old model). Where it is not, no number is recorded, and
+//! `update_gain.json` and `reasons.json` (which reports footnote) say why.
 
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
+use super::outputs;
 use crate::kind::{
-    InputArtifact, InputDecl, ParamDecl, ParamType, Run, Stage, StageContext, StageError,
+    Artifact, InputArtifact, InputDecl, OutputDecl, ParamDecl, ParamType, Run, Stage, StageContext,
+    StageError,
 };
-use crate::metrics::update_gain;
+use crate::metrics::{registry, update_gain};
 
 /// The details output of `update-gain`.
-pub const UPDATE_GAIN_OUTPUT: &str = "update_gain.json";
+pub const UPDATE_GAIN_OUTPUT: &str = super::outputs::UPDATE_GAIN.file;
 
 /// The `update-gain` kind.
 #[derive(Clone)]
@@ -35,29 +37,22 @@ const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "new_old",
         required: true,
+        accepts: &[Artifact::Evaluation],
         doc: "evaluate: new-model queries, old-model gallery",
     },
     InputDecl {
         name: "old_old",
         required: true,
+        accepts: &[Artifact::Evaluation],
         doc: "evaluate: the old model on both sides",
     },
     InputDecl {
         name: "new_new",
         required: true,
+        accepts: &[Artifact::Evaluation],
         doc: "evaluate: the paragon new* on both sides (no BCT)",
     },
 ];
-
-/// Whether `name` is a quality metric (higher is better), not a count or a cost.
-fn is_quality(name: &str) -> bool {
-    matches!(
-        name,
-        "map" | "map_noninterp" | "map_std" | "tar_at_far" | "tpir_at_fpir"
-    ) || name
-        .strip_prefix('r')
-        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
-}
 
 fn value(input: &InputArtifact, slot: &str, metric: &str) -> Result<f64, StageError> {
     input.metrics.get(metric).copied().ok_or_else(|| StageError::Input {
@@ -76,7 +71,8 @@ impl Stage for UpdateGainStage {
     }
 
     fn impl_version(&self) -> u32 {
-        1
+        // 2: a gain that is not applicable is declined with its reason (`reasons.json`).
+        2
     }
 
     fn summary(&self) -> &'static str {
@@ -90,6 +86,10 @@ impl Stage for UpdateGainStage {
     fn inputs(&self) -> &'static [InputDecl] {
         INPUTS
     }
+
+    fn outputs(&self) -> &'static [OutputDecl] {
+        &[outputs::UPDATE_GAIN, outputs::REASONS]
+    }
 }
 
 impl Run for UpdateGainStage {
@@ -102,7 +102,7 @@ impl Run for UpdateGainStage {
             let shared = |a: &InputArtifact| -> BTreeSet<String> {
                 a.metrics
                     .keys()
-                    .filter(|k| is_quality(k))
+                    .filter(|k| registry::compared(k))
                     .cloned()
                     .collect()
             };
@@ -129,13 +129,20 @@ impl Run for UpdateGainStage {
                 value(&new_new, "new_new", m)?,
             );
             let g = update_gain(no, oo, nn);
-            ctx.metric(&format!("diff_{m}"), g.difference);
+            ctx.metric(&registry::DIFF.named(m), g.difference);
             ctx.metric(
-                &format!("criterion_{m}"),
+                &registry::CRITERION.named(m),
                 if g.criterion { 1.0 } else { 0.0 },
             );
-            if let Some(gain) = g.gain {
-                ctx.metric(&format!("gain_{m}"), gain);
+            match (g.gain, g.not_applicable) {
+                (Some(gain), _) => ctx.metric(&registry::GAIN.named(m), gain),
+                (None, reason) => ctx.decline(
+                    &registry::GAIN.named(m),
+                    format!(
+                        "G is not applicable: {}",
+                        reason.unwrap_or("no reason given")
+                    ),
+                )?,
             }
             ctx.log(format!(
                 "{m}: new/old {no:.4}, old/old {oo:.4}, new*/new* {nn:.4}: criterion {}, G {}",

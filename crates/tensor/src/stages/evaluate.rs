@@ -20,10 +20,21 @@ use serde_json::{json, Value};
 use crate::kind::{Run, StageContext, StageError};
 use crate::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
 use crate::metrics::{self, EmbeddingSet, Exclusion, MetricsError};
+use asymflow::metrics::registry::{
+    FAR_ACHIEVED, FPIR_ACHIEVED, GENUINE_PAIRS, IMPOSTOR_PAIRS, MAP, MAP_NONINTERP, MAP_STD,
+    MATED_PROBES, NON_MATED_PROBES, NO_POSITIVE, QUERIES, QUERY_GFLOPS, RECALL_AT, TAR_AT_FAR,
+    TPIR_AT_FPIR,
+};
 use asymflow::stages::evaluate::*;
 
 /// The `evaluate` kind.
 pub(crate) struct Evaluate;
+
+/// The fewest negatives at which a rate target can be met: one negative above the threshold
+/// must be within the rate.
+fn needed(rate: f64) -> u64 {
+    (1.0 / rate - 1e-6).ceil().max(1.0) as u64
+}
 
 fn metrics_error(e: MetricsError) -> StageError {
     StageError::Other(e.to_string())
@@ -96,7 +107,7 @@ impl Run for Evaluate {
             query.dim
         ));
         if let Some(g) = gflops {
-            ctx.metric("query_gflops", g);
+            ctx.metric(QUERY_GFLOPS.name, g);
         }
         let mut details = serde_json::Map::new();
         details.insert("protocol".into(), json!(protocol));
@@ -117,15 +128,32 @@ impl Run for Evaluate {
                 }
                 .map_err(metrics_error)?;
                 if result.queries > 0 {
-                    ctx.metric("map", result.map);
-                    ctx.metric("map_noninterp", result.map_noninterp);
-                    ctx.metric("map_std", result.map_noninterp);
+                    ctx.metric(MAP.name, result.map);
+                    ctx.metric(MAP_NONINTERP.name, result.map_noninterp);
+                    ctx.metric(MAP_STD.name, result.map_noninterp);
                     for (k, v) in &result.recall {
-                        ctx.metric(&format!("r{k}"), *v);
+                        ctx.metric(&RECALL_AT.named(&k.to_string()), *v);
+                    }
+                } else {
+                    let reason = format!(
+                        "no query has a positive in the database ({} queries without one)",
+                        result.no_positive
+                    );
+                    let ks = result
+                        .recall
+                        .keys()
+                        .map(|k| RECALL_AT.named(&k.to_string()));
+                    let names: Vec<String> = [MAP.name, MAP_NONINTERP.name, MAP_STD.name]
+                        .map(str::to_string)
+                        .into_iter()
+                        .chain(ks)
+                        .collect();
+                    for name in names {
+                        ctx.decline(&name, reason.clone())?;
                     }
                 }
-                ctx.metric("no_positive", result.no_positive as f64);
-                ctx.metric("queries", result.queries as f64);
+                ctx.metric(NO_POSITIVE.name, result.no_positive as f64);
+                ctx.metric(QUERIES.name, result.queries as f64);
                 ctx.log(format!(
                     "mAP {:.4} (standard {:.4}), R@{:?} {:?}, {} queries without positives left out",
                     result.map,
@@ -168,11 +196,11 @@ impl Run for Evaluate {
                     None => metrics::tar_at_far(&query, &db, far, size, ex, rows),
                 }
                 .map_err(metrics_error)?;
-                ctx.metric("genuine_pairs", t.genuine as f64);
-                ctx.metric("impostor_pairs", t.impostor as f64);
-                ctx.metric("far_achieved", t.far);
+                ctx.metric(GENUINE_PAIRS.name, t.genuine as f64);
+                ctx.metric(IMPOSTOR_PAIRS.name, t.impostor as f64);
+                ctx.metric(FAR_ACHIEVED.name, t.far);
                 if t.resolvable {
-                    ctx.metric("tar_at_far", t.tar);
+                    ctx.metric(TAR_AT_FAR.name, t.tar);
                     ctx.log(format!(
                         "TAR {:.4} at FAR {far:e} ({} genuine, {} impostor pairs)",
                         t.tar, t.genuine, t.impostor
@@ -185,9 +213,17 @@ impl Run for Evaluate {
                     );
                     ctx.log(&note);
                     details.insert("note".into(), json!(note));
+                    ctx.decline(
+                        TAR_AT_FAR.name,
+                        format!(
+                            "FAR {far:e} needs at least {} impostor pairs; there are {}",
+                            needed(far),
+                            t.impostor
+                        ),
+                    )?;
                 }
                 details.insert(
-                    "tar_at_far".into(),
+                    TAR_AT_FAR.name.into(),
                     if t.resolvable {
                         json!(t.tar)
                     } else {
@@ -210,12 +246,12 @@ impl Run for Evaluate {
                 };
                 let t = metrics::tpir_at_fpir(&query, &db, fpir, size, ex, rows)
                     .map_err(metrics_error)?;
-                ctx.metric("r1", t.rank1);
-                ctx.metric("mated_probes", t.mated as f64);
-                ctx.metric("non_mated_probes", t.non_mated as f64);
-                ctx.metric("fpir_achieved", t.fpir);
+                ctx.metric(&RECALL_AT.named("1"), t.rank1);
+                ctx.metric(MATED_PROBES.name, t.mated as f64);
+                ctx.metric(NON_MATED_PROBES.name, t.non_mated as f64);
+                ctx.metric(FPIR_ACHIEVED.name, t.fpir);
                 if t.resolvable {
-                    ctx.metric("tpir_at_fpir", t.tpir);
+                    ctx.metric(TPIR_AT_FPIR.name, t.tpir);
                     ctx.log(format!(
                         "TPIR {:.4} at FPIR {fpir:e}, closed-set rank-1 {:.4}",
                         t.tpir, t.rank1
@@ -228,9 +264,17 @@ impl Run for Evaluate {
                     );
                     ctx.log(&note);
                     details.insert("note".into(), json!(note));
+                    ctx.decline(
+                        TPIR_AT_FPIR.name,
+                        format!(
+                            "FPIR {fpir:e} needs at least {} non-mated probes; there are {}",
+                            needed(fpir),
+                            t.non_mated
+                        ),
+                    )?;
                 }
                 details.insert(
-                    "tpir_at_fpir".into(),
+                    TPIR_AT_FPIR.name.into(),
                     if t.resolvable {
                         json!(t.tpir)
                     } else {

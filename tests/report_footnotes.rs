@@ -1,0 +1,123 @@
+//! A dash in a report says why: an evaluation that cannot measure TPIR at FPIR 1e-2 (too few
+//! non-mated probes) or TAR at FAR 1e-4 (too few impostor pairs) declines the metric with its
+//! reason, and the published table marks the dash with a footnote giving it. A planned
+//! instance that has not run is footnoted too.
+
+use crate::support::Project;
+
+/// Writes `embeddings` [rows x 2] with `labels` as an importable file.
+fn write_embeddings(p: &Project, name: &str, rows: &[[f32; 2]], labels: &[i64]) {
+    let flat: Vec<f32> = rows.iter().flatten().copied().collect();
+    let emb = tch::Tensor::from_slice(&flat).view([rows.len() as i64, 2]);
+    let labels = tch::Tensor::from_slice(labels);
+    tch::Tensor::write_safetensors(
+        &[("embeddings", &emb), ("labels", &labels)],
+        p.path().join(name),
+    )
+    .unwrap();
+}
+
+const PIPELINE: &str = r#"
+[stages.probes]
+kind = "import"
+params = { file = "probes.safetensors" }
+
+[stages.gallery]
+kind = "import"
+params = { file = "gallery.safetensors" }
+
+[stages.id]
+kind = "evaluate"
+params = { protocol = "identification", fpir = 1e-2 }
+inputs = { query = "probes", database = "gallery" }
+
+[stages.ver]
+kind = "evaluate"
+params = { protocol = "verification", far = 1e-4 }
+inputs = { query = "probes", database = "gallery" }
+
+[stages.table]
+kind = "report"
+params = { rows = "stage", metrics = ["tpir_at_fpir", "tar_at_far", "r1"], plot_xy = [] }
+inputs = { results = ["id", "ver"] }
+"#;
+
+fn project() -> Project {
+    let p = Project::new();
+    write_embeddings(
+        &p,
+        "probes.safetensors",
+        &[[1.0, 0.0], [0.0, 1.0], [-1.0, 0.2]],
+        &[1, 2, 9],
+    );
+    write_embeddings(
+        &p,
+        "gallery.safetensors",
+        &[[1.0, 0.1], [0.1, 1.0]],
+        &[1, 2],
+    );
+    p.write("pipelines/fn.toml", PIPELINE);
+    p
+}
+
+#[test]
+fn a_declined_metric_is_a_dash_with_a_footnote_giving_the_reason() {
+    let p = project();
+    let out = p.run(&["run", "pipelines/fn.toml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = std::fs::read_to_string(p.path().join("reports/fn/table/table.md")).unwrap();
+    let id_line = table.lines().find(|l| l.starts_with("| id ")).unwrap();
+    let ver_line = table.lines().find(|l| l.starts_with("| ver ")).unwrap();
+    assert_eq!(id_line, "| id | -¹ | -² | 100.0 |", "{table}");
+    assert_eq!(ver_line, "| ver | -³ | -⁴ | -⁵ |", "{table}");
+    for line in [
+        "- ¹ TPIR@FPIR: FPIR 1e-2 needs at least 100 non-mated probes; there are 1 (`id`).",
+        "- ² TAR@FAR: not recorded by `id`.",
+        "- ³ TPIR@FPIR: not recorded by `ver`.",
+        "- ⁴ TAR@FAR: FAR 1e-4 needs at least 10000 impostor pairs; there are 4 (`ver`).",
+        "- ⁵ R@1: not recorded by `ver`.",
+    ] {
+        assert!(table.contains(line), "missing `{line}` in:\n{table}");
+    }
+    let html = std::fs::read_to_string(p.path().join("reports/fn/table/report.html")).unwrap();
+    assert!(
+        html.contains("<td class=\"missing\">-<sup>1</sup></td>")
+            && html.contains("<sup>1</sup> TPIR@FPIR: FPIR 1e-2 needs at least 100"),
+        "{html}"
+    );
+    let tex = std::fs::read_to_string(p.path().join("reports/fn/table/table.tex")).unwrap();
+    assert!(
+        tex.contains("--\\textsuperscript{1}") && tex.contains("\\textsuperscript{4} TAR@FAR"),
+        "{tex}"
+    );
+}
+
+#[test]
+fn an_instance_not_run_yet_is_footnoted_by_report() {
+    let p = project();
+    // Only the identification side runs; `asymflow report` renders from the cache alone.
+    let out = p.run(&["run", "pipelines/fn.toml", "id"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = p.run(&["report", "pipelines/fn.toml"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("| ver | -¹ | -¹ | -¹ |")
+            || text.contains("| ver | -² | -² | -² |")
+            || text.contains("| ver | -³ | -³ | -³ |"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "`ver`: not computed yet (not run, or failed; `asymflow status` tells which)."
+        ),
+        "{text}"
+    );
+}
