@@ -190,3 +190,11 @@ fn kinds_lists_what_each_slot_takes_and_what_the_kind_writes() {
         "{text}"
     );
 }
+
+#[test]
+fn the_checkpoint_files_the_tensor_crate_writes_are_the_declared_outputs() {
+    use asymflow::stages::outputs::{MODEL_META, MODEL_WEIGHTS};
+    use asymflow_tensor::nn::checkpoint::{META_FILE, WEIGHTS_FILE};
+    assert_eq!(MODEL_WEIGHTS.file, WEIGHTS_FILE);
+    assert_eq!(MODEL_META.file, META_FILE);
+}
