@@ -611,6 +611,49 @@ fn a_restarted_engine_follows_the_job_instead_of_submitting_again() {
 }
 
 #[test]
+fn an_engine_killed_before_it_recorded_the_job_id_finds_the_job_by_name() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let queued = job(&project, "a", json!({}));
+    let cancelled = job(&project, "b", json!({}));
+    {
+        let mut first = fake.executor(None);
+        first.submit(0, queued.clone()).unwrap();
+        first.submit(1, cancelled.clone()).unwrap();
+        // Killed before the job ids reached the leases: the next engine knows nothing of them.
+    }
+    assert_eq!(fake.job_ids(), ["100", "101"]);
+    fake.set("101", "state", "CANCELLED");
+    // A job of `b`'s name that writes into another cache is not this cache's job.
+    let mut other = cancelled.clone();
+    other.cache_dir = fake.state().join("other-cache");
+    fake.executor(None).submit(0, other).unwrap();
+
+    let mut second = fake.executor(None);
+    second.submit(3, queued.clone()).unwrap();
+    assert_eq!(second.slurm_job_id(3), Some("100"));
+    match second.next_event(Duration::ZERO) {
+        Some(JobEvent::Note { id: 3, message }) => {
+            assert!(message.contains("following Slurm job 100"), "{message}")
+        }
+        other => panic!("expected a note, got {other:?}"),
+    }
+    second.submit(4, cancelled).unwrap();
+    assert_eq!(second.slurm_job_id(4), Some("103"), "b's own job ended");
+    assert_eq!(fake.run("100"), 0);
+    let (_, outcome) = until_finished(&mut second, 3, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+    assert_eq!(
+        fake.calls()
+            .iter()
+            .filter(|c| c.starts_with("sbatch"))
+            .count(),
+        4,
+        "a once; b, b into the other cache, b again; never a twice"
+    );
+}
+
+#[test]
 fn sbatch_errors_and_missing_tools_say_what_to_do() {
     let fake = FakeSlurm::new();
     let project = fake.project();

@@ -13,6 +13,9 @@
 //! lease of a dead one calls [`Executor::adopt`] (which is [`SlurmExecutor::adopt`]) instead
 //! of submitting again, and gets the outcome as for any other job, including one that
 //! finished while the engine was down (read from its result file by [`recorded_outcome`]).
+//! An engine killed between `sbatch` returning and the lease write leaves a job no lease
+//! names; `submit` finds it by its name and log folder when the key's folder already holds a
+//! job file, and follows it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -26,7 +29,7 @@ use crate::kind::{Device, Resource};
 use super::command::JobCommand;
 use super::layout::{JobDir, ResultFile};
 use super::profile::{Request, SlurmProfile};
-use super::script::render;
+use super::script::{job_name, render};
 use super::tools::Tools;
 use super::tracker::{Facts, Step, Tracker};
 
@@ -151,6 +154,21 @@ impl SlurmExecutor {
         });
         self.last_poll = None;
         Ok(())
+    }
+
+    /// A job of this user, named for `job`'s key and writing its log into `dir`, that Slurm
+    /// still queues or runs: submitted by an engine that died before it could record it.
+    fn orphan(&self, job: &Job, dir: &JobDir) -> Option<String> {
+        match self.tools.active_named(&job_name(job)) {
+            Ok(jobs) => jobs
+                .into_iter()
+                .find(|(_, folder)| folder == dir.path())
+                .map(|(slurm_id, _)| slurm_id),
+            Err(e) => {
+                tracing::warn!("looking for an earlier job for {}: {e}", job.label);
+                None
+            }
+        }
     }
 
     /// Cancels every followed job with one `scancel`; their Slurm ids.
@@ -283,6 +301,13 @@ impl Executor for SlurmExecutor {
         job.resources.device = if gpu { Device::Cuda(0) } else { Device::Cpu };
         job.resources.threads = request.cpus_per_task.unwrap_or(1) as usize;
         let dir = JobDir::new(&job.cache_dir, &job.key);
+        // A job file from an earlier engine: it may have died between `sbatch` and recording
+        // the job id in the lease. Follow that job if Slurm still holds it.
+        if dir.job().exists() {
+            if let Some(slurm_id) = self.orphan(&job, &dir) {
+                return SlurmExecutor::adopt(self, id, &job, &slurm_id);
+            }
+        }
         let submission = render(
             &job,
             &dir,

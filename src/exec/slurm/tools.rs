@@ -112,6 +112,40 @@ impl Tools {
         }
     }
 
+    /// This user's jobs named `name` that are still queued or running, with the folder each
+    /// writes its log to (`squeue` lists only active jobs by default; `scontrol` gives each
+    /// one's `StdOut`).
+    pub fn active_named(&self, name: &str) -> Result<Vec<(String, PathBuf)>, ToolError> {
+        let args = [
+            "-h".to_string(),
+            "--me".into(),
+            "-n".into(),
+            name.into(),
+            "-o".into(),
+            "%i".into(),
+        ];
+        let ran = self.run("squeue", &args)?;
+        if !ran.ok {
+            return Err(ToolError {
+                tool: "squeue".into(),
+                message: ran.stderr,
+            });
+        }
+        let mut jobs = Vec::new();
+        for id in ran.stdout.split_whitespace() {
+            let args = ["show".to_string(), "job".into(), "-o".into(), id.into()];
+            let shown = self.run("scontrol", &args)?;
+            let stdout = shown
+                .stdout
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix("StdOut="));
+            if let Some(folder) = stdout.and_then(|path| std::path::Path::new(path).parent()) {
+                jobs.push((id.to_string(), folder.to_path_buf()));
+            }
+        }
+        Ok(jobs)
+    }
+
     /// `scontrol show job -o ID`; `None` when slurmctld does not know it any more.
     pub fn scontrol(&self, id: &str) -> Result<Option<Sighting>, ToolError> {
         let args = ["show".to_string(), "job".into(), "-o".into(), id.into()];
