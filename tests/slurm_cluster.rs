@@ -553,3 +553,102 @@ fn ctrl_c_on_the_engine_scancels_its_jobs_and_exits_130() {
     );
     assert_eq!(active(&ids), "", "jobs still queued or running");
 }
+
+/// The real kinds, tiny: a split, a teacher per seed and its embeddings as Slurm jobs (CPU
+/// jobs: this machine has no CUDA, so the device class asks for no GPU), evaluation and the
+/// report here. Every metric equals a local run's, with the same threads per job.
+const REAL: &str = r#"
+[pipeline]
+name = "real"
+
+[sweep]
+seed = [0, 1]
+
+[stages.split]
+kind = "split"
+params = { dataset = "synthetic", classes = 8, per_class = 8, image_size = 32 }
+
+[stages.teacher]
+kind = "train-teacher"
+inputs = { split = "split" }
+params = { arch = "resnet18", width = 8, stem = "small", embed_dim = 16, resolution = 32,
+           loss = "norm-softmax", scale = 16.0, optimizer = "adam", lr = 2e-3, epochs = 1,
+           batch_size = 16, per_class = 0, seed = "${sweep.seed}" }
+
+[stages.emb]
+kind = "embed"
+inputs = { split = "split", model = "teacher" }
+params = { resolution = 32 }
+
+[stages.eval]
+kind = "evaluate"
+inputs = { query = "emb", database = "emb" }
+
+[stages.table]
+kind = "report"
+inputs = { results = "eval" }
+params = { metrics = ["map"], over = "seed", plot_xy = [], title = "Real kinds on Slurm" }
+"#;
+
+#[test]
+fn the_real_kinds_run_as_slurm_jobs_and_compute_what_they_compute_here() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let profile = "[executor.slurm]\npartition = \"debug\"\ntime = \"00:10:00\"\npoll_interval = 0.2\n\n[executor.slurm.device]\ncpus_per_task = 1\n";
+    let maps = |dir: &Path, extra: &[&str]| -> BTreeMap<String, f64> {
+        let mut args = vec!["run", "pipelines/real.toml", "--json"];
+        args.extend_from_slice(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
+            .args(&args)
+            .current_dir(dir)
+            .env_remove("ASYMFLOW_CACHE")
+            .env_remove("ASYMFLOW_TEST_KINDS")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "asymflow {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
+            .args(["metrics", "pipelines/real.toml", "--json"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = rows
+            .as_array()
+            .cloned()
+            .or_else(|| rows["instances"].as_array().cloned())
+            .expect("metrics --json lists instances");
+        rows.iter()
+            .filter_map(|r| {
+                let label = r["label"].as_str().or(r["instance"].as_str())?;
+                let map = r["metrics"]["map"].as_f64()?;
+                Some((label.to_string(), map))
+            })
+            .collect()
+    };
+    let on_slurm = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    for dir in [on_slurm.path(), here.path()] {
+        std::fs::create_dir_all(dir.join("pipelines")).unwrap();
+        std::fs::write(dir.join("pipelines/real.toml"), REAL).unwrap();
+    }
+    std::fs::write(on_slurm.path().join("asymflow.toml"), profile).unwrap();
+    let cluster_maps = maps(on_slurm.path(), &["--executor", "slurm", "--max-jobs", "2"]);
+    // One thread per training here too, as each Slurm job has (cpus_per_task = 1).
+    let local_maps = maps(here.path(), &["--device-slots", "2"]);
+    assert_eq!(cluster_maps.len(), 2, "{cluster_maps:?}");
+    assert_eq!(cluster_maps, local_maps);
+    let jobs = std::fs::read_dir(on_slurm.path().join("cache/slurm"))
+        .unwrap()
+        .count();
+    assert_eq!(jobs, 4, "two teachers and two embeddings went to Slurm");
+    for dir in [on_slurm.path(), here.path()] {
+        let table = std::fs::read_to_string(dir.join("reports/real/table/table.md"))
+            .expect("the report is published");
+        assert!(table.contains("Real kinds on Slurm"), "{table}");
+    }
+}
