@@ -381,45 +381,14 @@ inputs = { input = "embed" }
 params = { value = 100 }
 "#;
     let profile = "[executor.slurm]\npartition = \"debug\"\ntime = \"00:10:00\"\npoll_interval = 0.2\n\n[executor.slurm.device]\ngres = \"gpu:1\"\n";
-    let values = |dir: &Path, extra: &[&str]| -> BTreeMap<String, f64> {
-        let mut args = vec!["run", "pipelines/cluster.toml", "--json"];
-        args.extend_from_slice(extra);
-        let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
-            .args(&args)
-            .current_dir(dir)
-            .env("ASYMFLOW_TEST_KINDS", "worker")
-            .env_remove("ASYMFLOW_CACHE")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "asymflow {args:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
-            .args(["metrics", "pipelines/cluster.toml", "--json"])
-            .current_dir(dir)
-            .env("ASYMFLOW_TEST_KINDS", "worker")
-            .output()
-            .unwrap();
-        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let rows = rows
-            .as_array()
-            .cloned()
-            .or_else(|| rows["instances"].as_array().cloned())
-            .expect("metrics --json lists instances");
-        rows.iter()
-            .map(|r| {
-                (
-                    r["label"]
-                        .as_str()
-                        .or(r["instance"].as_str())
-                        .unwrap()
-                        .to_string(),
-                    r["metrics"]["value"].as_f64().unwrap(),
-                )
-            })
-            .collect()
+    let values = |dir: &Path, extra: &[&str]| {
+        run_then_read(
+            dir,
+            "pipelines/cluster.toml",
+            extra,
+            "value",
+            &[("ASYMFLOW_TEST_KINDS", "worker")],
+        )
     };
     // The cache must be where the compute node sees it: this machine's own disk.
     let on_slurm = tempfile::tempdir().unwrap();
@@ -439,6 +408,50 @@ params = { value = 100 }
         .unwrap()
         .count();
     assert_eq!(jobs, 4, "two trainings and two embeddings went to Slurm");
+}
+
+/// Runs `asymflow run FILE --json EXTRA` in `dir` (with `env`), then reads `metric` of every
+/// instance that has it: label -> value.
+fn run_then_read(
+    dir: &Path,
+    file: &str,
+    extra: &[&str],
+    metric: &str,
+    env: &[(&str, &str)],
+) -> BTreeMap<String, f64> {
+    let asymflow = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_asymflow"));
+        cmd.args(args)
+            .current_dir(dir)
+            .env_remove("ASYMFLOW_CACHE")
+            .env_remove("ASYMFLOW_TEST_KINDS");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "asymflow {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let mut args = vec!["run", file, "--json"];
+    args.extend_from_slice(extra);
+    asymflow(&args);
+    let rows: serde_json::Value =
+        serde_json::from_slice(&asymflow(&["metrics", file, "--json"])).unwrap();
+    let rows = rows
+        .as_array()
+        .cloned()
+        .or_else(|| rows["instances"].as_array().cloned())
+        .expect("metrics --json lists instances");
+    rows.iter()
+        .filter_map(|r| {
+            let label = r["label"].as_str().or(r["instance"].as_str())?;
+            Some((label.to_string(), r["metrics"][metric].as_f64()?))
+        })
+        .collect()
 }
 
 /// The profile of the engine-level tests on this cluster.
@@ -596,40 +609,8 @@ fn the_real_kinds_run_as_slurm_jobs_and_compute_what_they_compute_here() {
         return;
     };
     let profile = "[executor.slurm]\npartition = \"debug\"\ntime = \"00:10:00\"\npoll_interval = 0.2\n\n[executor.slurm.device]\ncpus_per_task = 1\n";
-    let maps = |dir: &Path, extra: &[&str]| -> BTreeMap<String, f64> {
-        let mut args = vec!["run", "pipelines/real.toml", "--json"];
-        args.extend_from_slice(extra);
-        let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
-            .args(&args)
-            .current_dir(dir)
-            .env_remove("ASYMFLOW_CACHE")
-            .env_remove("ASYMFLOW_TEST_KINDS")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "asymflow {args:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
-            .args(["metrics", "pipelines/real.toml", "--json"])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let rows = rows
-            .as_array()
-            .cloned()
-            .or_else(|| rows["instances"].as_array().cloned())
-            .expect("metrics --json lists instances");
-        rows.iter()
-            .filter_map(|r| {
-                let label = r["label"].as_str().or(r["instance"].as_str())?;
-                let map = r["metrics"]["map"].as_f64()?;
-                Some((label.to_string(), map))
-            })
-            .collect()
-    };
+    let maps =
+        |dir: &Path, extra: &[&str]| run_then_read(dir, "pipelines/real.toml", extra, "map", &[]);
     let on_slurm = tempfile::tempdir().unwrap();
     let here = tempfile::tempdir().unwrap();
     for dir in [on_slurm.path(), here.path()] {
