@@ -142,11 +142,10 @@ const PARAMS: &[ParamDecl] = &[
     ),
     ParamDecl::optional(
         "resolution",
-        ParamType::Int,
+        ParamType::Resolution,
         "448",
-        "training resolution (largest side re-sampled to it)",
-    )
-    .at_least(1.0),
+        "training input size: s (square) or [height, width]; images re-sampled so their largest side is the larger of the two, crops keep its aspect ratio",
+    ),
     ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
     ParamDecl::optional(
         "crop_min",

@@ -35,7 +35,7 @@ impl Run for TrainTeacher {
         let epochs = positive(&p, "epochs")?;
         let batch_size = positive(&p, "batch_size")?;
         let accumulate = positive(&p, "accumulate")?;
-        let resolution = positive(&p, "resolution")?;
+        let resolution = p.resolution("resolution")?;
         let per_class = p.int("per_class")?;
         let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
         let (_, classes) = dense_labels(&items);
@@ -97,7 +97,7 @@ impl Run for TrainTeacher {
             dataset,
             &items,
             TrainConfig {
-                resolution: resolution as u32,
+                resolution,
                 batch_size,
                 sampling,
                 images_per_epoch: images_per_epoch(&p)?,
@@ -162,8 +162,8 @@ impl Run for TrainTeacher {
         ctx.log(times.line(&step.times(), images));
         let last = curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN);
         ctx.metric("final_loss", last);
-        ctx.metric("gflops", gflops(&net, resolution as i64));
-        ctx.metric("resolution", resolution as f64);
+        ctx.metric("gflops", gflops(&net, resolution));
+        ctx.metric("resolution", f64::from(resolution.height));
         Ok(())
     }
 }
