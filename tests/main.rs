@@ -21,6 +21,7 @@ mod report;
 mod report_footnotes;
 mod report_freshness;
 mod report_templates;
+mod resolution;
 mod science;
 mod serve;
 mod serve_browser;
