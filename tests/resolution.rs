@@ -129,3 +129,26 @@ fn a_malformed_resolution_is_a_plan_error_at_its_place() {
         assert!(!e.contains("panicked"), "{e}");
     }
 }
+
+#[test]
+fn market1501_trains_and_embeds_at_256_x_128_and_one_override_shrinks_it() {
+    let tall = asymflow::data::Resolution {
+        height: 256,
+        width: 128,
+    };
+    let market = crate::support::expand("pipelines/bct-market1501.toml", &[]);
+    for stage in ["old", "new", "bct", "l2", "q-old", "g-old", "q-bct"] {
+        let params = &market[stage][0];
+        assert_eq!(params.resolution("resolution").unwrap(), tall, "{stage}");
+    }
+    assert_eq!(market["g-old"][0].str("view").unwrap(), "whole");
+    let small = asymflow::spec::Override::Set("vars.res=[64, 32]".into());
+    let shrunk = crate::support::expand("pipelines/bct-market1501.toml", &[small]);
+    assert_eq!(
+        shrunk["old"][0]
+            .resolution("resolution")
+            .unwrap()
+            .to_string(),
+        "64x32"
+    );
+}
