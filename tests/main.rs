@@ -13,6 +13,7 @@ mod data_fixtures;
 mod data_loaders;
 mod data_split;
 mod freshness;
+mod gem_p;
 mod gpu_check;
 mod raml;
 mod reliability;

@@ -12,8 +12,8 @@
 use std::time::Instant;
 
 use super::training::{
-    augment_config, images_per_epoch, open_partition, optim_config, positive, resolve, EpochLoss,
-    LossCurve, Means,
+    augment_config, gem_group, images_per_epoch, open_partition, optim_config, positive, resolve,
+    EpochLoss, LossCurve, Means,
 };
 use crate::data::{device_feed, DistillConfig, DistillLoader};
 use crate::kind::{Params, Run, StageContext, StageError};
@@ -126,8 +126,12 @@ impl Run for Distill {
             ctx.log(warning);
         }
         let steps = epochs * batches.div_ceil(accumulate);
-        let optim = Optim::new(&student.vs, &optim_config(&p)?, steps).torch()?;
         let net = student.meta.net.clone();
+        let optim = gem_group(
+            Optim::new(&student.vs, &optim_config(&p)?, steps).torch()?,
+            &net,
+            &p,
+        )?;
         let mut step = DistillStep::new(
             student,
             teacher,

@@ -12,8 +12,8 @@ use std::time::Instant;
 use tch::Tensor;
 
 use super::training::{
-    augment_config, images_per_epoch, net_config, open_partition, optim_config, positive, resolve,
-    EpochLoss, LossCurve, Means,
+    augment_config, gem_group, images_per_epoch, net_config, open_partition, optim_config,
+    positive, resolve, EpochLoss, LossCurve, Means,
 };
 use crate::data::{dense_labels, device_feed, Sampling, TrainConfig, TrainLoader};
 use crate::kind::{Run, StageContext, StageError};
@@ -111,7 +111,11 @@ impl Run for TrainTeacher {
             ctx.log(warning);
         }
         let steps = epochs * batches.div_ceil(accumulate);
-        let optim = Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?;
+        let optim = gem_group(
+            Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?,
+            &net,
+            &p,
+        )?;
         let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?
             .with_precision(precision);
         ctx.log(format!(
