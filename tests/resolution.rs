@@ -116,7 +116,6 @@ fn a_malformed_resolution_is_a_plan_error_at_its_place() {
         ("[256]", "the array [256]"),
         ("[256, 128, 3]", "the array [256,128,3]"),
         ("[256, 0]", "the array [256,0]"),
-        ("0", "the integer 0"),
         ("2.5", "the float 2.5"),
     ] {
         let e = plan_error(bad);
@@ -128,6 +127,13 @@ fn a_malformed_resolution_is_a_plan_error_at_its_place() {
         assert!(e.contains(&expected), "expected `{expected}` in:\n{e}");
         assert!(!e.contains("panicked"), "{e}");
     }
+    let e = plan_error("0");
+    assert!(
+        e.contains(
+            "pipelines/hw.toml:19:25: parameter `resolution` of kind `embed` must be >= 1, found 0"
+        ),
+        "{e}"
+    );
 }
 
 #[test]

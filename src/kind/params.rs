@@ -32,8 +32,8 @@ pub enum ParamType {
     Path,
     /// A list whose elements all have the given type.
     List(&'static ParamType),
-    /// An input size: a positive integer (a square) or `[height, width]`, two positive
-    /// integers ([`crate::data::Resolution`]).
+    /// An input size: an integer (a square; declare `at_least(1)`) or `[height, width]`, two
+    /// positive integers ([`crate::data::Resolution`]).
     Resolution,
     /// Any TOML value (tables included); validated by the stage itself.
     Any,
@@ -49,6 +49,9 @@ impl ParamType {
             (ParamType::Str | ParamType::Path, Value::String(_)) => true,
             (ParamType::Choice(options), Value::String(s)) => options.contains(&s.as_str()),
             (ParamType::List(inner), Value::Array(items)) => items.iter().all(|v| inner.accepts(v)),
+            // An integer's range (`>= 1`) is the declaration's, checked and reported as every
+            // number's; a pair's sides must be positive here.
+            (ParamType::Resolution, Value::Number(n)) => n.is_i64() || n.is_u64(),
             (ParamType::Resolution, v) => crate::data::Resolution::from_value(v).is_some(),
             (ParamType::Any, _) => true,
             _ => false,

@@ -34,7 +34,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Resolution,
         "224",
         "the network's input: s (an s x s square) or [height, width] (e.g. [256, 128] for re-ID)",
-    ),
+    )
+    .at_least(1.0),
     ParamDecl::optional(
         "view",
         ParamType::Choice(EvalView::NAMES),

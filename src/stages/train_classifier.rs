@@ -30,7 +30,7 @@ macro_rules! classifier_params {
             ParamDecl::optional("scale", ParamType::Float, "30.0", "scale s of the cosine heads"),
             ParamDecl::optional("margin", ParamType::Float, "0.4", "CosFace margin m (cosface only)"),
             ParamDecl::optional("resolution", ParamType::Resolution, "224",
-                "training input size: s (square) or [height, width] (crops keep its aspect ratio)"),
+                "training input size: s (square) or [height, width] (crops keep its aspect ratio)").at_least(1.0),
             ParamDecl::optional("epochs", ParamType::Int, "30", "training epochs").at_least(1.0),
             ParamDecl::optional("batch_size", ParamType::Int, "128", "images per batch").at_least(1.0),
             ParamDecl::optional("optimizer", ParamType::Choice(&["adam", "adamw"]), "\"adam\"", "optimiser"),

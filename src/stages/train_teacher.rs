@@ -145,7 +145,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Resolution,
         "448",
         "training input size: s (square) or [height, width]; images re-sampled so their largest side is the larger of the two, crops keep its aspect ratio",
-    ),
+    )
+    .at_least(1.0),
     ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
     ParamDecl::optional(
         "crop_min",
