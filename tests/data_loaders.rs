@@ -292,7 +292,7 @@ fn data_eval_loader_keeps_order_and_shapes() {
 
 fn train_config(sampling: Sampling) -> TrainConfig {
     TrainConfig {
-        resolution: 16,
+        resolution: 16.into(),
         batch_size: 4,
         sampling,
         images_per_epoch: None,

@@ -23,11 +23,12 @@ use rand_distr::{Beta, Distribution};
 use serde::{Deserialize, Serialize};
 
 use super::image_ops::{normalise_chw, resample, to_unit_chw, Filter};
+use super::resolution::Resolution;
 
 /// What to augment and how strongly.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AugmentConfig {
-    /// Random resized crops (otherwise the whole image, resized to the square output).
+    /// Random resized crops (otherwise the whole image, resized to the output).
     pub geometric: bool,
     /// Range of the crop's area as a fraction of the image.
     pub crop_scale: (f64, f64),
@@ -108,10 +109,18 @@ pub struct AugParams {
     pub jitter: Option<Jitter>,
 }
 
-/// Draws augmentation parameters for a `w x h` image.
-pub fn sample(cfg: &AugmentConfig, w: u32, h: u32, rng: &mut impl Rng) -> AugParams {
+/// Draws augmentation parameters for a `w x h` image rendered at `out`. Random crops draw
+/// their aspect ratio (width / height) from `crop_ratio` times the output's, so a crop for a
+/// `256 x 128` input is as tall as the input is (a square output multiplies by exactly 1).
+pub fn sample(
+    cfg: &AugmentConfig,
+    w: u32,
+    h: u32,
+    out: Resolution,
+    rng: &mut impl Rng,
+) -> AugParams {
     let crop = if cfg.geometric {
-        random_resized_crop(cfg, w, h, rng)
+        random_resized_crop(cfg, w, h, out.aspect(), rng)
     } else {
         CropBox {
             x: 0.0,
@@ -158,10 +167,17 @@ pub fn sample_mixup(alpha: f64, rng: &mut impl Rng) -> f32 {
         .unwrap_or(1.0)
 }
 
-fn random_resized_crop(cfg: &AugmentConfig, w: u32, h: u32, rng: &mut impl Rng) -> CropBox {
+fn random_resized_crop(
+    cfg: &AugmentConfig,
+    w: u32,
+    h: u32,
+    aspect: f64,
+    rng: &mut impl Rng,
+) -> CropBox {
     let (wf, hf) = (f64::from(w), f64::from(h));
     let area = wf * hf;
-    let (lr0, lr1) = (cfg.crop_ratio.0.ln(), cfg.crop_ratio.1.ln());
+    let ratio_range = (cfg.crop_ratio.0 * aspect, cfg.crop_ratio.1 * aspect);
+    let (lr0, lr1) = (ratio_range.0.ln(), ratio_range.1.ln());
     for _ in 0..10 {
         let target = area * rng.random_range(cfg.crop_scale.0..=cfg.crop_scale.1);
         let ratio = rng.random_range(lr0..=lr1).exp();
@@ -175,10 +191,10 @@ fn random_resized_crop(cfg: &AugmentConfig, w: u32, h: u32, rng: &mut impl Rng) 
     }
     // Fallback: the largest centre crop with an aspect ratio inside the range.
     let in_ratio = wf / hf;
-    let (cw, ch) = if in_ratio < cfg.crop_ratio.0 {
-        (wf, (wf / cfg.crop_ratio.0).round())
-    } else if in_ratio > cfg.crop_ratio.1 {
-        ((hf * cfg.crop_ratio.1).round(), hf)
+    let (cw, ch) = if in_ratio < ratio_range.0 {
+        (wf, (wf / ratio_range.0).round())
+    } else if in_ratio > ratio_range.1 {
+        ((hf * ratio_range.1).round(), hf)
     } else {
         (wf, hf)
     };
@@ -190,22 +206,23 @@ fn random_resized_crop(cfg: &AugmentConfig, w: u32, h: u32, rng: &mut impl Rng) 
     }
 }
 
-/// Renders `params` on `img` at `size x size`, appending ImageNet-normalised CHW floats to
-/// `out`.
-pub fn apply(img: &RgbImage, params: &AugParams, size: u32, out: &mut Vec<f32>) {
+/// Renders `params` on `img` at `size` (height x width), appending ImageNet-normalised CHW
+/// floats to `out`.
+pub fn apply(img: &RgbImage, params: &AugParams, size: impl Into<Resolution>, out: &mut Vec<f32>) {
+    let size = size.into();
     let c = params.crop;
     let mut view = resample(
         img,
         [c.x, c.y, c.x + c.w, c.y + c.h],
-        size,
-        size,
+        size.width,
+        size.height,
         Filter::Bilinear,
     );
     if params.flip {
         image::imageops::flip_horizontal_in_place(&mut view);
     }
     let start = out.len();
-    let n = (size * size) as usize;
+    let n = size.pixels();
     out.resize(start + 3 * n, 0.0);
     let data = &mut out[start..];
     to_unit_chw(&view, data);
@@ -312,7 +329,7 @@ mod tests {
         let cfg = AugmentConfig::default();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         for _ in 0..200 {
-            let p = sample(&cfg, 60, 40, &mut rng);
+            let p = sample(&cfg, 60, 40, Resolution::square(32), &mut rng);
             let c = p.crop;
             assert!(
                 c.x >= 0.0 && c.y >= 0.0 && c.x + c.w <= 60.0 && c.y + c.h <= 40.0,
@@ -320,6 +337,60 @@ mod tests {
             );
             assert!(c.w * c.h <= 2400.0 + 1.0);
         }
+    }
+
+    /// Three crops of a 60 x 40 image for a square output, seed 3. Square outputs scale the
+    /// ratio range by exactly 1.0, so these are the draws of the square-only code; any change
+    /// to them changes every training run's augmentation (and needs an IMPL_VERSION bump).
+    const SQUARE_CROPS_BEFORE: [(f64, f64, f64, f64); 3] = [
+        (18.0, 1.0, 30.0, 39.0),
+        (9.0, 3.0, 29.0, 34.0),
+        (4.0, 0.0, 51.0, 40.0),
+    ];
+
+    #[test]
+    fn crops_for_a_tall_input_have_its_aspect_ratio_and_a_square_keeps_the_old_draws() {
+        let cfg = AugmentConfig::default();
+        let tall = Resolution {
+            height: 256,
+            width: 128,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        for _ in 0..200 {
+            let c = sample(&cfg, 64, 128, tall, &mut rng).crop;
+            let ratio = c.w / c.h;
+            // crop_ratio (3/4 .. 4/3) times the input's 1/2, with a pixel of rounding.
+            assert!(
+                (0.375 * 0.9..=(2.0 / 3.0) * 1.1).contains(&ratio),
+                "{c:?}: width / height {ratio}"
+            );
+            assert!(c.x >= 0.0 && c.y >= 0.0 && c.x + c.w <= 64.0 && c.y + c.h <= 128.0);
+        }
+        // A square output multiplies the ratio range by exactly 1: a square's draws are
+        // pinned.
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let crops: Vec<(f64, f64, f64, f64)> = (0..3)
+            .map(|_| {
+                let c = sample(&cfg, 60, 40, Resolution::square(32), &mut rng).crop;
+                (c.x, c.y, c.w, c.h)
+            })
+            .collect();
+        assert_eq!(crops, SQUARE_CROPS_BEFORE.to_vec());
+    }
+
+    #[test]
+    fn rendering_a_tall_input_fills_height_x_width() {
+        let img = RgbImage::from_pixel(40, 80, image::Rgb([200, 10, 10]));
+        let cfg = AugmentConfig::none();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let size = Resolution {
+            height: 24,
+            width: 12,
+        };
+        let params = sample(&cfg, 40, 80, size, &mut rng);
+        let mut out = Vec::new();
+        apply(&img, &params, size, &mut out);
+        assert_eq!(out.len(), 3 * 24 * 12);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::path::Path;
 
 use image::RgbImage;
 
+use super::resolution::Resolution;
 use super::DataError;
 
 /// The ImageNet channel means (RGB), applied after scaling pixels to `[0, 1]`.
@@ -269,7 +270,27 @@ pub(crate) fn eval_preprocess(src: &RgbImage, s: u32) -> RgbImage {
     resample(src, region, s, s, Filter::Bilinear)
 }
 
-/// How evaluation turns an image into the network's `s x s` input.
+/// Evaluation preprocessing for a non-square `h x w` input: the image scaled (aspect ratio
+/// kept) just enough to cover `round(h * 8 / 7) x round(w * 8 / 7)`, then the centre `h x w`
+/// crop. For a square this is [`eval_preprocess`]'s shorter side to `s * 8 / 7`, which is
+/// what squares keep using, bit for bit.
+fn eval_preprocess_rect(src: &RgbImage, size: Resolution) -> RgbImage {
+    let (w, h) = (f64::from(src.width()), f64::from(src.height()));
+    let (cover_h, cover_w) = (
+        f64::from(eval_resize_side(size.height)),
+        f64::from(eval_resize_side(size.width)),
+    );
+    let scale = (cover_h / h).max(cover_w / w);
+    let (rw, rh) = ((w * scale).floor().max(1.0), (h * scale).floor().max(1.0));
+    let (out_w, out_h) = (f64::from(size.width), f64::from(size.height));
+    let left = ((rw - out_w) / 2.0).round();
+    let top = ((rh - out_h) / 2.0).round();
+    let (sx, sy) = (w / rw, h / rh);
+    let region = [left * sx, top * sy, (left + out_w) * sx, (top + out_h) * sy];
+    resample(src, region, size.width, size.height, Filter::Bilinear)
+}
+
+/// How evaluation turns an image into the network's `h x w` input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EvalView {
     /// The shorter side resized to `s * 8 / 7`, then the centre `s x s` crop: torchvision's
@@ -295,13 +316,15 @@ impl EvalView {
         }
     }
 
-    /// The `s x s` input of `src`.
-    pub fn apply(self, src: &RgbImage, s: u32) -> RgbImage {
+    /// The `h x w` input of `src` (`s x s` for a square `size`).
+    pub fn apply(self, src: &RgbImage, size: impl Into<Resolution>) -> RgbImage {
+        let size = size.into();
         match self {
-            EvalView::CenterCrop => eval_preprocess(src, s),
+            EvalView::CenterCrop if size.is_square() => eval_preprocess(src, size.height),
+            EvalView::CenterCrop => eval_preprocess_rect(src, size),
             EvalView::Whole => {
                 let region = [0.0, 0.0, f64::from(src.width()), f64::from(src.height())];
-                resample(src, region, s, s, Filter::Bilinear)
+                resample(src, region, size.width, size.height, Filter::Bilinear)
             }
         }
     }
@@ -446,6 +469,40 @@ mod tests {
         assert_eq!(out.get_pixel(14, 14)[0], 255);
         assert_eq!(out.get_pixel(2, 14)[0], 0);
         assert_eq!(out.get_pixel(25, 14)[0], 0);
+    }
+
+    #[test]
+    fn a_tall_view_has_height_x_width_and_the_centre_crop_keeps_the_middle() {
+        // A 64 x 128 person-shaped image: left half red, right half blue.
+        let img = RgbImage::from_fn(64, 128, |x, _| {
+            if x < 32 {
+                image::Rgb([255, 0, 0])
+            } else {
+                image::Rgb([0, 0, 255])
+            }
+        });
+        let tall = Resolution {
+            height: 32,
+            width: 16,
+        };
+        for view in [EvalView::Whole, EvalView::CenterCrop] {
+            let out = view.apply(&img, tall);
+            assert_eq!(out.dimensions(), (16, 32), "{view:?}");
+            assert_eq!(out.get_pixel(0, 16)[0], 255, "{view:?}: left edge red");
+            assert_eq!(out.get_pixel(15, 16)[2], 255, "{view:?}: right edge blue");
+        }
+        // The centre crop of a tall input cuts 1/8 of the height, as the square one does.
+        let crop = eval_preprocess_rect(&img, tall);
+        let rows = eval_resize_side(32);
+        assert_eq!(rows, 37);
+        assert_eq!(crop.dimensions(), (16, 32));
+        // A square through the general path matches the square path.
+        let square =
+            RgbImage::from_fn(40, 30, |x, y| image::Rgb([(x * 6) as u8, (y * 8) as u8, 7]));
+        assert_eq!(
+            eval_preprocess_rect(&square, Resolution::square(16)),
+            eval_preprocess(&square, 16)
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod image_ops;
 pub mod listing;
 pub mod manifest;
 pub mod protocol;
+pub mod resolution;
 pub mod synthetic;
 
 pub use augment::{AugParams, AugmentConfig, CropBox, Jitter};
@@ -38,4 +39,5 @@ pub use manifest::{
     dense_labels, PartitionCount, SplitItem, SplitManifest, VerificationPair, MANIFEST_OUTPUT,
 };
 pub use protocol::{Protocol, SplitOptions};
+pub use resolution::Resolution;
 pub use synthetic::{SyntheticParams, GENERATOR_VERSION};

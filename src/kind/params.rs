@@ -32,6 +32,9 @@ pub enum ParamType {
     Path,
     /// A list whose elements all have the given type.
     List(&'static ParamType),
+    /// An input size: an integer (a square; declare `at_least(1)`) or `[height, width]`, two
+    /// positive integers ([`crate::data::Resolution`]).
+    Resolution,
     /// Any TOML value (tables included); validated by the stage itself.
     Any,
 }
@@ -46,6 +49,10 @@ impl ParamType {
             (ParamType::Str | ParamType::Path, Value::String(_)) => true,
             (ParamType::Choice(options), Value::String(s)) => options.contains(&s.as_str()),
             (ParamType::List(inner), Value::Array(items)) => items.iter().all(|v| inner.accepts(v)),
+            // An integer's range (`>= 1`) is the declaration's, checked and reported as every
+            // number's; a pair's sides must be positive here.
+            (ParamType::Resolution, Value::Number(n)) => n.is_i64() || n.is_u64(),
+            (ParamType::Resolution, v) => crate::data::Resolution::from_value(v).is_some(),
             (ParamType::Any, _) => true,
             _ => false,
         }
@@ -65,6 +72,7 @@ impl ParamType {
                 .collect::<Vec<_>>()
                 .join(" | "),
             ParamType::List(inner) => format!("list of {}", inner.describe()),
+            ParamType::Resolution => "int or [height, width]".into(),
             ParamType::Any => "any".into(),
         }
     }
@@ -252,6 +260,16 @@ impl Params {
         self.typed(name, "a non-negative integer", |v| {
             v.as_u64().map(|u| u as usize)
         })
+    }
+
+    /// A resolution parameter ([`ParamType::Resolution`]): an integer side or
+    /// `[height, width]`.
+    pub fn resolution(&self, name: &str) -> Result<crate::data::Resolution, ParamError> {
+        self.typed(
+            name,
+            "a positive integer or [height, width]",
+            crate::data::Resolution::from_value,
+        )
     }
 
     /// A number parameter (integers are widened).

@@ -324,7 +324,7 @@ fn resolve_stage(
         })?;
         let tpl = Tpl::parse(value, vars, axis_names)?;
         check_type(&tpl, value, decl, kind_name, axes)?;
-        params.insert(key.name.clone(), tpl);
+        params.insert(key.name.clone(), canonical(tpl, decl));
         param_locs.insert(key.name.clone(), value.loc.clone());
     }
     for decl in kind.params() {
@@ -522,6 +522,24 @@ fn check_type(
         }
     }
     Ok(())
+}
+
+/// A value stored as its canonical form where its type has one: a resolution written as a
+/// pair of equal sides becomes the integer, so it keys as the square always did. Values that
+/// depend on a sweep axis are kept as written.
+fn canonical(tpl: Tpl, decl: &crate::kind::ParamDecl) -> Tpl {
+    if decl.ty != crate::kind::ParamType::Resolution {
+        return tpl;
+    }
+    let mut used = BTreeSet::new();
+    tpl.axes(&mut used);
+    if !used.is_empty() {
+        return tpl;
+    }
+    match crate::data::Resolution::from_value(&tpl.bind(&BTreeMap::new())) {
+        Some(resolution) => Tpl::Lit(resolution.canonical()),
+        None => tpl,
+    }
 }
 
 fn describe_value(v: &Value) -> String {

@@ -178,6 +178,8 @@ const PARAMS: &[ParamDecl] = &[
         "groups of whole images each batch is forwarded in, gradients added (less memory; BatchNorm sees each group)",
     )
     .at_least(1.0),
+    GEM_P_LR_SCALE,
+    GEM_P_DECAY,
     PRECISION,
 ];
 
@@ -209,7 +211,8 @@ impl Stage for Distill {
     fn impl_version(&self) -> u32 {
         // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
         // 3: `precision` and `chunks` (the key gains them; fp32, chunks = 1 are bit-identical).
-        3
+        // 4: `gem_p_lr_scale`, `gem_p_decay` (the key gains them; the defaults train as 3).
+        4
     }
     fn summary(&self) -> &'static str {
         "distil a small-resolution student from a frozen teacher, without labels"

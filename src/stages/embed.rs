@@ -1,12 +1,15 @@
 //! `embed`: the embeddings of one partition of a split by one checkpoint at one resolution.
 //!
 //! Its own cached stage, so a database embedded once serves every evaluation that uses it.
-//! Evaluation preprocessing by `view`: `center-crop` (shorter side to `s * 8 / 7`, centre
-//! `s x s` crop, for networks trained on random resized crops) or `whole` (the whole image
-//! resized to `s x s`, the view of a network trained without crops); the network in eval
-//! mode. Output `embeddings.safetensors`: `embeddings` f32 `[N, D]` (L2-normalised),
-//! `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where unknown). Metrics: `gflops` (one forward
-//! pass at the resolution), `resolution`, `count`.
+//! `resolution` is one side `s` (an `s x s` square) or `[height, width]` (re-ID's `[256, 128]`).
+//! Evaluation preprocessing by `view`: `center-crop` (the image scaled, aspect ratio kept, to
+//! cover `round(h * 8 / 7) x round(w * 8 / 7)`, then the centre `h x w` crop; for a square,
+//! torchvision's shorter side to `s * 8 / 7` and centre crop; for networks trained on random
+//! resized crops) or `whole` (the whole image resized to `h x w`, the view of a network
+//! trained without crops); the network in eval mode. Output `embeddings.safetensors`:
+//! `embeddings` f32 `[N, D]` (L2-normalised), `labels` i64 `[N]`, `cameras` i64 `[N]` (-1 where
+//! unknown). Metrics: `gflops` (one forward pass at the resolution), `resolution` (the
+//! height: the side of a square), `count`.
 
 use super::outputs;
 use super::training::PRECISION;
@@ -28,16 +31,16 @@ const PARAMS: &[ParamDecl] = &[
     ),
     ParamDecl::optional(
         "resolution",
-        ParamType::Int,
+        ParamType::Resolution,
         "224",
-        "resolution s of the network's input",
+        "the network's input: s (an s x s square) or [height, width] (e.g. [256, 128] for re-ID)",
     )
     .at_least(1.0),
     ParamDecl::optional(
         "view",
         ParamType::Choice(EvalView::NAMES),
         "\"center-crop\"",
-        "center-crop: shorter side to s*8/7, centre s x s crop; whole: the whole image resized to s x s (models trained without crops)",
+        "center-crop: scaled to cover (h*8/7, w*8/7), centre h x w crop; whole: the whole image resized to h x w (models trained without crops)",
     ),
     ParamDecl::optional(
         "batch_size",

@@ -142,9 +142,9 @@ const PARAMS: &[ParamDecl] = &[
     ),
     ParamDecl::optional(
         "resolution",
-        ParamType::Int,
+        ParamType::Resolution,
         "448",
-        "training resolution (largest side re-sampled to it)",
+        "training input size: s (square) or [height, width]; images re-sampled so their largest side is the larger of the two, crops keep its aspect ratio",
     )
     .at_least(1.0),
     ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
@@ -161,6 +161,8 @@ const PARAMS: &[ParamDecl] = &[
         "0.0",
         "colour distortion strength",
     ),
+    GEM_P_LR_SCALE,
+    GEM_P_DECAY,
     PRECISION,
 ];
 
@@ -178,7 +180,8 @@ impl Stage for TrainTeacher {
     fn impl_version(&self) -> u32 {
         // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
         // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
-        3
+        // 4: `gem_p_lr_scale`, `gem_p_decay` (the key gains them; the defaults train as 3).
+        4
     }
     fn summary(&self) -> &'static str {
         "train the database network (triplet or cosine-classifier loss) at the large resolution"

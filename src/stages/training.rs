@@ -26,6 +26,24 @@ pub const PRECISION: ParamDecl = ParamDecl::optional(
     "fp32, or bf16: bfloat16 autocast of the forward pass on CUDA (an error on CPU)",
 );
 
+/// `gem_p_lr_scale`, shared by the kinds that train a GeM network: GeM's exponent `p` learns
+/// at this multiple of the learning rate (the resolution-asymmetry reference uses 10).
+pub const GEM_P_LR_SCALE: ParamDecl = ParamDecl::optional(
+    "gem_p_lr_scale",
+    ParamType::Float,
+    "1.0",
+    "GeM's p learns at this multiple of the learning rate (the reference: 10)",
+)
+.at_least(0.0);
+
+/// `gem_p_decay`: whether weight decay applies to GeM's `p` (the reference: no).
+pub const GEM_P_DECAY: ParamDecl = ParamDecl::optional(
+    "gem_p_decay",
+    ParamType::Bool,
+    "true",
+    "weight decay on GeM's p as on every weight (the reference: false)",
+);
+
 /// Architecture choices, in pipeline spelling.
 pub const ARCHS: &[&str] = &["resnet18", "resnet34", "resnet50"];
 /// Stem choices.

@@ -77,7 +77,7 @@ fn asymflow_rate(root: &Path, threads: usize) -> (usize, f64) {
             .unwrap(),
     );
     let config = TrainConfig {
-        resolution: RESOLUTION,
+        resolution: RESOLUTION.into(),
         batch_size: BATCH,
         sampling: Sampling::Shuffle,
         images_per_epoch: None,

@@ -26,13 +26,14 @@ use super::dataset::Dataset;
 use super::image_ops::{normalised_chw, resize_largest_side, EvalView};
 use super::manifest::SplitItem;
 use super::prefetch::Prefetch;
+use super::resolution::Resolution;
 use super::DataError;
 
 /// Finished batches kept ready ahead of the consumer.
 const PREFETCH_DEPTH: usize = 2;
 
-fn tensor(data: &[f32], n: usize, size: u32) -> Tensor {
-    Tensor::from_slice(data).view([n as i64, 3, i64::from(size), i64::from(size)])
+fn tensor(data: &[f32], n: usize, size: Resolution) -> Tensor {
+    Tensor::from_slice(data).view([n as i64, 3, i64::from(size.height), i64::from(size.width)])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -43,24 +44,29 @@ fn tensor(data: &[f32], n: usize, size: u32) -> Tensor {
 pub struct EvalLoader {
     dataset: Arc<dyn Dataset>,
     items: Arc<Vec<SplitItem>>,
-    resolution: u32,
+    resolution: Resolution,
     view: EvalView,
     batch_size: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl EvalLoader {
-    /// A loader over `items` at resolution `resolution`, `batch_size` images per batch.
+    /// A loader over `items` at `resolution` (a side, or height x width; each at least 1),
+    /// `batch_size` images per batch.
     pub fn new(
         dataset: Arc<dyn Dataset>,
         items: &[SplitItem],
-        resolution: u32,
+        resolution: impl Into<Resolution>,
         batch_size: usize,
     ) -> Self {
+        let resolution = resolution.into();
         EvalLoader {
             dataset,
             items: Arc::new(items.to_vec()),
-            resolution: resolution.max(1),
+            resolution: Resolution {
+                height: resolution.height.max(1),
+                width: resolution.width.max(1),
+            },
             view: EvalView::default(),
             batch_size: batch_size.max(1),
             pool: None,
@@ -84,7 +90,7 @@ impl EvalLoader {
         self.items.len().div_ceil(self.batch_size)
     }
 
-    /// The batches: `(images [B, 3, s, s], labels)`.
+    /// The batches: `(images [B, 3, h, w], labels)`.
     pub fn iter(&self) -> impl Iterator<Item = Result<(Tensor, Vec<i64>), DataError>> {
         let jobs: Vec<std::ops::Range<usize>> = (0..self.num_batches())
             .map(|b| b * self.batch_size..((b + 1) * self.batch_size).min(self.items.len()))
@@ -140,8 +146,9 @@ pub enum Sampling {
 /// Settings of a [`TrainLoader`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrainConfig {
-    /// Output resolution; images are first re-sampled so their largest side is this.
-    pub resolution: u32,
+    /// Output size (height x width); images are first re-sampled so their largest side is
+    /// its larger side.
+    pub resolution: Resolution,
     /// Images per batch.
     pub batch_size: usize,
     /// How images are picked.
@@ -282,9 +289,17 @@ impl TrainLoader {
                             epoch,
                             (b * bs + j) as u64,
                         ));
-                        let img = resize_largest_side(&dataset.load(&items[i])?, cfg.resolution);
-                        let params =
-                            augment::sample(&cfg.augment, img.width(), img.height(), &mut rng);
+                        let img = resize_largest_side(
+                            &dataset.load(&items[i])?,
+                            cfg.resolution.largest_side(),
+                        );
+                        let params = augment::sample(
+                            &cfg.augment,
+                            img.width(),
+                            img.height(),
+                            cfg.resolution,
+                            &mut rng,
+                        );
                         let mut out = Vec::new();
                         augment::apply(&img, &params, cfg.resolution, &mut out);
                         Ok((out, params))
@@ -508,8 +523,8 @@ impl DistillLoader {
             r.map(|(t, s, indices, draws)| {
                 let rows = draws.len();
                 DistillBatch {
-                    teacher: tensor(&t, rows, cfg.teacher_resolution),
-                    student: tensor(&s, rows, cfg.student_resolution),
+                    teacher: tensor(&t, rows, Resolution::square(cfg.teacher_resolution)),
+                    student: tensor(&s, rows, Resolution::square(cfg.student_resolution)),
                     indices,
                     draws,
                 }
@@ -532,8 +547,8 @@ fn distill_batch(
     indices: Vec<usize>,
 ) -> Result<DistillRows, DataError> {
     let (big, small, p) = (
-        cfg.teacher_resolution,
-        cfg.student_resolution,
+        Resolution::square(cfg.teacher_resolution),
+        Resolution::square(cfg.student_resolution),
         cfg.augmentations,
     );
     let per_image = indices
@@ -546,17 +561,17 @@ fn distill_batch(
             // every crop, flip and jitter as it was.
             let mut mix_rng =
                 ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed ^ MIXUP_SALT, epoch, position));
-            let img = resize_largest_side(&dataset.load(&items[i])?, big);
+            let img = resize_largest_side(&dataset.load(&items[i])?, big.largest_side());
             let (w, h) = img.dimensions();
             let (mut t, mut s, mut draws) = (Vec::new(), Vec::new(), Vec::with_capacity(p));
             for _ in 0..p {
-                let tp = augment::sample(&cfg.augment, w, h, &mut rng);
+                let tp = augment::sample(&cfg.augment, w, h, big, &mut rng);
                 let tm = augment::sample_mixup(cfg.augment.mixup_alpha, &mut mix_rng);
                 let (sp, sm) = if cfg.coupled {
                     (tp, tm)
                 } else {
                     (
-                        augment::sample(&cfg.augment, w, h, &mut rng),
+                        augment::sample(&cfg.augment, w, h, big, &mut rng),
                         augment::sample_mixup(cfg.augment.mixup_alpha, &mut mix_rng),
                     )
                 };
@@ -587,12 +602,8 @@ fn distill_batch(
     let mut teacher = t_rows.concat();
     let mut student = s_rows.concat();
     if cfg.augment.mixup_alpha > 0.0 && n_images > 1 {
-        mix(&mut teacher, (3 * big * big) as usize, &draws, |d| {
-            d.teacher_mix
-        });
-        mix(&mut student, (3 * small * small) as usize, &draws, |d| {
-            d.student_mix
-        });
+        mix(&mut teacher, 3 * big.pixels(), &draws, |d| d.teacher_mix);
+        mix(&mut student, 3 * small.pixels(), &draws, |d| d.student_mix);
     }
     Ok((teacher, student, indices, draws))
 }
@@ -644,6 +655,48 @@ mod tests {
     }
 
     #[test]
+    fn a_height_x_width_resolution_gives_batches_of_that_shape() {
+        let dataset: Arc<dyn Dataset> = Arc::new(asymflow::data::SyntheticDataset::new(
+            asymflow::data::SyntheticParams::default(),
+        ));
+        let all: Vec<SplitItem> = (0..6)
+            .map(|i| SplitItem {
+                id: format!("synthetic/{i}"),
+                label: i / 3,
+                camera: None,
+            })
+            .collect();
+        let tall = Resolution {
+            height: 24,
+            width: 12,
+        };
+        for view in [EvalView::CenterCrop, EvalView::Whole] {
+            let loader = EvalLoader::new(dataset.clone(), &all, tall, 4).with_view(view);
+            let shapes: Vec<Vec<i64>> = loader.iter().map(|b| b.unwrap().0.size()).collect();
+            assert_eq!(
+                shapes,
+                vec![vec![4, 3, 24, 12], vec![2, 3, 24, 12]],
+                "{view:?}"
+            );
+        }
+        let train = TrainLoader::new(
+            dataset,
+            &all,
+            TrainConfig {
+                resolution: tall,
+                batch_size: 3,
+                sampling: Sampling::Shuffle,
+                images_per_epoch: None,
+                augment: AugmentConfig::default(),
+                seed: 0,
+            },
+        )
+        .unwrap();
+        let batch = train.epoch(0).next().unwrap().unwrap();
+        assert_eq!(batch.images.size(), vec![3, 3, 24, 12]);
+    }
+
+    #[test]
     fn small_classes_repeat_images_or_are_dropped() {
         // Classes 0-3 have 4 images, classes 4-5 only 2.
         let mut all = items(4, 4);
@@ -659,7 +712,7 @@ mod tests {
         assert!(seen(false).contains(&4), "repeated to fill a group");
         assert_eq!(seen(true), (0..4).collect(), "dropped, not repeated");
         let cfg = |sampling| TrainConfig {
-            resolution: 8,
+            resolution: Resolution::square(8),
             batch_size: 8,
             sampling,
             images_per_epoch: None,

@@ -8,15 +8,19 @@
 
 use super::config::NetConfig;
 use super::resnet::ResNetPlan;
+use crate::data::Resolution;
 
-/// FLOPs of one forward pass of one square image of side `resolution` (see the module docs).
-pub fn flops(cfg: &NetConfig, resolution: i64) -> f64 {
-    let (conv, _) = ResNetPlan::new(cfg).conv_macs(resolution);
+/// FLOPs of one forward pass of one image of `resolution` (a side, or height x width; see the
+/// module docs).
+pub fn flops(cfg: &NetConfig, resolution: impl Into<Resolution>) -> f64 {
+    let size = resolution.into();
+    let (conv, _, _) =
+        ResNetPlan::new(cfg).conv_macs_rect(i64::from(size.height), i64::from(size.width));
     conv + (cfg.feature_dim() * cfg.embed_dim) as f64
 }
 
 /// [`flops`] in GFLOPs.
-pub fn gflops(cfg: &NetConfig, resolution: i64) -> f64 {
+pub fn gflops(cfg: &NetConfig, resolution: impl Into<Resolution>) -> f64 {
     flops(cfg, resolution) / 1e9
 }
 
@@ -24,6 +28,42 @@ pub fn gflops(cfg: &NetConfig, resolution: i64) -> f64 {
 mod tests {
     use super::*;
     use crate::nn::config::{Arch, Pool, Stem};
+
+    #[test]
+    fn a_height_x_width_input_costs_its_pixels() {
+        let cfg = NetConfig {
+            arch: Arch::Resnet18,
+            width: 8,
+            stem: Stem::Imagenet,
+            pool: Pool::Gem,
+            embed_dim: 16,
+            gem_p: 3.0,
+            pool_l2n: true,
+        };
+        let square = flops(&cfg, 128);
+        assert_eq!(flops(&cfg, Resolution::square(128)), square);
+        let tall = flops(
+            &cfg,
+            Resolution {
+                height: 256,
+                width: 128,
+            },
+        );
+        let wide = flops(
+            &cfg,
+            Resolution {
+                height: 128,
+                width: 256,
+            },
+        );
+        assert_eq!(tall, wide, "convolutions cost the same either way round");
+        let head = (cfg.feature_dim() * cfg.embed_dim) as f64;
+        let ratio = (tall - head) / (square - head);
+        assert!(
+            (ratio - 2.0).abs() < 1e-9,
+            "256 x 128 is twice 128 x 128: {ratio}"
+        );
+    }
 
     #[test]
     fn tiny_network_matches_a_hand_count() {

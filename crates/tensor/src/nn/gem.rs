@@ -18,6 +18,11 @@ pub fn l2n(xs: &Tensor) -> Tensor {
     xs / (norm + L2N_EPS)
 }
 
+/// The optimiser parameter group of GeM's `p`, so it can learn at its own rate and without
+/// weight decay (see [`crate::nn::optim::Optim::with_gem_group`]); every other weight is in
+/// group 0.
+pub const GEM_GROUP: usize = 1;
+
 /// GeM pooling: a `[B, C, h, w]` feature map to `[B, C]`.
 #[derive(Debug)]
 pub struct Gem {
@@ -26,10 +31,13 @@ pub struct Gem {
 }
 
 impl Gem {
-    /// Creates `p` (shape `[1]`, the reference code's layout) under `path`, set to `p0`.
+    /// Creates `p` (shape `[1]`, the reference code's layout) under `path`, set to `p0`, in
+    /// optimiser group [`GEM_GROUP`].
     pub fn new(path: &nn::Path, p0: f64) -> Self {
         Gem {
-            p: path.var("p", &[1], nn::Init::Const(p0)),
+            p: path
+                .set_group(GEM_GROUP)
+                .var("p", &[1], nn::Init::Const(p0)),
         }
     }
 

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use tch::nn::{self, OptimizerConfig};
 
+use super::gem::GEM_GROUP;
+
 /// Which optimiser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -109,6 +111,8 @@ pub struct Optim {
     opt: nn::Optimizer,
     schedule: Option<OneCycle>,
     step: usize,
+    lr: f64,
+    gem_lr_scale: f64,
 }
 
 impl Optim {
@@ -130,9 +134,24 @@ impl Optim {
             opt,
             schedule,
             step: 0,
+            lr: cfg.lr,
+            gem_lr_scale: 1.0,
         };
         optim.apply_schedule();
         Ok(optim)
+    }
+
+    /// GeM's `p` (optimiser group [`GEM_GROUP`]) at `lr_scale` times the learning rate at
+    /// every step, and without weight decay unless `decay`, as the resolution-asymmetry
+    /// reference trains it. `(1.0, true)` leaves the optimiser as it was. Only for a network
+    /// with GeM pooling (the group must exist).
+    pub fn with_gem_group(mut self, lr_scale: f64, decay: bool) -> Self {
+        self.gem_lr_scale = lr_scale;
+        if !decay {
+            self.opt.set_weight_decay_group(GEM_GROUP, 0.0);
+        }
+        self.apply_schedule();
+        self
     }
 
     fn apply_schedule(&mut self) {
@@ -140,6 +159,11 @@ impl Optim {
             let (lr, beta1) = s.at(self.step.min(s.total_steps.saturating_sub(1)));
             self.opt.set_lr(lr);
             self.opt.set_momentum(beta1);
+            self.lr = lr;
+        }
+        if self.gem_lr_scale != 1.0 {
+            self.opt
+                .set_lr_group(GEM_GROUP, self.lr * self.gem_lr_scale);
         }
     }
 
@@ -186,6 +210,56 @@ mod tests {
         let (lr5, _) = s.at(5);
         let expect = 4e-6 + (1.0 - 4e-6) / 2.0 * ((std::f64::consts::PI * 3.0 / 7.0).cos() + 1.0);
         assert!((lr5 - expect).abs() < 1e-12);
+    }
+
+    #[test]
+    fn gem_p_learns_at_its_own_rate_and_without_decay() {
+        // One AdamW step moves a weight by about the learning rate (the gradient's sign), and
+        // decoupled decay shrinks a weight whose gradient is zero by lr * wd.
+        let run = |scale: f64, decay: bool, schedule: bool| {
+            let vs = nn::VarStore::new(tch::Device::Cpu);
+            let x = vs.root().var("x", &[1], nn::Init::Const(1.0));
+            let p = vs
+                .root()
+                .set_group(GEM_GROUP)
+                .var("p", &[1], nn::Init::Const(3.0));
+            let q = vs
+                .root()
+                .set_group(GEM_GROUP)
+                .var("q", &[1], nn::Init::Const(2.0));
+            let cfg = OptimConfig {
+                kind: OptimKind::Adamw,
+                lr: 0.01,
+                weight_decay: 0.5,
+                one_cycle: schedule,
+                div_factor: 1.0,
+            };
+            let mut opt = Optim::new(&vs, &cfg, 100)
+                .unwrap()
+                .with_gem_group(scale, decay);
+            opt.zero_grad();
+            (&x + &p + &q * 0.0).sum(tch::Kind::Float).backward();
+            opt.step();
+            (
+                1.0 - x.double_value(&[0]),
+                3.0 - p.double_value(&[0]),
+                2.0 - q.double_value(&[0]),
+            )
+        };
+        let (dx, dp, dq) = run(1.0, true, false);
+        // lr (1 + wd * w): x at 1.0, p at 3.0.
+        assert!((dx - 0.015).abs() < 1e-6, "{dx}");
+        assert!((dp - 0.025).abs() < 1e-6, "the same rate and decay: {dp}");
+        assert!((dq - 0.01 * 0.5 * 2.0).abs() < 1e-6, "decayed: {dq}");
+        let (dx, dp, dq) = run(10.0, false, false);
+        // x as before; p: 10 lr, no decay.
+        assert!((dx - 0.015).abs() < 1e-6, "{dx}");
+        assert!((dp - 0.1).abs() < 1e-6, "ten times the rate: {dp}");
+        assert!(dq.abs() < 1e-9, "no decay on the GeM group: {dq}");
+        // Under the one-cycle schedule (div_factor 1: the first step at the peak) too.
+        let (dx, dp, _) = run(10.0, false, true);
+        assert!((dx - 0.015).abs() < 1e-6, "{dx}");
+        assert!((dp - 0.1).abs() < 1e-6, "{dp}");
     }
 
     #[test]

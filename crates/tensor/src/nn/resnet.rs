@@ -54,8 +54,13 @@ impl ConvSpec {
 
     /// Multiply-accumulates of this convolution on an input of side `size`.
     pub fn macs(&self, size: i64) -> f64 {
-        let out = self.out_size(size) as f64;
-        out * out * (self.cout * self.cin * self.kernel * self.kernel) as f64
+        self.macs_rect(size, size)
+    }
+
+    /// Multiply-accumulates of this convolution on a `height x width` input.
+    pub fn macs_rect(&self, height: i64, width: i64) -> f64 {
+        let (out_h, out_w) = (self.out_size(height) as f64, self.out_size(width) as f64);
+        out_h * out_w * (self.cout * self.cin * self.kernel * self.kernel) as f64
     }
 }
 
@@ -135,22 +140,29 @@ impl ResNetPlan {
     /// Multiply-accumulates of every convolution for one square input of side `resolution`,
     /// and the side of the last feature map.
     pub fn conv_macs(&self, resolution: i64) -> (f64, i64) {
-        let mut size = self.stem.out_size(resolution);
-        let mut macs = self.stem.macs(resolution);
+        let (macs, size, _) = self.conv_macs_rect(resolution, resolution);
+        (macs, size)
+    }
+
+    /// Multiply-accumulates of every convolution for one `height x width` input, and the
+    /// height and width of the last feature map.
+    pub fn conv_macs_rect(&self, height: i64, width: i64) -> (f64, i64, i64) {
+        let mut macs = self.stem.macs_rect(height, width);
+        let (mut h, mut w) = (self.stem.out_size(height), self.stem.out_size(width));
         if self.maxpool {
-            size = maxpool_out(size);
+            (h, w) = (maxpool_out(h), maxpool_out(w));
         }
         for block in &self.blocks {
-            let input = size;
+            let (in_h, in_w) = (h, w);
             for conv in &block.convs {
-                macs += conv.macs(size);
-                size = conv.out_size(size);
+                macs += conv.macs_rect(h, w);
+                (h, w) = (conv.out_size(h), conv.out_size(w));
             }
             if let Some(ds) = &block.downsample {
-                macs += ds.macs(input);
+                macs += ds.macs_rect(in_h, in_w);
             }
         }
-        (macs, size)
+        (macs, h, w)
     }
 }
 

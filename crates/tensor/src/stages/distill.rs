@@ -12,8 +12,8 @@
 use std::time::Instant;
 
 use super::training::{
-    augment_config, images_per_epoch, open_partition, optim_config, positive, resolve,
-    upstream_int, EpochLoss, LossCurve, Means,
+    augment_config, gem_group, images_per_epoch, open_partition, optim_config, positive, resolve,
+    EpochLoss, LossCurve, Means,
 };
 use crate::data::{device_feed, DistillConfig, DistillLoader};
 use crate::kind::{Params, Run, StageContext, StageError};
@@ -56,15 +56,32 @@ impl Run for Distill {
 
         let teacher_input = ctx.input("teacher")?.clone();
         let teacher_resolution = match p.int("teacher_resolution")? {
-            0 => upstream_int(&teacher_input, "resolution").ok_or_else(|| {
-                StageError::bad_param(
-                    "teacher_resolution",
-                    format!(
-                        "stage `{}` has no `resolution` parameter; set it here",
-                        teacher_input.stage
-                    ),
-                )
-            })?,
+            0 => match teacher_input
+                .params
+                .get("resolution")
+                .and_then(crate::data::Resolution::from_value)
+            {
+                Some(r) if r.is_square() => i64::from(r.height),
+                Some(r) => {
+                    return Err(StageError::bad_param(
+                        "teacher_resolution",
+                        format!(
+                            "stage `{}` was trained at {r} (height x width); distillation \
+                             couples square views, so set a square `teacher_resolution` here",
+                            teacher_input.stage
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(StageError::bad_param(
+                        "teacher_resolution",
+                        format!(
+                            "stage `{}` has no `resolution` parameter; set it here",
+                            teacher_input.stage
+                        ),
+                    ))
+                }
+            },
             r => r,
         };
         if teacher_resolution < 1 {
@@ -109,8 +126,12 @@ impl Run for Distill {
             ctx.log(warning);
         }
         let steps = epochs * batches.div_ceil(accumulate);
-        let optim = Optim::new(&student.vs, &optim_config(&p)?, steps).torch()?;
         let net = student.meta.net.clone();
+        let optim = gem_group(
+            Optim::new(&student.vs, &optim_config(&p)?, steps).torch()?,
+            &net,
+            &p,
+        )?;
         let mut step = DistillStep::new(
             student,
             teacher,
@@ -174,7 +195,10 @@ impl Run for Distill {
             "final_loss",
             curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN),
         );
-        ctx.metric("gflops", gflops(&net, resolution as i64));
+        ctx.metric(
+            "gflops",
+            gflops(&net, crate::data::Resolution::square(resolution as u32)),
+        );
         ctx.metric("resolution", resolution as f64);
         Ok(())
     }

@@ -31,7 +31,7 @@ pub(crate) struct Embed;
 impl Run for Embed {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let p = ctx.params().clone();
-        let resolution = positive(&p, "resolution")?;
+        let resolution = p.resolution("resolution")?;
         let batch_size = positive(&p, "batch_size")?;
         let device = crate::worker::torch_device(ctx.device());
         let precision = precision_param(&p, device)?;
@@ -52,8 +52,7 @@ impl Run for Embed {
         let view = EvalView::parse(p.str("view")?).ok_or_else(|| {
             StageError::bad_param("view", "expected \"center-crop\" or \"whole\"")
         })?;
-        let loader =
-            EvalLoader::new(dataset, &items, resolution as u32, batch_size).with_view(view);
+        let loader = EvalLoader::new(dataset, &items, resolution, batch_size).with_view(view);
         ctx.progress_start(loader.num_batches() as u64, "batches");
         let mut parts = Vec::new();
         let mut labels = Vec::with_capacity(items.len());
@@ -84,8 +83,8 @@ impl Run for Embed {
             "embedded {} images at {resolution} px ({dim}-d)",
             labels.len()
         ));
-        ctx.metric("gflops", gflops(&model.meta.net, resolution as i64));
-        ctx.metric("resolution", resolution as f64);
+        ctx.metric("gflops", gflops(&model.meta.net, resolution));
+        ctx.metric("resolution", f64::from(resolution.height));
         ctx.metric("count", labels.len() as f64);
         Ok(())
     }

@@ -273,7 +273,7 @@ fn old_features(
     old: &Model,
     dataset: std::sync::Arc<dyn crate::data::Dataset>,
     items: &[crate::data::SplitItem],
-    resolution: u32,
+    resolution: crate::data::Resolution,
 ) -> Result<(Tensor, Vec<i64>), StageError> {
     let loader = EvalLoader::new(dataset, items, resolution, 256).with_view(EvalView::Whole);
     let mut feats = Vec::new();

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use crate::data::{
-    device_feed, AugmentConfig, Dataset, Sampling, SplitItem, SplitManifest, TrainConfig,
-    TrainLoader,
+    device_feed, AugmentConfig, Dataset, Resolution, Sampling, SplitItem, SplitManifest,
+    TrainConfig, TrainLoader,
 };
 use crate::kind::{Params, Run, StageContext, StageError};
 use crate::nn::precision::{Precision, PRECISIONS};
@@ -60,7 +60,7 @@ pub(crate) struct Setup {
     pub head: HeadKind,
     pub scale: f64,
     pub margin: f64,
-    pub resolution: u32,
+    pub resolution: Resolution,
     pub epochs: usize,
     pub batch_size: usize,
     pub optim: OptimConfig,
@@ -149,7 +149,7 @@ impl Setup {
                 .ok_or_else(|| StageError::bad_param("head", format!("unknown `{head}`")))?,
             scale: params.float("scale")?,
             margin: params.float("margin")?,
-            resolution: positive(params, "resolution")? as u32,
+            resolution: params.resolution("resolution")?,
             epochs: positive(params, "epochs")? as usize,
             batch_size: positive(params, "batch_size")? as usize,
             optim: OptimConfig {
@@ -403,7 +403,7 @@ pub(crate) fn finish(
     ctx.metric("train_accuracy", stats.accuracy);
     ctx.telemetry("train_seconds", stats.seconds);
     ctx.metric("classes", classes.labels.len() as f64);
-    ctx.metric("gflops", gflops(&setup.net, setup.resolution as i64));
+    ctx.metric("gflops", gflops(&setup.net, setup.resolution));
     ctx.log(format!(
         "{} epochs in {:.1} s: loss {:.4}, training accuracy {:.3}, {} classes",
         setup.epochs,

@@ -12,8 +12,8 @@ use std::time::Instant;
 use tch::Tensor;
 
 use super::training::{
-    augment_config, images_per_epoch, net_config, open_partition, optim_config, positive, resolve,
-    EpochLoss, LossCurve, Means,
+    augment_config, gem_group, images_per_epoch, net_config, open_partition, optim_config,
+    positive, resolve, EpochLoss, LossCurve, Means,
 };
 use crate::data::{dense_labels, device_feed, Sampling, TrainConfig, TrainLoader};
 use crate::kind::{Run, StageContext, StageError};
@@ -35,7 +35,7 @@ impl Run for TrainTeacher {
         let epochs = positive(&p, "epochs")?;
         let batch_size = positive(&p, "batch_size")?;
         let accumulate = positive(&p, "accumulate")?;
-        let resolution = positive(&p, "resolution")?;
+        let resolution = p.resolution("resolution")?;
         let per_class = p.int("per_class")?;
         let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
         let (_, classes) = dense_labels(&items);
@@ -97,7 +97,7 @@ impl Run for TrainTeacher {
             dataset,
             &items,
             TrainConfig {
-                resolution: resolution as u32,
+                resolution,
                 batch_size,
                 sampling,
                 images_per_epoch: images_per_epoch(&p)?,
@@ -111,7 +111,11 @@ impl Run for TrainTeacher {
             ctx.log(warning);
         }
         let steps = epochs * batches.div_ceil(accumulate);
-        let optim = Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?;
+        let optim = gem_group(
+            Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?,
+            &net,
+            &p,
+        )?;
         let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?
             .with_precision(precision);
         ctx.log(format!(
@@ -162,8 +166,8 @@ impl Run for TrainTeacher {
         ctx.log(times.line(&step.times(), images));
         let last = curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN);
         ctx.metric("final_loss", last);
-        ctx.metric("gflops", gflops(&net, resolution as i64));
-        ctx.metric("resolution", resolution as f64);
+        ctx.metric("gflops", gflops(&net, resolution));
+        ctx.metric("resolution", f64::from(resolution.height));
         Ok(())
     }
 }

@@ -5,7 +5,7 @@
 pub use asymflow::stages::training::*;
 
 use crate::kind::{Params, StageError};
-use crate::nn::{Arch, NetConfig, OptimConfig, OptimKind, Pool, Stem};
+use crate::nn::{Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, Stem};
 
 /// Reads `optimizer`, `lr`, `weight_decay`, `schedule`, `div_factor`.
 pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
@@ -28,6 +28,24 @@ pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
         weight_decay: params.float("weight_decay")?,
         one_cycle: params.str("schedule")? == "one-cycle",
         div_factor,
+    })
+}
+
+/// `optim` with GeM's `p` trained as `gem_p_lr_scale` and `gem_p_decay` say, for a network
+/// that has GeM pooling (other networks have no `p`).
+pub fn gem_group(optim: Optim, net: &NetConfig, params: &Params) -> Result<Optim, StageError> {
+    let scale = params.float("gem_p_lr_scale")?;
+    if !(scale >= 0.0 && scale.is_finite()) {
+        return Err(StageError::bad_param(
+            "gem_p_lr_scale",
+            format!("must be a non-negative number, got {scale}"),
+        ));
+    }
+    let decay = params.bool("gem_p_decay")?;
+    Ok(if net.pool == Pool::Gem {
+        optim.with_gem_group(scale, decay)
+    } else {
+        optim
     })
 }
 
