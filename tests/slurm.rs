@@ -232,6 +232,14 @@ impl FakeSlurm {
         writeln!(f, "{text}").unwrap();
     }
 
+    /// How many times `sbatch` was called.
+    pub fn sbatch_calls(&self) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.starts_with("sbatch"))
+            .count()
+    }
+
     pub fn calls(&self) -> Vec<String> {
         std::fs::read_to_string(self.state().join("calls.log"))
             .unwrap_or_default()
@@ -444,13 +452,7 @@ fn a_requeued_job_is_followed_to_its_result() {
         matches!(outcome, JobOutcome::Done(_)),
         "{outcome:?} {notes:?}"
     );
-    assert_eq!(
-        fake.calls()
-            .iter()
-            .filter(|c| c.starts_with("sbatch"))
-            .count(),
-        1
-    );
+    assert_eq!(fake.sbatch_calls(), 1);
 }
 
 #[test]
@@ -601,13 +603,7 @@ fn a_restarted_engine_follows_the_job_instead_of_submitting_again() {
     assert_eq!(fake.run(&ran), 0);
     let (_, outcome) = until_finished(&mut second, 7, Duration::from_secs(5));
     assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
-    assert_eq!(
-        fake.calls()
-            .iter()
-            .filter(|c| c.starts_with("sbatch"))
-            .count(),
-        2
-    );
+    assert_eq!(fake.sbatch_calls(), 2);
 }
 
 #[test]
@@ -644,10 +640,7 @@ fn an_engine_killed_before_it_recorded_the_job_id_finds_the_job_by_name() {
     let (_, outcome) = until_finished(&mut second, 3, Duration::from_secs(5));
     assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
     assert_eq!(
-        fake.calls()
-            .iter()
-            .filter(|c| c.starts_with("sbatch"))
-            .count(),
+        fake.sbatch_calls(),
         4,
         "a once; b, b into the other cache, b again; never a twice"
     );

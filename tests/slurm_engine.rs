@@ -186,11 +186,7 @@ fn a_killed_engine_restarted_follows_its_slurm_jobs_and_submits_nothing_twice() 
     assert!(exit.success(), "{exit:?}\n{text}");
     assert!(text.contains("4 ran, 1 cached, 0 failed"), "{text}");
 
-    let sbatch = fake
-        .calls()
-        .iter()
-        .filter(|c| c.starts_with("sbatch"))
-        .count();
+    let sbatch = fake.sbatch_calls();
     assert_eq!(sbatch, 2, "one Slurm job per key: {:?}", fake.calls());
     assert_eq!(values(&dir), local_values());
 
@@ -353,11 +349,7 @@ fn restarted_without_slurm_the_run_says_it_cannot_follow_the_job_and_computes_th
         "{err}"
     );
     assert!(err.contains("4 ran, 1 cached, 0 failed"), "{err}");
-    let sbatch = fake
-        .calls()
-        .iter()
-        .filter(|c| c.starts_with("sbatch"))
-        .count();
+    let sbatch = fake.sbatch_calls();
     assert_eq!(sbatch, 2, "{:?}", fake.calls());
     assert_eq!(values(&dir), local_values());
 }
