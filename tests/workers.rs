@@ -252,7 +252,7 @@ params = { dataset = "synthetic", classes = 6, per_class = 6, image_size = 24, p
 [stages.model]
 kind = "train-classifier"
 inputs = { split = "split" }
-params = { arch = "resnet18", width = 8, stem = "small", embed_dim = 16, resolution = 16, epochs = 1, batch_size = 12, augment = false, seed = "${sweep.seed}" }
+params = { arch = "resnet18", width = 8, stem = "small", embed_dim = 16, resolution = 16, epochs = 1, batch_size = 12, geometric = false, flip = false, seed = "${sweep.seed}" }
 "#;
 
 /// The `model.safetensors` digest of each `model` instance, after a run with `extra`.

@@ -47,6 +47,9 @@ pub(crate) fn load_plan_of(
     targets: &[String],
 ) -> anyhow::Result<Plan> {
     let mut spec = spec::load(&args.file, &overrides_of(&args.overrides), registry)?;
+    for warning in &spec.warnings {
+        eprintln!("warning: {warning}");
+    }
     if !targets.is_empty() {
         let names: Vec<&str> = spec.stages.iter().map(|s| s.name.as_str()).collect();
         let mut keep: BTreeSet<String> = BTreeSet::new();

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::anyhow;
 
+use crate::kind::ParamDecl;
 use crate::spec::error::closest;
 
 /// Lists every kind, or describes one.
@@ -55,18 +56,25 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if !stage.params().is_empty() {
+    let own: Vec<&ParamDecl> = stage.params().iter().filter(|p| p.group.is_none()).collect();
+    if !own.is_empty() {
         println!("\nparams:");
-        for p in stage.params() {
-            let default = p
-                .default
-                .map_or("(required)".to_string(), |d| format!("= {d}"));
-            let ty = match p.range {
-                Some(range) => format!("{} {}", p.ty.describe(), range.describe()),
-                None => p.ty.describe(),
-            };
-            println!("  {:18} {:24} {:14} {}", p.name, ty, default, p.doc);
+        print_params(&own);
+    }
+    let mut groups: Vec<&str> = Vec::new();
+    for group in stage.params().iter().filter_map(|p| p.group) {
+        if !groups.contains(&group) {
+            groups.push(group);
         }
+    }
+    for group in groups {
+        println!("\nparams ({group}, shared with other kinds):");
+        let members: Vec<&ParamDecl> = stage
+            .params()
+            .iter()
+            .filter(|p| p.group == Some(group))
+            .collect();
+        print_params(&members);
     }
     if !stage.default_gather().is_empty() {
         println!(
@@ -75,4 +83,23 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_params(decls: &[&ParamDecl]) {
+    for p in decls {
+        let default = p
+            .default
+            .map_or("(required)".to_string(), |d| format!("= {d}"));
+        let ty = match p.range {
+            Some(range) => format!("{} {}", p.ty.describe(), range.describe()),
+            None => p.ty.describe(),
+        };
+        println!("  {:18} {:24} {:14} {}", p.name, ty, default, p.doc);
+        for alias in p.aliases {
+            println!(
+                "  {:18} {:24} {:14} deprecated name: write {}",
+                alias.old, "", "", alias.instead
+            );
+        }
+    }
 }

@@ -25,7 +25,10 @@ pub use context::{
     read_json, InputArtifact, Inputs, ProgressSink, StageContext, StageError, LOG_OUTPUT,
     PROGRESS_FILE, REASONS_OUTPUT,
 };
-pub use params::{InputDecl, ParamDecl, ParamError, ParamType, Params, Range};
+pub use params::{
+    concat as params_concat, total as params_total, Alias, AliasRewrite, InputDecl, ParamDecl,
+    ParamError, ParamType, Params, Range,
+};
 
 use std::path::Path;
 

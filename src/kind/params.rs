@@ -130,6 +130,34 @@ pub struct ParamDecl {
     pub doc: &'static str,
     /// The values a number may take, when limited.
     pub range: Option<Range>,
+    /// The shared group it belongs to (`"optimiser and schedule"`), for `asymflow kinds`;
+    /// `None` for a kind's own parameter.
+    pub group: Option<&'static str>,
+    /// Earlier names a pipeline may still use ([`Alias`]).
+    pub aliases: &'static [Alias],
+}
+
+/// An earlier name of a parameter, kept working with a deprecation warning: the resolver
+/// rewrites it to the current name(s) before anything is keyed, so an old file and its
+/// rewritten form have the same keys.
+#[derive(Debug, Clone, Copy)]
+pub struct Alias {
+    /// The old name.
+    pub old: &'static str,
+    /// What to write instead, for the warning (`"schedule = \"one-cycle\" | \"constant\""`).
+    pub instead: &'static str,
+    /// How the old value maps onto the current names.
+    pub rewrite: AliasRewrite,
+}
+
+/// How an [`Alias`]'s value maps onto current parameters.
+#[derive(Debug, Clone, Copy)]
+pub enum AliasRewrite {
+    /// The same value under the current name.
+    Rename,
+    /// A plain value mapped to one or more `(name, value)` pairs (a boolean that became a
+    /// choice); `Err` says which values the old name took.
+    Map(fn(&Value) -> Result<Vec<(&'static str, Value)>, String>),
 }
 
 impl ParamDecl {
@@ -141,6 +169,8 @@ impl ParamDecl {
             default: None,
             doc,
             range: None,
+            group: None,
+            aliases: &[],
         }
     }
 
@@ -157,6 +187,8 @@ impl ParamDecl {
             default: Some(default),
             doc,
             range: None,
+            group: None,
+            aliases: &[],
         }
     }
 
@@ -184,6 +216,19 @@ impl ParamDecl {
         }
     }
 
+    /// Marks it as a member of the shared group `group`.
+    pub const fn in_group(self, group: &'static str) -> Self {
+        ParamDecl {
+            group: Some(group),
+            ..self
+        }
+    }
+
+    /// Keeps earlier names working ([`Alias`]).
+    pub const fn aliased(self, aliases: &'static [Alias]) -> Self {
+        ParamDecl { aliases, ..self }
+    }
+
     /// The parsed default value.
     ///
     /// # Panics
@@ -199,6 +244,49 @@ impl ParamDecl {
             })
         })
     }
+}
+
+/// How many declarations `parts` hold together (for [`concat`]).
+pub const fn total(parts: &[&[ParamDecl]]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        n += parts[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `parts` in order as one array of `N = total(parts)` declarations: a kind's own parameters
+/// and the shared groups it takes become its one declaration list at compile time
+/// ([`crate::param_list`]).
+pub const fn concat<const N: usize>(parts: &[&[ParamDecl]]) -> [ParamDecl; N] {
+    let mut out = [ParamDecl::optional("", ParamType::Any, "null", ""); N];
+    let mut n = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            out[n] = parts[i][j];
+            n += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "concat: N must be total(parts)");
+    out
+}
+
+/// A kind's declaration list from its own parameters and the shared groups it takes:
+/// `param_list!(OWN, &optim::params(DEFAULTS), ...)`, built at compile time.
+#[macro_export]
+macro_rules! param_list {
+    ($($part:expr),+ $(,)?) => {{
+        const PARTS: &[&[$crate::kind::ParamDecl]] = &[$($part),+];
+        const N: usize = $crate::kind::params_total(PARTS);
+        const LIST: [$crate::kind::ParamDecl; N] = $crate::kind::params_concat::<N>(PARTS);
+        &LIST
+    }};
 }
 
 /// One declared input slot of a stage kind (`inputs = { teacher = "teacher" }`).

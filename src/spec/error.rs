@@ -6,7 +6,7 @@ use super::source::Loc;
 
 /// A mistake in a pipeline file, a template, or a command-line override, found before
 /// anything runs.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SpecError {
     /// Where (None only for errors that are about no place, like an unreadable file).
     pub loc: Option<Loc>,

@@ -45,6 +45,9 @@ pub struct PipelineSpec {
     pub axes: Vec<Axis>,
     /// The stages, in written order.
     pub stages: Vec<StageSpec>,
+    /// What the file may keep but should change (deprecated parameter names), each at its
+    /// place; commands print them before their work.
+    pub warnings: Vec<SpecError>,
 }
 
 /// A resolved stage (not yet expanded over sweep axes).

@@ -111,6 +111,7 @@ fn resolve(
     let stage_names: Vec<String> = raw.stages.iter().map(|s| s.name.name.clone()).collect();
 
     let mut stages = Vec::with_capacity(raw.stages.len());
+    let mut warnings = Vec::new();
     for stage in std::mem::take(&mut raw.stages) {
         let stage = apply_templates(stage, pipeline_dir, project_dir, 0)?;
         stages.push(resolve_stage(
@@ -120,6 +121,7 @@ fn resolve(
             &axis_names,
             &stage_names,
             registry,
+            &mut warnings,
         )?);
     }
     check_connections(&stages, registry)?;
@@ -129,6 +131,7 @@ fn resolve(
         project_dir: project_dir.to_path_buf(),
         axes,
         stages,
+        warnings,
     })
 }
 
@@ -298,6 +301,7 @@ fn resolve_stage(
     axis_names: &[&str],
     stage_names: &[String],
     registry: &Registry,
+    warnings: &mut Vec<SpecError>,
 ) -> Result<StageSpec, SpecError> {
     let name = stage.name.name.clone();
     let kind_value = stage.kind.as_ref().ok_or_else(|| {
@@ -314,18 +318,56 @@ fn resolve_stage(
 
     let mut params = BTreeMap::new();
     let mut param_locs = BTreeMap::new();
+    let mut renamed = Vec::new();
     for (key, value) in &stage.params {
-        let decl = param_decl(kind, &key.name).ok_or_else(|| {
-            SpecError::at(
+        let Some(decl) = param_decl(kind, &key.name) else {
+            if let Some((decl, alias)) = alias_decl(kind, &key.name) {
+                renamed.push((key, value, decl, alias));
+                continue;
+            }
+            return Err(SpecError::at(
                 &key.loc,
                 format!("unknown parameter `{}` for kind `{kind_name}`", key.name),
             )
-            .suggest(&key.name, kind.params().iter().map(|p| p.name))
-        })?;
+            .suggest(&key.name, kind.params().iter().map(|p| p.name)));
+        };
         let tpl = Tpl::parse(value, vars, axis_names)?;
         check_type(&tpl, value, decl, kind_name, axes)?;
         params.insert(key.name.clone(), canonical(tpl, decl));
         param_locs.insert(key.name.clone(), value.loc.clone());
+    }
+    for (key, value, decl, alias) in renamed {
+        for (name, tpl) in rewrite_alias(key, value, decl, alias, vars, axis_names)? {
+            let target = param_decl(kind, name).unwrap_or(decl);
+            match params.get(name) {
+                Some(Tpl::Lit(given)) if matches!(&tpl, Tpl::Lit(v) if v == given) => {}
+                Some(_) => {
+                    return Err(SpecError::at(
+                        &key.loc,
+                        format!(
+                            "`{}` is the old name of `{name}`, which is also given a different value",
+                            key.name
+                        ),
+                    )
+                    .hint(format!("keep only the current name: {}", alias.instead)))
+                }
+                None => {
+                    check_type(&tpl, value, target, kind_name, axes)?;
+                    params.insert(name.to_string(), canonical(tpl, target));
+                    param_locs.insert(name.to_string(), value.loc.clone());
+                }
+            }
+        }
+        warnings.push(
+            SpecError::at(
+                &key.loc,
+                format!(
+                    "`{}` is a deprecated name (kind `{kind_name}`); it still works",
+                    key.name
+                ),
+            )
+            .hint(format!("write {}", alias.instead)),
+        );
     }
     for decl in kind.params() {
         if params.contains_key(decl.name) {
@@ -446,6 +488,55 @@ fn resolve_stage(
         gather,
         loc: stage.name.loc.clone(),
     })
+}
+
+/// The declaration that `name` is an old name of, and the alias.
+fn alias_decl(
+    kind: &dyn crate::kind::Stage,
+    name: &str,
+) -> Option<(&'static crate::kind::ParamDecl, &'static crate::kind::Alias)> {
+    kind.params().iter().find_map(|decl| {
+        decl.aliases
+            .iter()
+            .find(|alias| alias.old == name)
+            .map(|alias| (decl, alias))
+    })
+}
+
+/// The current `(name, value)` pairs an old name's value stands for. A renamed parameter keeps
+/// its value, sweeps included; a mapped one (a boolean that became a choice) needs a plain
+/// value, since the mapping runs before the sweep is expanded.
+fn rewrite_alias(
+    key: &SKey,
+    value: &SValue,
+    decl: &'static crate::kind::ParamDecl,
+    alias: &crate::kind::Alias,
+    vars: &Vars,
+    axis_names: &[&str],
+) -> Result<Vec<(&'static str, Tpl)>, SpecError> {
+    let tpl = Tpl::parse(value, vars, axis_names)?;
+    let map = match alias.rewrite {
+        crate::kind::AliasRewrite::Rename => return Ok(vec![(decl.name, tpl)]),
+        crate::kind::AliasRewrite::Map(map) => map,
+    };
+    let mut used = BTreeSet::new();
+    tpl.axes(&mut used);
+    if !used.is_empty() {
+        return Err(SpecError::at(
+            &value.loc,
+            format!(
+                "`{}` is a deprecated name and takes a plain value, not a sweep",
+                key.name
+            ),
+        )
+        .hint(format!("sweep the current name: {}", alias.instead)));
+    }
+    map(&tpl.bind(&BTreeMap::new()))
+        .map(|pairs| pairs.into_iter().map(|(n, v)| (n, Tpl::Lit(v))).collect())
+        .map_err(|why| {
+            SpecError::at(&value.loc, format!("`{}`: {why}", key.name))
+                .hint(format!("write {}", alias.instead))
+        })
 }
 
 fn check_type(

@@ -11,6 +11,9 @@
 
 use serde_json::{json, Value};
 
+use super::groups::augment::{self, AugmentDefaults};
+use super::groups::batching::{self, BatchingDefaults};
+use super::groups::optim::{self, OptimDefaults};
 use super::outputs;
 use super::training::*;
 use crate::kind::{
@@ -23,7 +26,7 @@ pub struct Distill;
 
 /// The loss terms, in pipeline spelling.
 pub const LOSS_TERMS: &[&str] = &["abs", "rel_ts", "rel_ss"];
-const PARAMS: &[ParamDecl] = &[
+const OWN: &[ParamDecl] = &[
     ParamDecl::optional(
         "partition",
         ParamType::Str,
@@ -86,20 +89,6 @@ const PARAMS: &[ParamDecl] = &[
         "true",
         "one draw for both views (else separate draws)",
     ),
-    ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
-    ParamDecl::optional(
-        "crop_min",
-        ParamType::Float,
-        "0.25",
-        "smallest random crop, as a share of the image's area (0 < crop_min <= 1; torchvision's default 0.08)",
-    ),
-    ParamDecl::optional("flip", ParamType::Bool, "true", "horizontal flips"),
-    ParamDecl::optional(
-        "jitter",
-        ParamType::Float,
-        "0.5",
-        "colour distortion strength (0: off)",
-    ),
     ParamDecl::optional(
         "mixup",
         ParamType::Float,
@@ -115,31 +104,6 @@ const PARAMS: &[ParamDecl] = &[
     ParamDecl::optional("lambda_t", ParamType::Float, "0.7", "weight of rel_ts"),
     ParamDecl::optional("lambda_s", ParamType::Float, "0.7", "weight of rel_ss"),
     ParamDecl::optional(
-        "optimizer",
-        ParamType::Choice(&["adamw", "adam"]),
-        "\"adamw\"",
-        "optimiser",
-    ),
-    ParamDecl::optional("lr", ParamType::Float, "1.1e-4", "peak learning rate"),
-    ParamDecl::optional(
-        "weight_decay",
-        ParamType::Float,
-        "1e-4",
-        "weight decay (decoupled for AdamW)",
-    ),
-    ParamDecl::optional(
-        "schedule",
-        ParamType::Choice(&["one-cycle", "constant"]),
-        "\"one-cycle\"",
-        "learning-rate schedule (one-cycle: PyTorch's OneCycleLR defaults)",
-    ),
-    ParamDecl::optional(
-        "div_factor",
-        ParamType::Float,
-        "25.0",
-        "one-cycle: initial lr = lr / div_factor",
-    ),
-    ParamDecl::optional(
         "freeze_bn",
         ParamType::Bool,
         "false",
@@ -151,26 +115,6 @@ const PARAMS: &[ParamDecl] = &[
         "0",
         "seed of batches, augmentations and initialisation",
     ),
-    ParamDecl::optional("epochs", ParamType::Int, "200", "epochs").at_least(1.0),
-    ParamDecl::optional(
-        "images_per_epoch",
-        ParamType::Int,
-        "8000",
-        "cap on images per epoch (0: all)",
-    ),
-    ParamDecl::optional(
-        "batch_size",
-        ParamType::Int,
-        "200",
-        "images per batch (each gives P views)",
-    )
-    .at_least(1.0),
-    ParamDecl::optional(
-        "accumulate",
-        ParamType::Int,
-        "1",
-        "batches whose gradients add up to one step",
-    ),
     ParamDecl::optional(
         "chunks",
         ParamType::Int,
@@ -178,10 +122,26 @@ const PARAMS: &[ParamDecl] = &[
         "groups of whole images each batch is forwarded in, gradients added (less memory; BatchNorm sees each group)",
     )
     .at_least(1.0),
+    ACCUMULATE,
     GEM_P_LR_SCALE,
     GEM_P_DECAY,
     PRECISION,
 ];
+
+const PARAMS: &[ParamDecl] = crate::param_list!(
+    OWN,
+    &optim::params(OptimDefaults {
+        optimizer: "\"adamw\"",
+        lr: "1.1e-4",
+        weight_decay: "1e-4",
+    }),
+    &augment::params(AugmentDefaults { jitter: "0.5" }),
+    &batching::params(BatchingDefaults {
+        epochs: "200",
+        batch_size: "200",
+        images_per_epoch: "8000",
+    }),
+);
 
 const INPUTS: &[InputDecl] = &[
     InputDecl {

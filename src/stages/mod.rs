@@ -5,6 +5,7 @@
 pub mod distill;
 pub mod embed;
 pub mod evaluate;
+pub mod groups;
 pub mod import;
 pub mod outputs;
 pub mod report;
@@ -55,6 +56,43 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn no_kind_declares_a_name_twice_and_no_old_name_is_a_current_one() {
+        for stage in registry().kinds() {
+            let names: Vec<&str> = stage.params().iter().map(|d| d.name).collect();
+            for (i, name) in names.iter().enumerate() {
+                assert!(
+                    !names[..i].contains(name),
+                    "{}: `{name}` declared twice",
+                    stage.kind()
+                );
+            }
+            for alias in stage.params().iter().flat_map(|d| d.aliases) {
+                assert!(
+                    !names.contains(&alias.old),
+                    "{}: old name `{}` is declared",
+                    stage.kind(),
+                    alias.old
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_shared_parameter_means_the_same_in_every_kind() {
+        let mut seen: std::collections::BTreeMap<&str, (&str, String)> = Default::default();
+        for stage in registry().kinds() {
+            for decl in stage.params().iter().filter(|d| d.group.is_some()) {
+                let meaning = (decl.group.unwrap_or(""), decl.ty.describe());
+                let first = seen.entry(decl.name).or_insert(meaning.clone());
+                assert_eq!(*first, meaning, "{}.{}", stage.kind(), decl.name);
+            }
+        }
+        for name in ["lr", "geometric", "epochs", "arch"] {
+            assert!(seen.contains_key(name), "{name} is in a group");
         }
     }
 

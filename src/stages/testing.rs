@@ -351,6 +351,16 @@ pub fn artifact(stage: &str, key: &str, outputs: &[(&str, &Path)]) -> InputArtif
     }
 }
 
+/// Parameters from `(name, value)` pairs (unit tests of parameter readers).
+pub fn params_of(pairs: &[(&str, Value)]) -> Params {
+    Params(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    )
+}
+
 /// The stage's declared defaults overlaid with `overrides` (a JSON object).
 pub fn params_with_defaults(stage: &dyn Stage, overrides: Value) -> Params {
     let mut map: BTreeMap<String, Value> = stage

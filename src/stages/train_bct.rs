@@ -20,13 +20,13 @@
 //! its features computed in eval mode without gradient.
 
 use super::outputs;
-use super::train_classifier::classifier_params;
+use super::train_classifier::CLASSIFIER_PARAMS;
 use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
 /// The `train-bct` kind.
 pub struct TrainBct;
 
-const PARAMS: &[ParamDecl] = classifier_params!(
+const OWN: &[ParamDecl] = &[
     ParamDecl::optional("method", ParamType::Choice(&["bct", "l2", "lwf"]), "\"bct\"",
         "bct: influence loss through the frozen old classifier; l2 / lwf: the baselines"),
     ParamDecl::optional("t_bct", ParamType::Choice(&["old", "new"]), "\"old\"",
@@ -35,7 +35,9 @@ const PARAMS: &[ParamDecl] = classifier_params!(
         "bct with t_bct = \"new\": classes the old classifier lacks get synthesised weights (mean old feature) or distillation"),
     ParamDecl::optional("lambda", ParamType::Float, "1.0", "weight of the influence (or baseline) term"),
     ParamDecl::optional("temperature", ParamType::Float, "2.0", "softmax temperature of kd and lwf"),
-);
+];
+
+const PARAMS: &[ParamDecl] = crate::param_list!(CLASSIFIER_PARAMS, OWN);
 
 const INPUTS: &[InputDecl] = &[
     InputDecl {

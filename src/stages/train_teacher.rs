@@ -9,6 +9,10 @@
 
 use serde_json::{json, Value};
 
+use super::groups::augment::{self, AugmentDefaults};
+use super::groups::batching::{self, BatchingDefaults};
+use super::groups::network::{self, NetworkDefaults};
+use super::groups::optim::{self, OptimDefaults};
 use super::outputs;
 use super::training::*;
 use crate::kind::{
@@ -19,33 +23,26 @@ use crate::kind::{
 /// See the module docs.
 pub struct TrainTeacher;
 
-const PARAMS: &[ParamDecl] = &[
+const OWN: &[ParamDecl] = &[
     ParamDecl::optional(
         "partition",
         ParamType::Str,
         "\"train\"",
         "partition of the split to train on",
     ),
-    ParamDecl::optional("arch", ParamType::Choice(ARCHS), "\"resnet50\"", "backbone"),
     ParamDecl::optional(
-        "width",
-        ParamType::Int,
-        "64",
-        "base channels (64 = torchvision)",
-    ),
-    ParamDecl::optional(
-        "stem",
-        ParamType::Choice(STEMS),
-        "\"imagenet\"",
-        "imagenet: 7x7/2 + max-pool; small: 3x3/1",
-    ),
+        "resolution",
+        ParamType::Resolution,
+        "448",
+        "training input size: s (square) or [height, width]; images re-sampled so their largest side is the larger of the two, crops keep its aspect ratio",
+    )
+    .at_least(1.0),
     ParamDecl::optional(
         "pool",
         ParamType::Choice(POOLS),
         "\"gem\"",
         "global pooling",
     ),
-    ParamDecl::optional("embed_dim", ParamType::Int, "512", "embedding size"),
     ParamDecl::optional(
         "pretrained",
         ParamType::Path,
@@ -90,31 +87,6 @@ const PARAMS: &[ParamDecl] = &[
         "classes with fewer than per_class images: repeat some of their images, or drop them (the reference)",
     ),
     ParamDecl::optional(
-        "optimizer",
-        ParamType::Choice(&["adamw", "adam"]),
-        "\"adamw\"",
-        "optimiser",
-    ),
-    ParamDecl::optional("lr", ParamType::Float, "1e-4", "peak learning rate"),
-    ParamDecl::optional(
-        "weight_decay",
-        ParamType::Float,
-        "1e-4",
-        "weight decay (decoupled for AdamW)",
-    ),
-    ParamDecl::optional(
-        "schedule",
-        ParamType::Choice(&["one-cycle", "constant"]),
-        "\"one-cycle\"",
-        "learning-rate schedule (one-cycle: PyTorch's OneCycleLR defaults)",
-    ),
-    ParamDecl::optional(
-        "div_factor",
-        ParamType::Float,
-        "25.0",
-        "one-cycle: initial lr = lr / div_factor",
-    ),
-    ParamDecl::optional(
         "freeze_bn",
         ParamType::Bool,
         "false",
@@ -126,45 +98,30 @@ const PARAMS: &[ParamDecl] = &[
         "0",
         "seed of initialisation, batches and sampling",
     ),
-    ParamDecl::optional("epochs", ParamType::Int, "200", "epochs").at_least(1.0),
-    ParamDecl::optional(
-        "images_per_epoch",
-        ParamType::Int,
-        "0",
-        "cap on images per epoch (0: all)",
-    ),
-    ParamDecl::optional("batch_size", ParamType::Int, "200", "images per batch").at_least(1.0),
-    ParamDecl::optional(
-        "accumulate",
-        ParamType::Int,
-        "1",
-        "batches whose gradients add up to one step",
-    ),
-    ParamDecl::optional(
-        "resolution",
-        ParamType::Resolution,
-        "448",
-        "training input size: s (square) or [height, width]; images re-sampled so their largest side is the larger of the two, crops keep its aspect ratio",
-    )
-    .at_least(1.0),
-    ParamDecl::optional("geometric", ParamType::Bool, "true", "random resized crops"),
-    ParamDecl::optional(
-        "crop_min",
-        ParamType::Float,
-        "0.25",
-        "smallest random crop, as a share of the image's area (0 < crop_min <= 1; torchvision's default 0.08)",
-    ),
-    ParamDecl::optional("flip", ParamType::Bool, "true", "horizontal flips"),
-    ParamDecl::optional(
-        "jitter",
-        ParamType::Float,
-        "0.0",
-        "colour distortion strength",
-    ),
+    ACCUMULATE,
     GEM_P_LR_SCALE,
     GEM_P_DECAY,
     PRECISION,
 ];
+
+const PARAMS: &[ParamDecl] = crate::param_list!(
+    OWN,
+    &network::params(NetworkDefaults {
+        arch: "\"resnet50\"",
+        embed_dim: "512",
+    }),
+    &optim::params(OptimDefaults {
+        optimizer: "\"adamw\"",
+        lr: "1e-4",
+        weight_decay: "1e-4",
+    }),
+    &augment::params(AugmentDefaults { jitter: "0.0" }),
+    &batching::params(BatchingDefaults {
+        epochs: "200",
+        batch_size: "200",
+        images_per_epoch: "0",
+    }),
+);
 
 const INPUTS: &[InputDecl] = &[InputDecl {
     name: "split",

@@ -1,6 +1,7 @@
-//! What the network stages (`train-teacher`, `distill`, `embed`) share: reading network,
-//! optimiser and augmentation parameters, opening the split, fingerprinting weight files, and
-//! the per-epoch loss curve written as `loss.json`.
+//! What the network stages (`train-teacher`, `distill`, `embed`) share besides the parameter
+//! groups of [`super::groups`]: the single shared parameters (`precision`, `accumulate`, GeM's
+//! learning rate), opening the split, fingerprinting weight files, and the per-epoch loss
+//! curve written as `loss.json`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::data::{AugmentConfig, Dataset, SplitItem, SplitManifest};
+use crate::data::{Dataset, SplitItem, SplitManifest};
 use crate::kind::{
     FingerprintEnv, InputArtifact, ParamDecl, ParamType, Params, StageContext, StageError,
 };
@@ -44,12 +45,21 @@ pub const GEM_P_DECAY: ParamDecl = ParamDecl::optional(
     "weight decay on GeM's p as on every weight (the reference: false)",
 );
 
-/// Architecture choices, in pipeline spelling.
-pub const ARCHS: &[&str] = &["resnet18", "resnet34", "resnet50"];
-/// Stem choices.
-pub const STEMS: &[&str] = &["imagenet", "small"];
-/// Pooling choices.
+/// `accumulate`, shared by the kinds whose loops accumulate gradients (`train-teacher`,
+/// `distill`): batches whose gradients add up to one optimiser step.
+pub const ACCUMULATE: ParamDecl = ParamDecl::optional(
+    "accumulate",
+    ParamType::Int,
+    "1",
+    "batches whose gradients add up to one step (clamped to the batches of an epoch)",
+)
+.at_least(1.0);
+
+/// Pooling choices, in pipeline spelling.
 pub const POOLS: &[&str] = &["gem", "avg"];
+
+pub use super::groups::augment::augment_config;
+pub use super::groups::network::{ARCHS, STEMS};
 
 /// A positive integer parameter as `usize`.
 pub fn positive(params: &Params, name: &str) -> Result<usize, StageError> {
@@ -61,56 +71,6 @@ pub fn positive(params: &Params, name: &str) -> Result<usize, StageError> {
         ));
     }
     Ok(v as usize)
-}
-
-/// `images_per_epoch`: 0 means every image.
-pub fn images_per_epoch(params: &Params) -> Result<Option<usize>, StageError> {
-    let v = params.int("images_per_epoch")?;
-    if v < 0 {
-        return Err(StageError::bad_param(
-            "images_per_epoch",
-            "must be 0 (all images) or positive",
-        ));
-    }
-    Ok((v > 0).then_some(v as usize))
-}
-
-/// Augmentations from `geometric`, `crop_min` (the smallest crop's share of the image's
-/// area; torchvision's `RandomResizedCrop`, which the resolution-asymmetry reference uses,
-/// has 0.08), `flip`, `jitter` (and `mixup` when declared).
-pub fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
-    let jitter = params.float("jitter")?;
-    if !(0.0..=1.0).contains(&jitter) {
-        return Err(StageError::bad_param(
-            "jitter",
-            format!("colour distortion strength in [0, 1], got {jitter}"),
-        ));
-    }
-    let mixup_alpha = match params.get("mixup") {
-        Some(_) => params.float("mixup")?,
-        None => 0.0,
-    };
-    if mixup_alpha < 0.0 {
-        return Err(StageError::bad_param(
-            "mixup",
-            "Beta(alpha, alpha): alpha must be >= 0 (0 = off)",
-        ));
-    }
-    let crop_min = params.float("crop_min")?;
-    if !(crop_min > 0.0 && crop_min <= 1.0) {
-        return Err(StageError::bad_param(
-            "crop_min",
-            format!("{crop_min}: the smallest crop's share of the image must be in (0, 1]"),
-        ));
-    }
-    Ok(AugmentConfig {
-        geometric: params.bool("geometric")?,
-        crop_scale: (crop_min, 1.0),
-        flip: params.bool("flip")?,
-        jitter,
-        mixup_alpha,
-        ..AugmentConfig::default()
-    })
 }
 
 /// The split manifest on input slot `slot`, the data set it reads and partition `partition`.
@@ -232,24 +192,5 @@ mod tests {
         let means = m.means();
         assert_eq!(means["loss"], 2.0);
         assert_eq!(means["abs"], 1.0);
-    }
-
-    #[test]
-    fn the_crop_scale_comes_from_crop_min() {
-        let mut params = Params(
-            [
-                ("geometric", serde_json::json!(true)),
-                ("flip", serde_json::json!(true)),
-                ("jitter", serde_json::json!(0.0)),
-                ("crop_min", serde_json::json!(0.08)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        );
-        assert_eq!(augment_config(&params).unwrap().crop_scale, (0.08, 1.0));
-        params.0.insert("crop_min".into(), serde_json::json!(0.0));
-        let err = augment_config(&params).unwrap_err().to_string();
-        assert!(err.contains("crop_min"), "{err}");
     }
 }

@@ -184,7 +184,7 @@ fn main() {
         "train-classifier",
         json!({"arch": "resnet18", "width": 16, "stem": "small", "embed_dim": 64, "head": "norm-softmax",
                "scale": 16.0, "margin": 0.0, "resolution": 32, "epochs": epochs, "batch_size": 128,
-               "optimizer": "adam", "lr": 2e-3, "one_cycle": true, "augment": true, "crop_min": 0.6,
+               "optimizer": "adam", "lr": 2e-3, "schedule": "one-cycle", "geometric": true, "crop_min": 0.6,
                "flip": false}),
         &[("split", &bct_split.artifact)],
     );

@@ -12,7 +12,8 @@
 use std::time::Instant;
 
 use super::training::{
-    augment_config, gem_group, images_per_epoch, open_partition, optim_config, positive, resolve,
+    Batching,
+    augment_config, gem_group, open_partition, optim_config, positive, resolve,
     EpochLoss, LossCurve, Means,
 };
 use crate::data::{device_feed, DistillConfig, DistillLoader};
@@ -33,8 +34,11 @@ impl Run for Distill {
         let p = ctx.params().clone();
         let device = crate::worker::torch_device(ctx.device());
         let seed = p.int("seed")?;
-        let epochs = positive(&p, "epochs")?;
-        let batch_size = positive(&p, "batch_size")?;
+        let Batching {
+            epochs,
+            batch_size,
+            images_per_epoch,
+        } = Batching::read(&p)?;
         let accumulate = positive(&p, "accumulate")?;
         let resolution = positive(&p, "resolution")?;
         let augmentations = positive(&p, "augmentations")?;
@@ -116,7 +120,7 @@ impl Run for Distill {
                 augmentations,
                 coupled: p.bool("coupled")?,
                 augment: augment_config(&p)?,
-                images_per_epoch: images_per_epoch(&p)?,
+                images_per_epoch,
                 seed: seed as u64,
             },
         )?;

@@ -11,11 +11,12 @@
 //! to D, L2 normalisation (`pool = "avg"`, no inner normalisation). The training loop here is
 //! shared with `train-bct`, which adds its influence term to the same loss.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tch::{Device, Kind, Tensor};
 
 use crate::data::{
@@ -26,9 +27,9 @@ use crate::kind::{Params, Run, StageContext, StageError};
 use crate::nn::precision::{Precision, PRECISIONS};
 use crate::nn::timing::{RunTimes, StepTimes};
 use crate::nn::{
-    gflops, Arch, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig,
-    OptimKind, Pool, Stem,
+    gflops, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig, Pool,
 };
+use super::training::{augment_config, network, optim_config, Batching};
 use crate::TorchResult;
 use asymflow::stages::train_classifier::*;
 
@@ -63,8 +64,10 @@ pub(crate) struct Setup {
     pub resolution: Resolution,
     pub epochs: usize,
     pub batch_size: usize,
+    /// Cap on the images of an epoch (`None`: all).
+    pub images_per_epoch: Option<usize>,
     pub optim: OptimConfig,
-    /// The training augmentation (`AugmentConfig::none()` when `augment` is off).
+    /// The training augmentation (the augmentation group).
     pub augment: AugmentConfig,
     pub seed: u64,
     /// The forward pass's precision (checked against the device when training starts).
@@ -75,45 +78,42 @@ pub(crate) struct Setup {
     pub init_seed: i64,
 }
 
-fn positive(params: &Params, name: &str) -> Result<i64, StageError> {
-    let v = params.int(name)?;
-    if v < 1 {
-        return Err(StageError::bad_param(
-            name,
-            format!("{v}: must be at least 1"),
-        ));
-    }
-    Ok(v)
-}
-
-/// The augmentation from `augment`, `crop_min` and `flip`.
-fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
-    if !params.bool("augment")? {
-        return Ok(AugmentConfig::none());
-    }
-    let crop_min = params.float("crop_min")?;
-    if !(crop_min > 0.0 && crop_min <= 1.0) {
-        return Err(StageError::bad_param(
-            "crop_min",
-            format!("{crop_min}: the smallest crop's share of the image must be in (0, 1]"),
-        ));
-    }
-    Ok(AugmentConfig {
-        crop_scale: (crop_min, 1.0),
-        flip: params.bool("flip")?,
-        ..AugmentConfig::default()
-    })
-}
-
 /// Parameters that change how the network computes, not which model it is: left out of
 /// [`init_seed`], so a bf16 run starts from the fp32 run's weights (and adding them kept every
 /// earlier initialisation).
 const NUMERIC_ONLY: &[&str] = &["precision"];
 
-fn init_seed(params: &Params) -> i64 {
+/// Parameters the shared groups added to the classifier kinds, with the value that trains as
+/// before they existed.
+const ADDED_WITH_GROUPS: &[(&str, f64)] =
+    &[("div_factor", 25.0), ("jitter", 0.0), ("images_per_epoch", 0.0)];
+
+/// The parameters as the classifier kinds spelled them before the shared groups
+/// (`augment`, `one_cycle`; no `div_factor`, `jitter`, `images_per_epoch` at their neutral
+/// values), so a model's initial weights depend on its role, never on the vocabulary: the
+/// rename kept every initialisation.
+fn first_spelling(params: &Params) -> BTreeMap<String, Value> {
     let mut role = params.0.clone();
     role.retain(|name, _| !NUMERIC_ONLY.contains(&name.as_str()));
-    let text = serde_json::to_string(&role).unwrap_or_default();
+    if let Some(geometric) = role.remove("geometric") {
+        role.insert("augment".into(), geometric);
+    }
+    if let Some(schedule) = role.remove("schedule") {
+        role.insert(
+            "one_cycle".into(),
+            Value::Bool(schedule.as_str() == Some("one-cycle")),
+        );
+    }
+    for (name, neutral) in ADDED_WITH_GROUPS {
+        if role.get(*name).and_then(Value::as_f64) == Some(*neutral) {
+            role.remove(*name);
+        }
+    }
+    role
+}
+
+fn init_seed(params: &Params) -> i64 {
+    let text = serde_json::to_string(&first_spelling(params)).unwrap_or_default();
     let hash = blake3::hash(text.as_bytes());
     let bytes: [u8; 8] = hash.as_bytes()[..8].try_into().unwrap_or([0; 8]);
     (u64::from_le_bytes(bytes) >> 1) as i64
@@ -122,43 +122,19 @@ fn init_seed(params: &Params) -> i64 {
 impl Setup {
     /// Reads and checks the shared parameters.
     pub fn from_params(params: &Params) -> Result<Setup, StageError> {
-        let choice = |name: &str| params.str(name).map(str::to_string);
-        let arch = choice("arch")?;
-        let net = NetConfig {
-            arch: Arch::parse(&arch)
-                .ok_or_else(|| StageError::bad_param("arch", format!("unknown `{arch}`")))?,
-            width: positive(params, "width")?,
-            stem: Stem::parse(&choice("stem")?).unwrap_or(Stem::Imagenet),
-            pool: Pool::Avg,
-            embed_dim: positive(params, "embed_dim")?,
-            gem_p: 3.0,
-            pool_l2n: false,
-        };
-        let head = choice("head")?;
-        let optimizer = choice("optimizer")?;
-        let lr = params.float("lr")?;
-        if lr.is_nan() || lr <= 0.0 {
-            return Err(StageError::bad_param(
-                "lr",
-                format!("{lr}: must be positive"),
-            ));
-        }
+        let head = params.str("head")?;
+        let batching = Batching::read(params)?;
         Ok(Setup {
-            net,
-            head: HeadKind::parse(&head)
+            net: network(params, Pool::Avg)?,
+            head: HeadKind::parse(head)
                 .ok_or_else(|| StageError::bad_param("head", format!("unknown `{head}`")))?,
             scale: params.float("scale")?,
             margin: params.float("margin")?,
             resolution: params.resolution("resolution")?,
-            epochs: positive(params, "epochs")? as usize,
-            batch_size: positive(params, "batch_size")? as usize,
-            optim: OptimConfig {
-                kind: OptimKind::parse(&optimizer).unwrap_or(OptimKind::Adam),
-                lr,
-                weight_decay: params.float("weight_decay")?,
-                one_cycle: params.bool("one_cycle")?,
-                div_factor: 25.0,
-            },
+            epochs: batching.epochs,
+            batch_size: batching.batch_size,
+            images_per_epoch: batching.images_per_epoch,
+            optim: optim_config(params)?,
             augment: augment_config(params)?,
             seed: params.int("seed")? as u64,
             precision: {
@@ -211,7 +187,7 @@ impl Setup {
                 resolution: self.resolution,
                 batch_size: self.batch_size.min(items.len()),
                 sampling: Sampling::Shuffle,
-                images_per_epoch: None,
+                images_per_epoch: self.images_per_epoch,
                 augment: self.augment,
                 seed: self.seed,
             },
@@ -472,12 +448,41 @@ mod tests {
 
         let off = params_with_defaults(
             &asymflow::stages::train_classifier::TrainClassifier,
-            json!({"augment": false, "crop_min": 0.6}),
+            json!({"geometric": false, "flip": false}),
         );
+        let off = Setup::from_params(&off).unwrap().augment;
+        assert_eq!((off.geometric, off.flip), (false, false));
+    }
+
+    /// The first wave's `init_seed`: a hash of the parameters as they were spelled then.
+    fn first_wave_init_seed(map: serde_json::Value) -> i64 {
+        let text = serde_json::to_string(&map).unwrap();
+        let hash = blake3::hash(text.as_bytes());
+        (u64::from_le_bytes(hash.as_bytes()[..8].try_into().unwrap()) >> 1) as i64
+    }
+
+    #[test]
+    fn the_shared_groups_kept_every_initialisation() {
+        let stage = &asymflow::stages::train_classifier::TrainClassifier;
+        let mut spelled_then = serde_json::Map::new();
+        for (name, value) in params_with_defaults(stage, json!({"partition": "train-50"})).0 {
+            spelled_then.insert(name, value);
+        }
+        for added in ["div_factor", "jitter", "images_per_epoch", "precision"] {
+            spelled_then.remove(added);
+        }
+        let geometric = spelled_then.remove("geometric").unwrap();
+        spelled_then.insert("augment".into(), geometric);
+        spelled_then.remove("schedule");
+        spelled_then.insert("one_cycle".into(), json!(true));
+
+        let now = params_with_defaults(stage, json!({"partition": "train-50"}));
         assert_eq!(
-            Setup::from_params(&off).unwrap().augment,
-            AugmentConfig::none()
+            init_seed(&now),
+            first_wave_init_seed(serde_json::Value::Object(spelled_then))
         );
+        let other = params_with_defaults(stage, json!({"partition": "train", "jitter": 0.2}));
+        assert_ne!(init_seed(&now), init_seed(&other));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use std::time::Instant;
 use tch::Tensor;
 
 use super::training::{
-    augment_config, gem_group, images_per_epoch, net_config, open_partition, optim_config,
+    Batching,
+    augment_config, gem_group, net_config, open_partition, optim_config,
     positive, resolve, EpochLoss, LossCurve, Means,
 };
 use crate::data::{dense_labels, device_feed, Sampling, TrainConfig, TrainLoader};
@@ -32,8 +33,11 @@ impl Run for TrainTeacher {
         let p = ctx.params().clone();
         let net = net_config(&p)?;
         let seed = p.int("seed")?;
-        let epochs = positive(&p, "epochs")?;
-        let batch_size = positive(&p, "batch_size")?;
+        let Batching {
+            epochs,
+            batch_size,
+            images_per_epoch,
+        } = Batching::read(&p)?;
         let accumulate = positive(&p, "accumulate")?;
         let resolution = p.resolution("resolution")?;
         let per_class = p.int("per_class")?;
@@ -100,7 +104,7 @@ impl Run for TrainTeacher {
                 resolution,
                 batch_size,
                 sampling,
-                images_per_epoch: images_per_epoch(&p)?,
+                images_per_epoch,
                 augment: augment_config(&p)?,
                 seed: seed as u64,
             },

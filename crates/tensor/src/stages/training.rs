@@ -1,32 +1,31 @@
 //! The tensor side of what the network stages share: the network and optimiser
-//! configurations read from parameters. The rest (opening the split, augmentation parameters,
+//! configurations, from the engine's typed parameter groups (`asymflow::stages::groups`). The rest (opening the split, augmentation parameters,
 //! the loss curve) is the engine's, re-exported here.
 
+pub use asymflow::stages::groups::batching::Batching;
 pub use asymflow::stages::training::*;
+
+use asymflow::stages::groups::network::NetworkParams;
+use asymflow::stages::groups::optim::{OptimParams, Optimizer, Schedule};
 
 use crate::kind::{Params, StageError};
 use crate::nn::{Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, Stem};
 
-/// Reads `optimizer`, `lr`, `weight_decay`, `schedule`, `div_factor`.
+/// The optimiser group ([`OptimParams`]) as the optimiser's configuration.
 pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
-    let kind = OptimKind::parse(params.str("optimizer")?)
-        .ok_or_else(|| StageError::bad_param("optimizer", "expected \"adamw\" or \"adam\""))?;
-    let lr = params.float("lr")?;
-    if !(lr > 0.0 && lr.is_finite()) {
-        return Err(StageError::bad_param(
-            "lr",
-            format!("must be a positive number, got {lr}"),
-        ));
-    }
-    let div_factor = params.float("div_factor")?;
-    if div_factor <= 0.0 {
-        return Err(StageError::bad_param("div_factor", "must be positive"));
-    }
+    let group = OptimParams::read(params)?;
+    let (one_cycle, div_factor) = match group.schedule {
+        Schedule::OneCycle { div_factor } => (true, div_factor),
+        Schedule::Constant => (false, 25.0),
+    };
     Ok(OptimConfig {
-        kind,
-        lr,
-        weight_decay: params.float("weight_decay")?,
-        one_cycle: params.str("schedule")? == "one-cycle",
+        kind: match group.optimizer {
+            Optimizer::Adam => OptimKind::Adam,
+            Optimizer::Adamw => OptimKind::Adamw,
+        },
+        lr: group.lr,
+        weight_decay: group.weight_decay,
+        one_cycle,
         div_factor,
     })
 }
@@ -68,23 +67,22 @@ pub fn clamp_accumulate(accumulate: usize, batches: usize) -> (usize, Option<Str
     )
 }
 
-/// A [`NetConfig`] from `arch`, `width`, `stem`, `pool`, `embed_dim`.
-pub fn net_config(params: &Params) -> Result<NetConfig, StageError> {
-    let arch = Arch::parse(params.str("arch")?).ok_or_else(|| {
+/// The network group ([`NetworkParams`]) with `pool` as a [`NetConfig`]: GeM pooling
+/// normalises its output inside the network, average pooling (the BCT head) does not.
+pub fn network(params: &Params, pool: Pool) -> Result<NetConfig, StageError> {
+    let group = NetworkParams::read(params)?;
+    let arch = Arch::parse(&group.arch).ok_or_else(|| {
         StageError::bad_param("arch", format!("expected one of {}", ARCHS.join(", ")))
     })?;
-    let stem = Stem::parse(params.str("stem")?).ok_or_else(|| {
+    let stem = Stem::parse(&group.stem).ok_or_else(|| {
         StageError::bad_param("stem", format!("expected one of {}", STEMS.join(", ")))
-    })?;
-    let pool = Pool::parse(params.str("pool")?).ok_or_else(|| {
-        StageError::bad_param("pool", format!("expected one of {}", POOLS.join(", ")))
     })?;
     let cfg = NetConfig {
         arch,
-        width: params.int("width")?,
+        width: group.width,
         stem,
         pool,
-        embed_dim: params.int("embed_dim")?,
+        embed_dim: group.embed_dim,
         gem_p: 3.0,
         pool_l2n: pool == Pool::Gem,
     };
@@ -93,19 +91,19 @@ pub fn net_config(params: &Params) -> Result<NetConfig, StageError> {
     Ok(cfg)
 }
 
+/// The network group and `pool` as a [`NetConfig`] (`train-teacher`).
+pub fn net_config(params: &Params) -> Result<NetConfig, StageError> {
+    let pool = Pool::parse(params.str("pool")?).ok_or_else(|| {
+        StageError::bad_param("pool", format!("expected one of {}", POOLS.join(", ")))
+    })?;
+    network(params, pool)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Value};
-
-    fn params(pairs: &[(&str, Value)]) -> Params {
-        Params(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        )
-    }
+    use asymflow::stages::testing::params_of as params;
+    use serde_json::json;
 
     #[test]
     fn accumulation_is_clamped_to_the_batches_of_an_epoch() {
