@@ -603,10 +603,10 @@ mod tests {
 
         // Changing the old-class rows' features leaves it as it is.
         let moved = new.copy();
-        let _ = moved
+        moved
             .narrow(0, 0, 1)
             .copy_(&l2n(&Tensor::randn([1, 4], (Kind::Float, Device::Cpu))));
-        let _ = moved
+        moved
             .narrow(0, 4, 1)
             .copy_(&l2n(&Tensor::randn([1, 4], (Kind::Float, Device::Cpu))));
         let again = influence
