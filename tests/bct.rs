@@ -194,8 +194,28 @@ fn bct_end_to_end_at_toy_scale() {
             &[("split", &split), ("old", &old)],
         );
         assert!(m.metrics["train_loss"].is_finite(), "{variant}");
+        if variant["method"] == "lwf" {
+            // Half of the training classes are new to the old model: their images distil.
+            assert!(m.metrics["influence_loss"] > 0.0, "{:?}", m.metrics);
+            assert_eq!(
+                std::fs::read(&old.outputs["model.safetensors"]).unwrap(),
+                old_weights,
+                "LwF leaves the old model (its classifier included) as it was"
+            );
+        }
         std::fs::remove_dir_all(root.join("variant")).unwrap();
     }
+    // LwF on the old model's own classes has no new data to distil on.
+    let err = try_run(
+        root,
+        "lwf-old-classes",
+        "train-bct",
+        tiny(json!({"partition": "train-50", "method": "lwf"})),
+        &[("split", &split), ("old", &old)],
+    )
+    .expect_err("LwF without new classes is refused")
+    .to_string();
+    assert!(err.contains("T_new \\ T_old is empty"), "{err}");
     // A new embedding smaller than the old one cannot feed the old classifier.
     let err = try_run(
         root,

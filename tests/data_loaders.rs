@@ -376,8 +376,8 @@ fn data_train_loader_class_balanced_batches_and_labels() {
 
 fn distill_config(coupled: bool, mixup: f64) -> DistillConfig {
     DistillConfig {
-        teacher_resolution: 24,
-        student_resolution: 12,
+        teacher_resolution: 24.into(),
+        student_resolution: 12.into(),
         batch_size: 3,
         augmentations: 2,
         coupled,

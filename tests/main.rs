@@ -24,6 +24,7 @@ mod report_footnotes;
 mod report_freshness;
 mod report_templates;
 mod resolution;
+mod resolution_distill_import;
 mod science;
 mod serve;
 mod serve_browser;

@@ -35,17 +35,18 @@ const OWN: &[ParamDecl] = &[
     ),
     ParamDecl::optional(
         "resolution",
-        ParamType::Int,
+        ParamType::Resolution,
         "224",
-        "the student's (query) resolution r",
+        "the student's (query) resolution r: s (square) or [height, width]",
     )
     .at_least(1.0),
     ParamDecl::optional(
         "teacher_resolution",
-        ParamType::Int,
+        ParamType::Resolution,
         "0",
-        "the teacher's view resolution R (0: the teacher stage's `resolution`)",
-    ),
+        "the teacher's view resolution R: s or [height, width] (0: the teacher stage's `resolution`); coupled views need r's aspect ratio",
+    )
+    .at_least(0.0),
     ParamDecl::optional(
         "init",
         ParamType::Choice(&["teacher", "imagenet", "checkpoint", "random"]),

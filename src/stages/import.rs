@@ -5,7 +5,9 @@
 //! told not to) and writes the same `embeddings.safetensors` output `embed` writes, so
 //! `evaluate` cannot tell them apart. The file's content hash is part of the key, never its
 //! path. `gflops` and `resolution`, when given, become metrics like `embed`'s (so a report can
-//! plot the imported model's query cost).
+//! plot the imported model's query cost). `resolution` is written as `embed`'s is (a side, or
+//! `[height, width]`; a pair of equal sides keys as the side) and, as there, the metric is the
+//! height.
 
 use serde_json::{json, Value};
 
@@ -37,10 +39,11 @@ const PARAMS: &[ParamDecl] = &[
     ),
     ParamDecl::optional(
         "resolution",
-        ParamType::Int,
+        ParamType::Resolution,
         "0",
-        "resolution they were made at (0: unknown)",
-    ),
+        "input size they were made at: s (square) or [height, width] (0: unknown)",
+    )
+    .at_least(0.0),
 ];
 
 impl Stage for Import {

@@ -14,9 +14,17 @@
 //! A new embedding larger than the old one feeds its first K_old components, L2-normalised
 //! again, to w_c_old (and the same truncation is what `evaluate` compares with `truncate`).
 //!
-//! Baselines, as `method`: `l2` (1/2 ||phi_new(x) - phi_old(x)||^2 on T_old) and `lwf`
-//! (learning without forgetting: a trainable copy of w_c_old learns from the old model's soft
-//! labels on all new data). The old model itself never trains: its variables are frozen and
+//! Baselines, as `method`:
+//! - `l2`: 1/2 ||phi_new(x) - phi_old(x)||^2 on T_old;
+//! - `lwf` (learning without forgetting, as the BCT paper's baseline): the old model's soft
+//!   labels are the pseudo-labels of the newly added data. On the images of T_new \ T_old
+//!   (classes absent from the old model's `classes.json`) the term is
+//!   T^2 KL(softmax(w_c_old phi_old / T) || softmax(w_c_old phi_new / T)) through the same
+//!   **frozen** w_c_old, summed over those images and divided by the batch size; images of
+//!   old classes add nothing to it. It differs from `kd` only in leaving out the
+//!   cross-entropy on T_old.
+//!
+//! The old model itself never trains: its variables (its classifier included) are frozen and
 //! its features computed in eval mode without gradient.
 
 use super::outputs;
@@ -63,7 +71,9 @@ impl Stage for TrainBct {
     fn impl_version(&self) -> u32 {
         // 2: `train_seconds` is telemetry, no longer in `metrics.json`.
         // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
-        3
+        // 4: `lwf` distils through the frozen w_c_old on the images of new classes only (was a
+        //    trainable copy of w_c_old on every image).
+        4
     }
 
     fn summary(&self) -> &'static str {

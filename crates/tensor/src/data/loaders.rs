@@ -407,10 +407,12 @@ fn finish_plan(mut batches: Vec<Vec<usize>>, bs: usize, cap: Option<usize>) -> V
 /// Settings of a [`DistillLoader`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DistillConfig {
-    /// The teacher's (large) resolution R; images are first re-sampled to largest side R.
-    pub teacher_resolution: u32,
-    /// The student's (small) resolution r.
-    pub student_resolution: u32,
+    /// The teacher's (large) resolution R, a side or height x width; images are first
+    /// re-sampled so that their largest side is R's largest side.
+    pub teacher_resolution: Resolution,
+    /// The student's (small) resolution r. Coupled views need R's aspect ratio, to within a
+    /// pixel of r's width ([`DistillLoader::new`] checks).
+    pub student_resolution: Resolution,
     /// Images per batch (B); a batch holds B * P views at each resolution.
     pub batch_size: usize,
     /// Augmentations per image (P).
@@ -442,9 +444,9 @@ pub struct ViewDraw {
 
 /// A distillation batch; row `b * P + i` is augmentation `i` of image `b`.
 pub struct DistillBatch {
-    /// Teacher views, `[B * P, 3, R, R]`.
+    /// Teacher views, `[B * P, 3, R_h, R_w]`.
     pub teacher: Tensor,
-    /// Student views, `[B * P, 3, r, r]`.
+    /// Student views, `[B * P, 3, r_h, r_w]`.
     pub student: Tensor,
     /// Which items (indices into the loader's items) are in the batch, one per image.
     pub indices: Vec<usize>,
@@ -473,8 +475,23 @@ impl DistillLoader {
                 "augmentations per image (P) must be at least 1",
             ));
         }
-        if config.teacher_resolution == 0 || config.student_resolution == 0 {
+        let (big, small) = (config.teacher_resolution, config.student_resolution);
+        if big.pixels() == 0 || small.pixels() == 0 {
             return Err(DataError::config("resolutions must be at least 1 pixel"));
+        }
+        // One crop box rendered at both sizes: the same aspect ratio, or one view is stretched.
+        if config.coupled
+            && (f64::from(small.width) - f64::from(small.height) * big.aspect()).abs() >= 1.0
+        {
+            return Err(DataError::config(format!(
+                "coupled views render one crop box at the teacher's {big} and the student's \
+                 {small} (height x width), so both need the same aspect ratio (width / height \
+                 {:.3} and {:.3}); give the student a width of about {:.0} px, or draw the views \
+                 separately (coupled = false)",
+                big.aspect(),
+                small.aspect(),
+                f64::from(small.height) * big.aspect()
+            )));
         }
         Ok(DistillLoader {
             dataset,
@@ -523,8 +540,8 @@ impl DistillLoader {
             r.map(|(t, s, indices, draws)| {
                 let rows = draws.len();
                 DistillBatch {
-                    teacher: tensor(&t, rows, Resolution::square(cfg.teacher_resolution)),
-                    student: tensor(&s, rows, Resolution::square(cfg.student_resolution)),
+                    teacher: tensor(&t, rows, cfg.teacher_resolution),
+                    student: tensor(&s, rows, cfg.student_resolution),
                     indices,
                     draws,
                 }
@@ -547,8 +564,8 @@ fn distill_batch(
     indices: Vec<usize>,
 ) -> Result<DistillRows, DataError> {
     let (big, small, p) = (
-        Resolution::square(cfg.teacher_resolution),
-        Resolution::square(cfg.student_resolution),
+        cfg.teacher_resolution,
+        cfg.student_resolution,
         cfg.augmentations,
     );
     let per_image = indices
@@ -571,7 +588,7 @@ fn distill_batch(
                     (tp, tm)
                 } else {
                     (
-                        augment::sample(&cfg.augment, w, h, big, &mut rng),
+                        augment::sample(&cfg.augment, w, h, small, &mut rng),
                         augment::sample_mixup(cfg.augment.mixup_alpha, &mut mix_rng),
                     )
                 };
@@ -694,6 +711,77 @@ mod tests {
         .unwrap();
         let batch = train.epoch(0).next().unwrap().unwrap();
         assert_eq!(batch.images.size(), vec![3, 3, 24, 12]);
+    }
+
+    #[test]
+    fn distillation_views_take_each_side_of_height_x_width_resolutions() {
+        let dataset: Arc<dyn Dataset> = Arc::new(asymflow::data::SyntheticDataset::new(
+            asymflow::data::SyntheticParams::default(),
+        ));
+        let all: Vec<SplitItem> = (0..4)
+            .map(|i| SplitItem {
+                id: format!("synthetic/{i}"),
+                label: i / 2,
+                camera: None,
+            })
+            .collect();
+        let (big, small) = (
+            Resolution {
+                height: 32,
+                width: 16,
+            },
+            Resolution {
+                height: 16,
+                width: 8,
+            },
+        );
+        let config = |coupled, student_resolution| DistillConfig {
+            teacher_resolution: big,
+            student_resolution,
+            batch_size: 2,
+            augmentations: 3,
+            coupled,
+            augment: AugmentConfig::default(),
+            images_per_epoch: None,
+            seed: 1,
+        };
+        let coupled = DistillLoader::new(dataset.clone(), &all, config(true, small)).unwrap();
+        let batch = coupled.epoch(0).next().unwrap().unwrap();
+        assert_eq!(batch.teacher.size(), vec![6, 3, 32, 16]);
+        assert_eq!(batch.student.size(), vec![6, 3, 16, 8]);
+        for d in &batch.draws {
+            assert_eq!(d.teacher.crop, d.student.crop, "one box for both views");
+            let aspect = d.teacher.crop.w / d.teacher.crop.h;
+            assert!(
+                // The crop ratio range times the output's 0.5, with slack for whole pixels.
+                (0.5 * 0.75 * 0.9..=0.5 * 4.0 / 3.0 * 1.1).contains(&aspect),
+                "crops follow the tall aspect: {aspect}"
+            );
+        }
+
+        // Separate draws crop each view for its own aspect: a square student under a tall
+        // teacher.
+        let square = Resolution::square(12);
+        let separate = DistillLoader::new(dataset.clone(), &all, config(false, square)).unwrap();
+        let batch = separate.epoch(0).next().unwrap().unwrap();
+        assert_eq!(batch.student.size(), vec![6, 3, 12, 12]);
+        for d in &batch.draws {
+            let aspect = d.student.crop.w / d.student.crop.h;
+            assert!(
+                (0.75 * 0.9..=4.0 / 3.0 * 1.1).contains(&aspect),
+                "square student crops: {aspect}"
+            );
+        }
+
+        // Coupled views of different aspect ratios would stretch one of them.
+        let err = DistillLoader::new(dataset, &all, config(true, square))
+            .err()
+            .expect("a square student coupled with a tall teacher is refused")
+            .to_string();
+        assert!(
+            err.contains("32x16") && err.contains("coupled = false"),
+            "{err}"
+        );
     }
 
     #[test]

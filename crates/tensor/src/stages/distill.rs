@@ -8,6 +8,11 @@
 //! ImageNet weights, another checkpoint (input slot `init`), or random; a lighter `arch` gives
 //! network asymmetry (then the initialisation cannot be the teacher). Outputs the student's
 //! `model.safetensors` + `model.json` and `loss.json`.
+//!
+//! Both resolutions are a side or `[height, width]`: the teacher's views are rendered at R
+//! (by default the teacher stage's own `resolution`), the student's at r. Coupled views crop
+//! one box for both, so R and r must share their aspect ratio; `resolution` (the metric) is
+//! r's height, as `embed` reports it.
 
 use std::time::Instant;
 
@@ -16,7 +21,7 @@ use super::training::{
     augment_config, gem_group, open_partition, optim_config, positive, resolve,
     EpochLoss, LossCurve, Means,
 };
-use crate::data::{device_feed, DistillConfig, DistillLoader};
+use crate::data::{device_feed, DistillConfig, DistillLoader, Resolution};
 use crate::kind::{Params, Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
 use crate::nn::precision::precision_param;
@@ -40,7 +45,7 @@ impl Run for Distill {
             images_per_epoch,
         } = Batching::read(&p)?;
         let accumulate = positive(&p, "accumulate")?;
-        let resolution = positive(&p, "resolution")?;
+        let resolution = p.resolution("resolution")?;
         let augmentations = positive(&p, "augmentations")?;
         let loss = distill_loss(&p)?;
         let precision = precision_param(&p, device)?;
@@ -59,41 +64,22 @@ impl Run for Distill {
         }
 
         let teacher_input = ctx.input("teacher")?.clone();
-        let teacher_resolution = match p.int("teacher_resolution")? {
-            0 => match teacher_input
+        let teacher_resolution = match p.get("teacher_resolution").and_then(|v| v.as_i64()) {
+            Some(0) => teacher_input
                 .params
                 .get("resolution")
-                .and_then(crate::data::Resolution::from_value)
-            {
-                Some(r) if r.is_square() => i64::from(r.height),
-                Some(r) => {
-                    return Err(StageError::bad_param(
-                        "teacher_resolution",
-                        format!(
-                            "stage `{}` was trained at {r} (height x width); distillation \
-                             couples square views, so set a square `teacher_resolution` here",
-                            teacher_input.stage
-                        ),
-                    ))
-                }
-                None => {
-                    return Err(StageError::bad_param(
+                .and_then(Resolution::from_value)
+                .ok_or_else(|| {
+                    StageError::bad_param(
                         "teacher_resolution",
                         format!(
                             "stage `{}` has no `resolution` parameter; set it here",
                             teacher_input.stage
                         ),
-                    ))
-                }
-            },
-            r => r,
+                    )
+                })?,
+            _ => p.resolution("teacher_resolution")?,
         };
-        if teacher_resolution < 1 {
-            return Err(StageError::bad_param(
-                "teacher_resolution",
-                "must be positive",
-            ));
-        }
         tch::manual_seed(seed);
         let teacher = Model::load(
             teacher_input.output(WEIGHTS_FILE)?,
@@ -114,8 +100,8 @@ impl Run for Distill {
             dataset,
             &items,
             DistillConfig {
-                teacher_resolution: teacher_resolution as u32,
-                student_resolution: resolution as u32,
+                teacher_resolution,
+                student_resolution: resolution,
                 batch_size,
                 augmentations,
                 coupled: p.bool("coupled")?,
@@ -199,11 +185,8 @@ impl Run for Distill {
             "final_loss",
             curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN),
         );
-        ctx.metric(
-            "gflops",
-            gflops(&net, crate::data::Resolution::square(resolution as u32)),
-        );
-        ctx.metric("resolution", resolution as f64);
+        ctx.metric("gflops", gflops(&net, resolution));
+        ctx.metric("resolution", f64::from(resolution.height));
         Ok(())
     }
 }

@@ -7,7 +7,8 @@
 //! told not to) and writes the same `embeddings.safetensors` output `embed` writes, so
 //! `evaluate` cannot tell them apart. The file's content hash is part of the key, never its
 //! path. `gflops` and `resolution`, when given, become metrics like `embed`'s (so a report can
-//! plot the imported model's query cost).
+//! plot the imported model's query cost; `resolution` is a side or `[height, width]`, and the
+//! metric is its height, as `embed`'s).
 
 use tch::{Kind, Tensor};
 
@@ -92,9 +93,10 @@ impl Run for Import {
         if gflops > 0.0 {
             ctx.metric("gflops", gflops);
         }
-        let resolution = p.int("resolution")?;
-        if resolution > 0 {
-            ctx.metric("resolution", resolution as f64);
+        if p.get("resolution").and_then(|v| v.as_i64()) != Some(0) {
+            let resolution = p.resolution("resolution")?;
+            ctx.log(format!("made at {resolution} px"));
+            ctx.metric("resolution", f64::from(resolution.height));
         }
         Ok(())
     }

@@ -14,9 +14,17 @@
 //! A new embedding larger than the old one feeds its first K_old components, L2-normalised
 //! again, to w_c_old (and the same truncation is what `evaluate` compares with `truncate`).
 //!
-//! Baselines, as `method`: `l2` (1/2 ||phi_new(x) - phi_old(x)||^2 on T_old) and `lwf`
-//! (learning without forgetting: a trainable copy of w_c_old learns from the old model's soft
-//! labels on all new data). The old model itself never trains: its variables are frozen and
+//! Baselines, as `method`:
+//! - `l2`: 1/2 ||phi_new(x) - phi_old(x)||^2 on T_old;
+//! - `lwf` (learning without forgetting, as the BCT paper's baseline): the old model's soft
+//!   labels are the pseudo-labels of the newly added data. On the images of T_new \ T_old
+//!   (classes absent from the old model's `classes.json`) the term is
+//!   T^2 KL(softmax(w_c_old phi_old / T) || softmax(w_c_old phi_new / T)) through the same
+//!   **frozen** w_c_old, summed over those images and divided by the batch size; images of
+//!   old classes add nothing to it. It differs from `kd` only in leaving out the
+//!   cross-entropy on T_old.
+//!
+//! The old model itself never trains: its variables (its classifier included) are frozen and
 //! its features computed in eval mode without gradient.
 
 use std::collections::HashMap;
@@ -42,12 +50,10 @@ pub enum InfluenceKind {
     },
     /// L2 regression to the old features on rows of old classes.
     L2,
-    /// Distillation of the old classifier's soft labels into a trainable copy of it.
+    /// Distillation of the old classifier's soft labels on the rows of new classes only.
     Lwf {
         /// Softmax temperature.
         temperature: f64,
-        /// The trainable head (initialised from w_c_old).
-        head: Classifier,
     },
 }
 
@@ -92,6 +98,28 @@ impl Influence {
         }
     }
 
+    /// The distillation term of the rows whose class the old classifier lacks (every row not
+    /// in `known_rows`): T^2 KL(softmax(w_c_old old / T) || softmax(w_c_old f / T)), summed
+    /// over those rows and divided by the batch size. `None` when every row is known.
+    fn new_class_kd(
+        &self,
+        f: &Tensor,
+        old_feats: Option<&Tensor>,
+        known_rows: &[i64],
+        temperature: f64,
+    ) -> Option<Tensor> {
+        let n = f.size()[0];
+        let unknown: Vec<i64> = (0..n).filter(|i| !known_rows.contains(i)).collect();
+        if unknown.is_empty() {
+            return None;
+        }
+        let old = old_feats.expect("distillation needs the old features");
+        let rows = rows_tensor(&unknown, f.device());
+        let teacher = tch::no_grad(|| self.old_head.logits(&old.index_select(0, &rows), None));
+        let student = self.old_head.logits(&f.index_select(0, &rows), None);
+        Some(kd_rows(&teacher, &student, temperature).sum(Kind::Float) / n as f64)
+    }
+
     /// The (unweighted) influence loss of one batch: new features `[B, D_new]` (with
     /// gradient), the old model's features `[B, K_old]` where [`Self::needs_old_features`],
     /// and the batch's data set labels. `None` when no row of the batch takes part.
@@ -121,24 +149,13 @@ impl Influence {
         match &self.kind {
             InfluenceKind::Classifier => ce_known(),
             InfluenceKind::Kd { temperature } => {
-                let old = old_feats.expect("kd needs the old features");
                 let n = labels.len() as f64;
-                let unknown: Vec<i64> = (0..labels.len() as i64)
-                    .filter(|i| !known_rows.contains(i))
-                    .collect();
-                let mut total: Option<Tensor> = ce_known().map(|ce| ce * (known.len() as f64 / n));
-                if !unknown.is_empty() {
-                    let rows = rows_tensor(&unknown, device);
-                    let teacher =
-                        tch::no_grad(|| self.old_head.logits(&old.index_select(0, &rows), None));
-                    let student = self.old_head.logits(&f.index_select(0, &rows), None);
-                    let kd = kd_rows(&teacher, &student, *temperature).sum(Kind::Float) / n;
-                    total = Some(match total {
-                        Some(t) => t + kd,
-                        None => kd,
-                    });
+                let ce = ce_known().map(|ce| ce * (known.len() as f64 / n));
+                let kd = self.new_class_kd(&f, old_feats, &known_rows, *temperature);
+                match (ce, kd) {
+                    (Some(ce), Some(kd)) => Some(ce + kd),
+                    (ce, kd) => ce.or(kd),
                 }
-                total
             }
             InfluenceKind::L2 => {
                 if known.is_empty() {
@@ -151,11 +168,8 @@ impl Influence {
                     (diff.square().sum_dim_intlist(-1, false, Kind::Float) * 0.5).mean(Kind::Float),
                 )
             }
-            InfluenceKind::Lwf { temperature, head } => {
-                let old = old_feats.expect("lwf needs the old features");
-                let teacher = tch::no_grad(|| self.old_head.logits(old, None));
-                let student = head.logits(&f, None);
-                Some(kd_rows(&teacher, &student, *temperature).mean(Kind::Float))
+            InfluenceKind::Lwf { temperature } => {
+                self.new_class_kd(&f, old_feats, &known_rows, *temperature)
             }
         }
     }
@@ -340,30 +354,22 @@ impl Run for TrainBct {
                 "no training class is known to the old classifier, so T_old is empty; train on a superset of the old model's classes",
             ));
         }
+        if method == "lwf" && new_labels.is_empty() {
+            return Err(StageError::bad_param(
+                "partition",
+                "every training class is known to the old classifier, so T_new \\ T_old is empty and the lwf term is always 0; train on classes the old model was not trained on",
+            ));
+        }
         let model = setup.model(
             classes.labels.len(),
             crate::worker::torch_device(ctx.device()),
         );
-        let mut lwf_vs = None;
         let mut class_of = old.classes.index();
         let kind = match (method.as_str(), t_bct.as_str(), rule.as_str()) {
-            ("bct", "old", _) => InfluenceKind::Classifier,
             ("bct", "new", "kd") => InfluenceKind::Kd { temperature },
-            ("bct", "new", _) => InfluenceKind::Classifier,
+            ("bct", _, _) => InfluenceKind::Classifier,
             ("l2", _, _) => InfluenceKind::L2,
-            _ => {
-                let vs = tch::nn::VarStore::new(crate::worker::torch_device(ctx.device()));
-                let head = Classifier::new(&(vs.root() / "lwf_head"), old.head.config());
-                tch::no_grad(|| {
-                    head.weight.shallow_clone().copy_(&old.head.weight);
-                    if let (Some(b), Some(ob)) = (&head.bias, &old.head.bias) {
-                        b.shallow_clone().copy_(ob);
-                    }
-                });
-                let kind = InfluenceKind::Lwf { temperature, head };
-                lwf_vs = Some(vs);
-                kind
-            }
+            _ => InfluenceKind::Lwf { temperature },
         };
         let mut old_head = Classifier::from_tensors(
             old.head.config(),
@@ -413,15 +419,7 @@ impl Run for TrainBct {
                 .loss(emb, old_feats.as_ref(), labels)
                 .map(|l| l * lambda)
         };
-        let stats = train(
-            ctx,
-            &setup,
-            &model,
-            lwf_vs.as_ref(),
-            &loader,
-            &classes,
-            &mut extra,
-        )?;
+        let stats = train(ctx, &setup, &model, &loader, &classes, &mut extra)?;
         ctx.metric(
             "influence_loss",
             if lambda != 0.0 {
@@ -533,6 +531,91 @@ mod tests {
         );
     }
 
+    fn lwf(old_head: Classifier) -> Influence {
+        Influence {
+            old_head,
+            // The old model knew labels 10 and 13; 11 and 12 are new.
+            class_of: HashMap::from([(10, 0), (13, 1)]),
+            k_old: 4,
+            kind: InfluenceKind::Lwf { temperature: 2.0 },
+        }
+    }
+
+    #[test]
+    fn lwf_is_zero_when_new_and_old_features_coincide() {
+        tch::manual_seed(4);
+        let influence = lwf(head(HeadKind::NormSoftmax, 2, 4));
+        let feats = l2n(&Tensor::randn([6, 4], (Kind::Float, Device::Cpu)));
+        let labels = [11, 12, 10, 11, 13, 12];
+        let same = influence
+            .loss(&feats, Some(&feats), &labels)
+            .unwrap()
+            .double_value(&[]);
+        assert!(same.abs() < 1e-6, "lwf {same}");
+        let other = l2n(&Tensor::randn([6, 4], (Kind::Float, Device::Cpu)));
+        let differs = influence
+            .loss(&other, Some(&feats), &labels)
+            .unwrap()
+            .double_value(&[]);
+        assert!(differs > 1e-4, "lwf {differs}");
+    }
+
+    #[test]
+    fn lwf_takes_only_the_images_of_new_classes() {
+        tch::manual_seed(5);
+        let old_head = head(HeadKind::Softmax, 2, 4);
+        let influence = lwf(Classifier::from_tensors(
+            old_head.config(),
+            old_head.weight.shallow_clone(),
+            old_head.bias.as_ref().map(Tensor::shallow_clone),
+        ));
+        let new = l2n(&Tensor::randn([5, 4], (Kind::Float, Device::Cpu)));
+        let old = l2n(&Tensor::randn([5, 4], (Kind::Float, Device::Cpu)));
+        assert!(
+            influence
+                .loss(&new, Some(&old), &[10, 13, 10, 13, 10])
+                .is_none(),
+            "a batch of old-class images only: no term"
+        );
+
+        // Rows 1 and 3 are new classes: the term is their KL summed, over the batch size.
+        let labels = [10, 11, 13, 12, 10];
+        let got = influence
+            .loss(&new, Some(&old), &labels)
+            .unwrap()
+            .double_value(&[]);
+        let rows = Tensor::from_slice(&[1i64, 3]);
+        let t = 2.0;
+        let log_p =
+            (old_head.logits(&old.index_select(0, &rows), None) / t).log_softmax(-1, Kind::Float);
+        let log_q =
+            (old_head.logits(&new.index_select(0, &rows), None) / t).log_softmax(-1, Kind::Float);
+        let expected = (log_p.exp() * (log_p - log_q))
+            .sum(Kind::Float)
+            .double_value(&[])
+            * t
+            * t
+            / 5.0;
+        assert!(
+            got > 1e-4 && (got - expected).abs() < 1e-6,
+            "{got} vs {expected}"
+        );
+
+        // Changing the old-class rows' features leaves it as it is.
+        let moved = new.copy();
+        moved
+            .narrow(0, 0, 1)
+            .copy_(&l2n(&Tensor::randn([1, 4], (Kind::Float, Device::Cpu))));
+        moved
+            .narrow(0, 4, 1)
+            .copy_(&l2n(&Tensor::randn([1, 4], (Kind::Float, Device::Cpu))));
+        let again = influence
+            .loss(&moved, Some(&old), &labels)
+            .unwrap()
+            .double_value(&[]);
+        assert!((again - got).abs() < 1e-7, "{again} vs {got}");
+    }
+
     #[test]
     fn a_larger_new_feature_feeds_its_first_k_old_components() {
         tch::manual_seed(2);
@@ -578,6 +661,7 @@ mod tests {
             InfluenceKind::Classifier,
             InfluenceKind::Kd { temperature: 2.0 },
             InfluenceKind::L2,
+            InfluenceKind::Lwf { temperature: 2.0 },
         ] {
             let influence = Influence {
                 old_head: Classifier::from_tensors(

@@ -255,22 +255,17 @@ pub(crate) struct TrainStats {
 pub(crate) type ExtraLoss<'a> = dyn FnMut(&Tensor, &Tensor, &[i64]) -> Option<Tensor> + 'a;
 
 /// Trains `model` (embedding network + its head) with cross-entropy on `items` plus `extra`,
-/// `setup.epochs` epochs, optimising every trainable variable of `model.vs` and of `extra_vs`.
+/// `setup.epochs` epochs, optimising every trainable variable of `model.vs`.
 pub(crate) fn train(
     ctx: &StageContext<'_>,
     setup: &Setup,
     model: &Model,
-    extra_vs: Option<&tch::nn::VarStore>,
     loader: &TrainLoader,
     classes: &ClassList,
     extra: &mut ExtraLoss<'_>,
 ) -> Result<TrainStats, StageError> {
     let steps = setup.epochs * loader.batches_per_epoch();
     let mut optim = Optim::new(&model.vs, &setup.optim, steps).torch()?;
-    let mut extra_optim = match extra_vs {
-        Some(vs) => Some(Optim::new(vs, &setup.optim, steps).torch()?),
-        None => None,
-    };
     let head = model
         .classifier
         .as_ref()
@@ -322,19 +317,9 @@ pub(crate) fn train(
                 loss_sum += ce.double_value(&[]);
                 (emb, loss)
             });
-            step_times.step(|| {
-                optim.zero_grad();
-                if let Some(o) = extra_optim.as_mut() {
-                    o.zero_grad();
-                }
-            });
+            step_times.step(|| optim.zero_grad());
             step_times.backward(|| loss.backward());
-            step_times.step(|| {
-                optim.step();
-                if let Some(o) = extra_optim.as_mut() {
-                    o.step();
-                }
-            });
+            step_times.step(|| optim.step());
             let predicted = tch::no_grad(|| head.logits(&emb, None).argmax(-1, false));
             correct += predicted
                 .eq_tensor(&targets)
@@ -409,15 +394,7 @@ impl Run for TrainClassifier {
             crate::worker::torch_device(ctx.device()),
         );
         let loader = setup.loader(dataset, &items)?;
-        let stats = train(
-            ctx,
-            &setup,
-            &model,
-            None,
-            &loader,
-            &classes,
-            &mut |_, _, _| None,
-        )?;
+        let stats = train(ctx, &setup, &model, &loader, &classes, &mut |_, _, _| None)?;
         finish(ctx, &setup, &model, &classes, &stats)
     }
 }
