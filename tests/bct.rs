@@ -334,12 +334,16 @@ fn bct_paper_pipelines_parse_and_plan() {
         "new",
         "bct",
         "l2",
+        "lwf",
         "eval-bct-old",
+        "eval-lwf-old",
         "gain-bct",
+        "gain-lwf",
         "table",
     ] {
         assert_eq!(market[stage].len(), 1, "bct-market1501: {stage}");
     }
+    assert_eq!(market["lwf"][0].str("method").unwrap(), "lwf");
     assert_eq!(market["eval-bct-old"][0].str("protocol").unwrap(), "reid");
     let faces = expand("pipelines/bct-faces.toml", &[]);
     for stage in ["ver-bct-old", "id-bct-old", "gain-ver-bct", "gain-id-bct"] {
