@@ -34,7 +34,9 @@ fn show(project: &Project, file: &str, stage: &str) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    doc.as_array().and_then(|a| a.first().cloned()).unwrap_or(doc)
+    doc.as_array()
+        .and_then(|a| a.first().cloned())
+        .unwrap_or(doc)
 }
 
 #[test]
@@ -63,8 +65,8 @@ fn a_teacher_mining_negatives_from_a_pool_trains_and_writes_its_outputs() {
     )
     .unwrap();
     assert_eq!(curve["epochs"].as_array().unwrap().len(), 2, "{curve}");
-    let log = std::fs::read_to_string(teacher["outputs"]["log.txt"]["path"].as_str().unwrap())
-        .unwrap();
+    let log =
+        std::fs::read_to_string(teacher["outputs"]["log.txt"]["path"].as_str().unwrap()).unwrap();
     assert!(
         log.contains("from a pool of 20 of 48 images"),
         "the pool is capped at pool_size of the 48 training images:\n{log}"
@@ -141,7 +143,11 @@ fn raml_paper_teachers_mine_negatives_from_a_pool_and_the_quickstart_from_the_ba
     for (stage, instances) in &expand("pipelines/quickstart.toml", &[]) {
         for params in instances {
             if params.get("pool_size").is_some() {
-                assert_eq!(params.str("mining").unwrap(), "batch", "quickstart: {stage}");
+                assert_eq!(
+                    params.str("mining").unwrap(),
+                    "batch",
+                    "quickstart: {stage}"
+                );
             }
         }
     }

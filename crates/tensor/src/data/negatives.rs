@@ -116,7 +116,8 @@ impl NegativeLoader {
                         epoch,
                         position,
                     ));
-                    let img = resize_largest_side(&dataset.load(&items[item])?, size.largest_side());
+                    let img =
+                        resize_largest_side(&dataset.load(&items[item])?, size.largest_side());
                     let params =
                         augment::sample(&augment_cfg, img.width(), img.height(), size, &mut rng);
                     let mut out = Vec::new();

@@ -280,7 +280,11 @@ mod tests {
     fn negatives_are_always_of_another_class() {
         let labels = labels(6, 5);
         let candidates = pool_candidates(&labels, 0);
-        let plan: Vec<Vec<usize>> = (0..labels.len()).collect::<Vec<_>>().chunks(10).map(<[usize]>::to_vec).collect();
+        let plan: Vec<Vec<usize>> = (0..labels.len())
+            .collect::<Vec<_>>()
+            .chunks(10)
+            .map(<[usize]>::to_vec)
+            .collect();
         for seed in 0..5 {
             let pool = draw_pool(&candidates, 12, seed, 0);
             let mined = mine(&plan, &labels, &pool, seed, 4);
@@ -288,7 +292,10 @@ mod tests {
             for (batch, negs) in plan.iter().zip(&mined) {
                 assert_eq!(batch.len(), negs.len());
                 for (&anchor, negs) in batch.iter().zip(negs) {
-                    let others = pool.iter().filter(|&&p| labels[p] != labels[anchor]).count();
+                    let others = pool
+                        .iter()
+                        .filter(|&&p| labels[p] != labels[anchor])
+                        .count();
                     assert_eq!(negs.len(), 4.min(others));
                     let mut unique = negs.clone();
                     unique.sort_unstable();
@@ -318,7 +325,11 @@ mod tests {
     fn the_choice_is_deterministic_under_a_seed_and_differs_across_seeds() {
         let labels = labels(8, 6);
         let candidates = pool_candidates(&labels, 0);
-        let plan: Vec<Vec<usize>> = (0..labels.len()).collect::<Vec<_>>().chunks(8).map(<[usize]>::to_vec).collect();
+        let plan: Vec<Vec<usize>> = (0..labels.len())
+            .collect::<Vec<_>>()
+            .chunks(8)
+            .map(<[usize]>::to_vec)
+            .collect();
         let run = |seed| {
             let pool = draw_pool(&candidates, 30, seed, 0);
             (pool.clone(), mine(&plan, &labels, &pool, seed, 3))
@@ -339,7 +350,11 @@ mod tests {
     fn the_pool_is_capped_at_pool_size_and_holds_only_candidates() {
         let labels: Vec<i64> = [labels(5, 4), vec![5, 5, 6]].concat();
         let candidates = pool_candidates(&labels, 4);
-        assert_eq!(candidates, (0..20).collect::<Vec<_>>(), "classes 5 and 6 are too small");
+        assert_eq!(
+            candidates,
+            (0..20).collect::<Vec<_>>(),
+            "classes 5 and 6 are too small"
+        );
         for size in [1, 7, 20, 25_000] {
             let pool = draw_pool(&candidates, size, 3, 2);
             assert_eq!(pool.len(), size.min(20));

@@ -206,7 +206,11 @@ mod tests {
         let labels = Tensor::from_slice(&[0i64, 0, 1, 1]);
         let loss = pool_triplet_loss(&emb, &labels, &neg_emb, &valid, margin).double_value(&[]);
         assert!(total > 0.0);
-        assert!((loss - total / count).abs() < 1e-5, "{loss} vs {}", total / count);
+        assert!(
+            (loss - total / count).abs() < 1e-5,
+            "{loss} vs {}",
+            total / count
+        );
 
         let none = Tensor::zeros([4, 2], (Kind::Bool, tch::Device::Cpu));
         let empty = pool_triplet_loss(&emb, &labels, &neg_emb, &none, margin);
@@ -235,7 +239,9 @@ mod tests {
         // Fixed points and 7 negatives per anchor of 8 images: every other-class image is
         // drawn whatever the generator's state (tests share it across threads), so both losses
         // see the same triplets.
-        let values: Vec<f32> = (0..32).map(|i| ((i * 37 % 17) as f32 - 8.0) / 4.0).collect();
+        let values: Vec<f32> = (0..32)
+            .map(|i| ((i * 37 % 17) as f32 - 8.0) / 4.0)
+            .collect();
         let raw = Tensor::from_slice(&values)
             .view([8, 4])
             .set_requires_grad(true);

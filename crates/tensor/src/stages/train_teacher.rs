@@ -291,7 +291,9 @@ fn embed_items(
         parts.push(step.embed_eval(&images.to_device(device)));
     }
     if parts.is_empty() {
-        return Err(StageError::Other("mining: no pool or anchor image to embed".into()));
+        return Err(StageError::Other(
+            "mining: no pool or anchor image to embed".into(),
+        ));
     }
     Ok(Tensor::cat(&parts, 0))
 }
