@@ -89,14 +89,20 @@ fn an_old_name_that_contradicts_its_current_name_or_is_swept_is_a_plan_error() {
         "{e}"
     );
     let e = plan_error("one_cycle = true, schedule = \"constant\"");
-    assert!(e.contains("`one_cycle` is the old name of `schedule`"), "{e}");
+    assert!(
+        e.contains("`one_cycle` is the old name of `schedule`"),
+        "{e}"
+    );
     let e = plan_error("one_cycle = \"${sweep.lr}\"");
     assert!(
         e.contains("`one_cycle` is a deprecated name and takes a plain value, not a sweep"),
         "{e}"
     );
     let e = plan_error("one_cycle = 1");
-    assert!(e.contains("`one_cycle`: `one_cycle` took true or false"), "{e}");
+    assert!(
+        e.contains("`one_cycle`: `one_cycle` took true or false"),
+        "{e}"
+    );
     // Agreeing spellings are accepted (an old file half-migrated).
     let (keys, _) = keys(&pipeline("one_cycle = false, schedule = \"constant\""));
     assert_eq!(keys.len(), 2);

@@ -56,7 +56,11 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let own: Vec<&ParamDecl> = stage.params().iter().filter(|p| p.group.is_none()).collect();
+    let own: Vec<&ParamDecl> = stage
+        .params()
+        .iter()
+        .filter(|p| p.group.is_none())
+        .collect();
     if !own.is_empty() {
         println!("\nparams:");
         print_params(&own);

@@ -33,7 +33,12 @@ const OWN: &[ParamDecl] = &[
         "\"norm-softmax\"",
         "classification loss",
     ),
-    ParamDecl::optional("scale", ParamType::Float, "30.0", "scale s of the cosine heads"),
+    ParamDecl::optional(
+        "scale",
+        ParamType::Float,
+        "30.0",
+        "scale s of the cosine heads",
+    ),
     ParamDecl::optional(
         "margin",
         ParamType::Float,

@@ -23,6 +23,23 @@ use crate::kind::{
 /// See the module docs.
 pub struct TrainTeacher;
 
+/// `mining`: where the triplet loss's negatives come from.
+pub(crate) const MINING: ParamDecl = ParamDecl::optional(
+    "mining",
+    ParamType::Choice(&["batch", "pool"]),
+    "\"batch\"",
+    "triplet: negatives from the batch, or from a pool of training images embedded in eval mode at the start of each epoch (the reference's mine_dist)",
+);
+
+/// `pool_size`: the most images in `mining = "pool"`'s pool.
+pub(crate) const POOL_SIZE: ParamDecl = ParamDecl::optional(
+    "pool_size",
+    ParamType::Int,
+    "20000",
+    "mining = \"pool\": training images drawn into each epoch's pool (at most the partition)",
+)
+.at_least(1.0);
+
 const OWN: &[ParamDecl] = &[
     ParamDecl::optional(
         "partition",
@@ -67,6 +84,8 @@ const OWN: &[ParamDecl] = &[
         "4",
         "triplet: negatives drawn per anchor",
     ),
+    MINING,
+    POOL_SIZE,
     ParamDecl::optional(
         "scale",
         ParamType::Float,
@@ -138,7 +157,8 @@ impl Stage for TrainTeacher {
         // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
         // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
         // 4: `gem_p_lr_scale`, `gem_p_decay` (the key gains them; the defaults train as 3).
-        4
+        // 5: `mining`, `pool_size` (the key gains them; `mining = "batch"` trains as 4).
+        5
     }
     fn summary(&self) -> &'static str {
         "train the database network (triplet or cosine-classifier loss) at the large resolution"

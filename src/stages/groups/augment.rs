@@ -20,7 +20,8 @@ pub struct AugmentDefaults {
 
 const AUGMENT: &[Alias] = &[Alias {
     old: "augment",
-    instead: "geometric = true | false (and flip = false where `augment = false` meant no flips either)",
+    instead:
+        "geometric = true | false (and flip = false where `augment = false` meant no flips either)",
     rewrite: AliasRewrite::Map(augment_as_geometric),
 }];
 

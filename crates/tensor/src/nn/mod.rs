@@ -8,6 +8,7 @@
 //! - [`embedding`]: [`EmbeddingNet`] = backbone + pooling + projection + L2N.
 //! - [`classifier`]: softmax, normalised-softmax and CosFace heads.
 //! - [`triplet`]: the triplet loss with distance-weighted negative sampling.
+//! - [`mining_pool`]: triplet negatives mined once per epoch from a pool of training images.
 //! - [`distill_loss`]: `L_abs`, `L_rel-ts`, `L_rel-ss` of the resolution-asymmetry paper.
 //! - [`optim`]: Adam/AdamW with the one-cycle schedule.
 //! - [`flops`]: the cost of one forward pass at a resolution.
@@ -23,6 +24,7 @@ pub mod distill_loss;
 pub mod embedding;
 pub mod flops;
 pub mod gem;
+pub mod mining_pool;
 pub mod optim;
 pub mod precision;
 pub mod resnet;

@@ -26,7 +26,7 @@ use super::distill_loss::{DistillLoss, DistillTerms};
 use super::optim::Optim;
 use super::precision::Precision;
 use super::timing::StepTimes;
-use super::triplet::triplet_loss;
+use super::triplet::{pool_triplet_loss, triplet_loss};
 use super::NnError;
 
 /// The teacher's loss.
@@ -181,6 +181,63 @@ impl TeacherStep {
         });
         self.steps.backward(&loss);
         value
+    }
+
+    /// Forward and backward on one batch whose triplet negatives were mined from a pool
+    /// ([`super::mining_pool`]): `images` the anchors `[B, 3, h, w]` with `labels`, `negatives`
+    /// the mined images `[M, 3, h, w]`, `index` i64 `[B, K]` the row of `negatives` that is
+    /// anchor `b`'s `k`-th negative where `valid` (bool `[B, K]`). Anchors and negatives go
+    /// through one forward pass. Needs the triplet loss; steps as [`TeacherStep::batch`].
+    pub fn batch_pool(
+        &mut self,
+        images: &Tensor,
+        labels: &Tensor,
+        negatives: &Tensor,
+        index: &Tensor,
+        valid: &Tensor,
+    ) -> Result<f64, NnError> {
+        let TeacherLoss::Triplet { margin, .. } = self.loss else {
+            return Err(NnError::Checkpoint(
+                "negatives mined from a pool need the triplet loss".into(),
+            ));
+        };
+        self.steps.begin();
+        let (model, precision, train) = (&self.model, self.precision, !self.freeze_bn);
+        let b = images.size()[0];
+        let m = negatives.size()[0];
+        let (loss, value) = self.steps.times.forward(|| {
+            let all = if m > 0 {
+                Tensor::cat(&[images, negatives], 0)
+            } else {
+                images.shallow_clone()
+            };
+            let emb = precision.fp32(&precision.run(|| model.net.forward_t(&all, train)));
+            let anchors = emb.narrow(0, 0, b);
+            let loss = if m > 0 {
+                let k = index.size()[1];
+                let neg = emb
+                    .narrow(0, b, m)
+                    .index_select(0, &index.reshape([-1]))
+                    .view([b, k, -1]);
+                pool_triplet_loss(&anchors, labels, &neg, valid, margin)
+            } else {
+                // No anchor has a negative: no triplet, a zero loss with a zero gradient.
+                anchors.sum(Kind::Float) * 0.0
+            };
+            let value = loss.double_value(&[]);
+            (loss, value)
+        });
+        self.steps.backward(&loss);
+        Ok(value)
+    }
+
+    /// Embeddings of `images` by the model in evaluation mode, without gradients, fp32 (as
+    /// mining embeds its pool).
+    pub fn embed_eval(&self, images: &Tensor) -> Tensor {
+        let precision = self.precision;
+        precision.fp32(&tch::no_grad(|| {
+            precision.run(|| self.model.net.forward_t(images, false))
+        }))
     }
 
     /// Time spent in each phase so far.

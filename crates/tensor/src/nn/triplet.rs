@@ -16,6 +16,11 @@
 //! reference code sums over anchor-positive pairs instead, a constant factor for a fixed batch
 //! layout that Adam's step size does not see.) Sampling runs on detached embeddings with
 //! libtorch's generator, so `tch::manual_seed` makes it reproducible.
+//!
+//! With negatives mined from a pool instead (`mining = "pool"`, [`super::mining_pool`]),
+//! [`pool_triplet_loss`] takes each anchor's negatives as extra embeddings: the positives are
+//! still the anchor's same-class images in the batch, and the same density weights
+//! ([`log_inverse_density`]) chose the negatives.
 
 use tch::{Kind, Tensor};
 
@@ -25,20 +30,25 @@ pub const MIN_SAMPLING_DISTANCE: f64 = 0.5;
 /// Added to every sampling weight before normalising.
 pub const SAMPLING_FLOOR: f64 = 1e-6;
 
-/// Sampling probabilities `[B, B]` of negatives for every anchor (rows sum to 1).
-pub fn negative_weights(emb: &Tensor, labels: &Tensor) -> Tensor {
-    let emb = emb.detach();
-    let n = emb.size()[1] as f64;
-    let sim = emb.matmul(&emb.tr());
+/// `log q(d)^-1` of every pair, from cosine similarities `sim` of unit vectors of size
+/// `dim`: the log of the (unnormalised) sampling weight of a negative at that distance.
+pub fn log_inverse_density(sim: &Tensor, dim: i64) -> Tensor {
+    let n = dim as f64;
     let d = (sim * -2.0 + 2.0)
         .clamp_min(0.0)
         .sqrt()
         .clamp_min(MIN_SAMPLING_DISTANCE);
-    let log_q = d.log() * (2.0 - n)
+    d.log() * (2.0 - n)
         - (d.pow_tensor_scalar(2) * -0.25 + 1.0)
             .clamp_min(1e-12)
             .log()
-            * ((n - 3.0) / 2.0);
+            * ((n - 3.0) / 2.0)
+}
+
+/// Sampling probabilities `[B, B]` of negatives for every anchor (rows sum to 1).
+pub fn negative_weights(emb: &Tensor, labels: &Tensor) -> Tensor {
+    let emb = emb.detach();
+    let log_q = log_inverse_density(&emb.matmul(&emb.tr()), emb.size()[1]);
     let same = same_class(labels);
     let masked = log_q.masked_fill(&same, f64::NEG_INFINITY);
     let row_max = masked.amax([1i64].as_slice(), true).clamp_min(-1e30);
@@ -63,10 +73,7 @@ pub fn triplet_loss(emb: &Tensor, labels: &Tensor, margin: f64, negatives: i64) 
     let neg_idx = tch::no_grad(|| negative_weights(emb, labels).multinomial(k, false));
     let neg_valid = same.gather(1, &neg_idx, false).logical_not();
 
-    let sq = emb
-        .pow_tensor_scalar(2)
-        .sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
-    let d2 = (sq.unsqueeze(1) + sq.unsqueeze(0) - emb.matmul(&emb.tr()) * 2.0).clamp_min(0.0);
+    let d2 = squared_distances(emb);
     let d_an = d2.gather(1, &neg_idx, false);
     let hinge = (d2.unsqueeze(2) - d_an.unsqueeze(1) + margin).relu();
     let mask = positive
@@ -74,6 +81,42 @@ pub fn triplet_loss(emb: &Tensor, labels: &Tensor, margin: f64, negatives: i64) 
         .logical_and(&neg_valid.unsqueeze(1))
         .to_kind(Kind::Float);
     (hinge * &mask).sum(Kind::Float) / mask.sum(Kind::Float).clamp_min(1.0)
+}
+
+/// The triplet loss with negatives from outside the batch: `emb` `[B, D]` the anchors (labels
+/// i64 `[B]`), `neg_emb` `[B, K, D]` each anchor's `K` negatives, `valid` bool `[B, K]` which
+/// of them exist (an anchor may have fewer than `K` in a small pool). Every same-class image of
+/// the batch is a positive; the loss is the mean over all valid (anchor, positive, negative)
+/// triplets, 0 (with a gradient of 0) when there is none.
+pub fn pool_triplet_loss(
+    emb: &Tensor,
+    labels: &Tensor,
+    neg_emb: &Tensor,
+    valid: &Tensor,
+    margin: f64,
+) -> Tensor {
+    let b = emb.size()[0];
+    let same = same_class(labels);
+    let eye = Tensor::eye(b, (Kind::Bool, emb.device()));
+    let positive = same.logical_and(&eye.logical_not());
+    let d2 = squared_distances(emb);
+    let d_an = (neg_emb - emb.unsqueeze(1))
+        .pow_tensor_scalar(2)
+        .sum_dim_intlist([2i64].as_slice(), false, Kind::Float);
+    let hinge = (d2.unsqueeze(2) - d_an.unsqueeze(1) + margin).relu();
+    let mask = positive
+        .unsqueeze(2)
+        .logical_and(&valid.unsqueeze(1))
+        .to_kind(Kind::Float);
+    (hinge * &mask).sum(Kind::Float) / mask.sum(Kind::Float).clamp_min(1.0)
+}
+
+/// Squared Euclidean distances `[B, B]` between the rows of `emb`.
+fn squared_distances(emb: &Tensor) -> Tensor {
+    let sq = emb
+        .pow_tensor_scalar(2)
+        .sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+    (sq.unsqueeze(1) + sq.unsqueeze(0) - emb.matmul(&emb.tr()) * 2.0).clamp_min(0.0)
 }
 
 #[cfg(test)]
@@ -125,6 +168,56 @@ mod tests {
     }
 
     #[test]
+    fn pool_loss_matches_a_hand_computed_batch_and_ignores_missing_negatives() {
+        // Anchors: two classes of two images; each anchor has two negative slots, the second
+        // of anchor 3 missing (its embedding is far inside the margin and must not count).
+        let anchors = [unit(0.0), unit(20.0), unit(90.0), unit(120.0)];
+        let negs = [
+            [unit(60.0), unit(180.0)],
+            [unit(100.0), unit(40.0)],
+            [unit(10.0), unit(200.0)],
+            [unit(300.0), unit(119.0)],
+        ];
+        let valid = [[true, true], [true, true], [true, true], [true, false]];
+        let class = [0, 0, 1, 1];
+        let margin = 0.5;
+        let d2 = |a: [f32; 2], b: [f32; 2]| ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)) as f64;
+        let (mut total, mut count) = (0.0, 0.0);
+        for a in 0..4 {
+            for p in 0..4 {
+                if p == a || class[p] != class[a] {
+                    continue;
+                }
+                for k in 0..2 {
+                    if valid[a][k] {
+                        total += (d2(anchors[a], anchors[p]) - d2(anchors[a], negs[a][k]) + margin)
+                            .max(0.0);
+                        count += 1.0;
+                    }
+                }
+            }
+        }
+        let flat: Vec<f32> = anchors.iter().flatten().copied().collect();
+        let emb = Tensor::from_slice(&flat).view([4, 2]);
+        let flat: Vec<f32> = negs.iter().flatten().flatten().copied().collect();
+        let neg_emb = Tensor::from_slice(&flat).view([4, 2, 2]);
+        let flat: Vec<bool> = valid.iter().flatten().copied().collect();
+        let valid = Tensor::from_slice(&flat).view([4, 2]);
+        let labels = Tensor::from_slice(&[0i64, 0, 1, 1]);
+        let loss = pool_triplet_loss(&emb, &labels, &neg_emb, &valid, margin).double_value(&[]);
+        assert!(total > 0.0);
+        assert!(
+            (loss - total / count).abs() < 1e-5,
+            "{loss} vs {}",
+            total / count
+        );
+
+        let none = Tensor::zeros([4, 2], (Kind::Bool, tch::Device::Cpu));
+        let empty = pool_triplet_loss(&emb, &labels, &neg_emb, &none, margin);
+        assert_eq!(empty.double_value(&[]), 0.0);
+    }
+
+    #[test]
     fn sampling_never_weights_same_class_and_favours_the_density_inverse() {
         let emb = Tensor::randn([6, 8], tch::kind::FLOAT_CPU);
         let emb = crate::nn::gem::l2n(&emb);
@@ -143,16 +236,22 @@ mod tests {
 
     #[test]
     fn gradient_flows_and_a_step_lowers_the_loss() {
-        tch::manual_seed(1);
-        let raw = Tensor::randn([8, 4], tch::kind::FLOAT_CPU).set_requires_grad(true);
+        // Fixed points and 7 negatives per anchor of 8 images: every other-class image is
+        // drawn whatever the generator's state (tests share it across threads), so both losses
+        // see the same triplets.
+        let values: Vec<f32> = (0..32)
+            .map(|i| ((i * 37 % 17) as f32 - 8.0) / 4.0)
+            .collect();
+        let raw = Tensor::from_slice(&values)
+            .view([8, 4])
+            .set_requires_grad(true);
         let labels = Tensor::from_slice(&[0i64, 0, 1, 1, 2, 2, 3, 3]);
-        let loss = triplet_loss(&crate::nn::gem::l2n(&raw), &labels, 0.7, 4);
+        let loss = triplet_loss(&crate::nn::gem::l2n(&raw), &labels, 0.7, 7);
         loss.backward();
         let grad = raw.grad();
         assert!(grad.abs().sum(Kind::Float).double_value(&[]) > 0.0);
         let stepped = tch::no_grad(|| &raw - grad * 0.05);
-        tch::manual_seed(1);
-        let after = triplet_loss(&crate::nn::gem::l2n(&stepped), &labels, 0.7, 4);
+        let after = triplet_loss(&crate::nn::gem::l2n(&stepped), &labels, 0.7, 7);
         assert!(after.double_value(&[]) < loss.double_value(&[]));
     }
 }

@@ -17,8 +17,7 @@
 use std::time::Instant;
 
 use super::training::{
-    Batching,
-    augment_config, gem_group, open_partition, optim_config, positive, resolve,
+    augment_config, gem_group, open_partition, optim_config, positive, resolve, Batching,
     EpochLoss, LossCurve, Means,
 };
 use crate::data::{device_feed, DistillConfig, DistillLoader, Resolution};

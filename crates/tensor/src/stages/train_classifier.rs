@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tch::{Device, Kind, Tensor};
 
+use super::training::{augment_config, network, optim_config, Batching};
 use crate::data::{
     device_feed, AugmentConfig, Dataset, Resolution, Sampling, SplitItem, SplitManifest,
     TrainConfig, TrainLoader,
@@ -29,7 +30,6 @@ use crate::nn::timing::{RunTimes, StepTimes};
 use crate::nn::{
     gflops, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig, Pool,
 };
-use super::training::{augment_config, network, optim_config, Batching};
 use crate::TorchResult;
 use asymflow::stages::train_classifier::*;
 
@@ -85,8 +85,11 @@ const NUMERIC_ONLY: &[&str] = &["precision"];
 
 /// Parameters the shared groups added to the classifier kinds, with the value that trains as
 /// before they existed.
-const ADDED_WITH_GROUPS: &[(&str, f64)] =
-    &[("div_factor", 25.0), ("jitter", 0.0), ("images_per_epoch", 0.0)];
+const ADDED_WITH_GROUPS: &[(&str, f64)] = &[
+    ("div_factor", 25.0),
+    ("jitter", 0.0),
+    ("images_per_epoch", 0.0),
+];
 
 /// The parameters as the classifier kinds spelled them before the shared groups
 /// (`augment`, `one_cycle`; no `div_factor`, `jitter`, `images_per_epoch` at their neutral

@@ -6,19 +6,29 @@
 //! quickstart's scale they train more reliably). Batches hold `per_class` images of each of
 //! `batch_size / per_class` classes (0: plain shuffling). AdamW with the one-cycle schedule by
 //! default. Outputs `model.safetensors` + `model.json` (with the head, if any) and `loss.json`.
+//!
+//! With `mining = "pool"` (the triplet loss only), every epoch starts by mining each anchor's
+//! negatives from a pool of at most `pool_size` training images embedded in evaluation mode
+//! ([`crate::nn::mining_pool`], which says how this follows the reference); the mined images
+//! then come with their anchors' batches ([`crate::data::negatives`]).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use tch::Tensor;
 
 use super::training::{
-    Batching,
-    augment_config, gem_group, net_config, open_partition, optim_config,
-    positive, resolve, EpochLoss, LossCurve, Means,
+    augment_config, gem_group, net_config, open_partition, optim_config, positive, resolve,
+    Batching, EpochLoss, LossCurve, Means,
 };
-use crate::data::{dense_labels, device_feed, Sampling, TrainConfig, TrainLoader};
-use crate::kind::{Run, StageContext, StageError};
+use crate::data::negatives::NegativeLoader;
+use crate::data::{
+    dense_labels, device_feed, Dataset, EvalLoader, Resolution, Sampling, SplitItem, TrainConfig,
+    TrainLoader,
+};
+use crate::kind::{Params, Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
+use crate::nn::mining_pool::{draw_pool, mine_epoch, pool_candidates, EpochNegatives, PoolMining};
 use crate::nn::precision::precision_param;
 use crate::nn::timing::RunTimes;
 use crate::nn::train::{TeacherLoss, TeacherStep};
@@ -70,6 +80,7 @@ impl Run for TrainTeacher {
             }
             Some(_) => TeacherLoss::Classifier,
         };
+        let pool_mining = pool_mining(&p, &loss_name)?;
         let sampling = if per_class > 0 {
             if batch_size % per_class as usize != 0 || batch_size < 2 * per_class as usize {
                 return Err(StageError::bad_param(
@@ -97,18 +108,26 @@ impl Run for TrainTeacher {
             let loaded = load_pretrained(&model.vs, &resolve(ctx, path))?;
             ctx.log(format!("loaded {} tensors from {path}", loaded.len()));
         }
+        let augment = augment_config(&p)?;
         let loader = TrainLoader::new(
-            dataset,
+            dataset.clone(),
             &items,
             TrainConfig {
                 resolution,
                 batch_size,
                 sampling,
                 images_per_epoch,
-                augment: augment_config(&p)?,
+                augment,
                 seed: seed as u64,
             },
         )?;
+        let negative_loader =
+            NegativeLoader::new(dataset.clone(), &items, resolution, augment, seed as u64);
+        let labels: Vec<i64> = items.iter().map(|i| i.label).collect();
+        let candidates = match sampling {
+            Sampling::ClassBalancedDropSmall { per_class } => pool_candidates(&labels, per_class),
+            _ => pool_candidates(&labels, 0),
+        };
         let batches = loader.batches_per_epoch();
         let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
         if let Some(warning) = warning {
@@ -127,6 +146,14 @@ impl Run for TrainTeacher {
             items.len(),
             classes.len()
         ));
+        if let Some(mining) = &pool_mining {
+            ctx.log(format!(
+                "mining: {} negatives per anchor from a pool of {} of {} images each epoch",
+                mining.negatives,
+                mining.pool_size.min(candidates.len()),
+                candidates.len()
+            ));
+        }
 
         let mut curve = LossCurve::default();
         let mut times = RunTimes::start();
@@ -135,6 +162,29 @@ impl Run for TrainTeacher {
         for epoch in 0..epochs {
             let start = Instant::now();
             let mut means = Means::default();
+            let mut negatives = match &pool_mining {
+                Some(mining) => {
+                    let mined = Instant::now();
+                    let pool = draw_pool(&candidates, mining.pool_size, seed as u64, epoch as u64);
+                    let plan = loader.plan(epoch as u64);
+                    let embed = |needed: &[usize]| {
+                        embed_items(ctx, &step, &dataset, &items, needed, resolution, batch_size)
+                    };
+                    let chosen: EpochNegatives =
+                        mine_epoch(&plan, &labels, &pool, mining, epoch as u64, embed)?;
+                    ctx.log(format!(
+                        "epoch {}: mined negatives from {} pool images in {:.2} s",
+                        epoch + 1,
+                        pool.len(),
+                        mined.elapsed().as_secs_f64()
+                    ));
+                    Some(device_feed(
+                        negative_loader.epoch(epoch as u64, chosen, mining.negatives),
+                        device,
+                    ))
+                }
+                None => None,
+            };
             let mut batches = device_feed(loader.epoch(epoch as u64), device);
             while let Some(batch) = times.data(|| batches.next()) {
                 ctx.check_cancelled()?;
@@ -144,7 +194,21 @@ impl Run for TrainTeacher {
                     TeacherLoss::Triplet { .. } => batch.labels.to_device(device),
                 };
                 images += batch.indices.len();
-                let value = step.batch(&batch.images, &labels);
+                let value = match negatives.as_mut() {
+                    Some(feed) => {
+                        let negs = times.data(|| feed.next()).ok_or_else(|| {
+                            StageError::Other("mining: fewer negative batches than batches".into())
+                        })??;
+                        step.batch_pool(
+                            &batch.images,
+                            &labels,
+                            &negs.images,
+                            &negs.index,
+                            &negs.valid,
+                        )?
+                    }
+                    None => step.batch(&batch.images, &labels),
+                };
                 if !value.is_finite() {
                     return Err(StageError::Other(format!(
                         "the loss became {value} in epoch {}; lower `lr`",
@@ -174,6 +238,67 @@ impl Run for TrainTeacher {
         ctx.metric("resolution", f64::from(resolution.height));
         Ok(())
     }
+}
+
+/// `mining` and `pool_size`: `Some` when negatives are mined from a pool, which only the
+/// triplet loss uses.
+fn pool_mining(p: &Params, loss: &str) -> Result<Option<PoolMining>, StageError> {
+    match p.str("mining")? {
+        "batch" => Ok(None),
+        "pool" if loss != "triplet" => Err(StageError::bad_param(
+            "mining",
+            format!(
+                "mining = \"pool\" mines negatives for the triplet loss, but loss = \"{loss}\"; \
+                 set loss = \"triplet\" or mining = \"batch\""
+            ),
+        )),
+        "pool" => {
+            let pool_size = p.int("pool_size")?;
+            if pool_size < 1 {
+                return Err(StageError::bad_param(
+                    "pool_size",
+                    format!("must be at least 1, got {pool_size}"),
+                ));
+            }
+            Ok(Some(PoolMining {
+                pool_size: pool_size as usize,
+                negatives: p.int("negatives")?.max(1) as usize,
+                seed: p.int("seed")? as u64,
+            }))
+        }
+        other => Err(StageError::bad_param(
+            "mining",
+            format!("expected \"batch\" or \"pool\", got \"{other}\""),
+        )),
+    }
+}
+
+/// The embeddings `[n, D]` of `items[needed]` by the model being trained, in evaluation mode
+/// without gradients, preprocessed for evaluation at the training resolution (no random
+/// augmentation), in the order of `needed`.
+fn embed_items(
+    ctx: &StageContext<'_>,
+    step: &TeacherStep,
+    dataset: &Arc<dyn Dataset>,
+    items: &[SplitItem],
+    needed: &[usize],
+    resolution: Resolution,
+    batch_size: usize,
+) -> Result<Tensor, StageError> {
+    let subset: Vec<SplitItem> = needed.iter().map(|&i| items[i].clone()).collect();
+    let device = step.model.vs.device();
+    let mut parts = Vec::new();
+    for batch in EvalLoader::new(dataset.clone(), &subset, resolution, batch_size).iter() {
+        ctx.check_cancelled()?;
+        let (images, _) = batch?;
+        parts.push(step.embed_eval(&images.to_device(device)));
+    }
+    if parts.is_empty() {
+        return Err(StageError::Other(
+            "mining: no pool or anchor image to embed".into(),
+        ));
+    }
+    Ok(Tensor::cat(&parts, 0))
 }
 
 /// Labels mapped to classifier indices through the sorted class list.
