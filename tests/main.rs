@@ -15,6 +15,7 @@ mod data_split;
 mod freshness;
 mod gem_p;
 mod gpu_check;
+mod output_contract;
 mod raml;
 mod reliability;
 mod remote;

@@ -1,0 +1,103 @@
+//! The output contract at run time: a finished run whose files differ from its kind's output
+//! declarations fails with a message naming the kind, the file and the declaration, and the
+//! index records no result for it, whichever process ran it (engine threads or a worker).
+
+use std::process::Command;
+
+use crate::support::{statuses, Project};
+
+const PIPELINE: &str = r#"
+[pipeline]
+name = "contract"
+
+[stages.omits]
+kind = "test-echo"
+params = { value = 1, omit = true }
+
+[stages.stray]
+kind = "test-echo"
+params = { value = 2, stray = "extra.txt" }
+
+[stages.padded]
+kind = "test-echo"
+params = { value = 3, pad_bytes = 16 }
+
+[stages.plain]
+kind = "test-echo"
+params = { value = 4 }
+"#;
+
+/// Runs the pipeline with `--keep-going` (`test_kinds`: `1` on engine threads, `worker` in a
+/// worker), checks the two broken stages failed with the contract's message and the others
+/// ran, then that a plan still has the broken ones to run (nothing recorded) and the others
+/// cached.
+fn broken_runs_fail_and_record_nothing(test_kinds: &str) {
+    let p = Project::new();
+    p.write("pipelines/contract.toml", PIPELINE);
+    let with_kinds = |mut cmd: Command| {
+        cmd.env("ASYMFLOW_TEST_KINDS", test_kinds);
+        cmd.output().expect("asymflow runs")
+    };
+    let out = with_kinds(p.cmd(&["run", "pipelines/contract.toml", "--json", "--keep-going"]));
+    assert!(!out.status.success());
+    let st = statuses(&out.stdout);
+    assert_eq!(st["omits"].0, "failed", "{st:?}");
+    assert!(
+        st["omits"].1.contains(
+            "output contract broken, nothing recorded: kind `test-echo` declares output \
+             `value.json` (data) but the run did not write it"
+        ),
+        "{}",
+        st["omits"].1
+    );
+    assert_eq!(st["stray"].0, "failed", "{st:?}");
+    assert!(
+        st["stray"].1.contains(
+            "kind `test-echo` wrote `extra.txt`, which none of its output declarations names \
+             (it declares `value.json`, `pad.bin`; every kind may also write `log.txt`, \
+             `metrics.json`, `reasons.json`)"
+        ),
+        "{}",
+        st["stray"].1
+    );
+    assert_eq!(st["padded"].0, "ran", "an optional output may be written");
+    assert_eq!(st["plain"].0, "ran", "an optional output may be left out");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let plan = with_kinds(p.cmd(&["plan", "pipelines/contract.toml", "--json"]));
+    assert!(plan.status.success());
+    let plan = statuses(&plan.stdout);
+    assert_eq!(plan["omits"].0, "to-run", "no result recorded: {plan:?}");
+    assert_eq!(plan["stray"].0, "to-run", "no result recorded: {plan:?}");
+    assert_eq!(plan["padded"].0, "cached");
+    assert_eq!(plan["plain"].0, "cached");
+}
+
+#[test]
+fn a_run_breaking_its_output_contract_on_engine_threads_fails_and_records_nothing() {
+    broken_runs_fail_and_record_nothing("1");
+}
+
+#[test]
+fn a_run_breaking_its_output_contract_in_a_worker_fails_and_records_nothing() {
+    broken_runs_fail_and_record_nothing("worker");
+}
+
+#[test]
+fn kinds_marks_optional_outputs() {
+    let p = Project::new();
+    let out = p.run(&["kinds", "evaluate"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let reasons = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("reasons.json"))
+        .unwrap_or_else(|| panic!("no reasons.json line in:\n{text}"));
+    assert!(reasons.ends_with("(optional)"), "{reasons}");
+    let evaluation = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("evaluation.json"))
+        .unwrap();
+    assert!(!evaluation.contains("(optional)"), "{evaluation}");
+}
