@@ -31,6 +31,7 @@ mod slurm;
 mod slurm_cluster;
 mod slurm_engine;
 mod spec_errors;
+mod spec_vars;
 mod sweeps;
 mod trust;
 mod trust_kinds_lock;
