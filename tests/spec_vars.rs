@@ -92,3 +92,61 @@ fn sweep_var_mistakes_point_at_the_reference() {
         "{e}"
     );
 }
+
+/// The resolution-asymmetry paper pipelines write their query resolutions once: the sweep,
+/// the trained resolutions and the table's column order all follow `vars.query_res`, and the
+/// ablation's student network and its row label follow `vars.student_arch`.
+#[test]
+fn raml_paper_pipelines_take_their_resolutions_and_labels_from_vars() {
+    use asymflow::spec::Override;
+    for file in [
+        "pipelines/raml-cub200.toml",
+        "pipelines/raml-cars196.toml",
+        "pipelines/raml-sop.toml",
+    ] {
+        let paper = crate::support::expand(file, &[]);
+        assert_eq!(
+            paper["table"][0].0["order"]["query_res"],
+            serde_json::json!([448, 224, 160, 112]),
+            "{file}"
+        );
+        let s = crate::support::expand(
+            file,
+            &[
+                Override::Set("vars.db_res=192".into()),
+                Override::Set("vars.query_res=[96, 48]".into()),
+            ],
+        );
+        let mut trained: Vec<i64> = s["teacher-q"]
+            .iter()
+            .map(|p| p.int("resolution").unwrap())
+            .collect();
+        trained.sort();
+        assert_eq!(trained, [48, 96], "{file}");
+        assert_eq!(
+            s["table"][0].0["order"]["query_res"],
+            serde_json::json!([192, 96, 48]),
+            "{file}"
+        );
+        let text =
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file))
+                .unwrap();
+        let table = &text[text.find("[stages.table").unwrap()..];
+        for literal in ["448", "224", "160", "112", "ResNet"] {
+            assert!(
+                !table.contains(literal),
+                "{file}: `{literal}` in its report"
+            );
+        }
+    }
+    let s = crate::support::expand(
+        "pipelines/raml-ablation.toml",
+        &[Override::Set("vars.student_arch=\"resnet34\"".into())],
+    );
+    assert_eq!(s["student-r18"][0].str("arch").unwrap(), "resnet34");
+    let labels = &s["table-variants"][0].0["labels"];
+    assert_eq!(
+        labels["eval-r18"],
+        "resnet34 student (L_abs, no augmentations)"
+    );
+}
