@@ -101,3 +101,42 @@ fn kinds_marks_optional_outputs() {
         .unwrap();
     assert!(!evaluation.contains("(optional)"), "{evaluation}");
 }
+
+/// The same check on a job that ran as a (fake) Slurm job through `asymflow exec`: the job
+/// itself succeeds, the engine refuses its result.
+#[test]
+fn a_slurm_job_breaking_its_output_contract_fails_and_records_nothing() {
+    use crate::slurm_engine::{asymflow, project, spawn_run, wait_exit, wait_for};
+    let fake = crate::slurm::FakeSlurm::new();
+    let profile = format!(
+        "[executor.slurm]\npartition = \"gpu\"\ntime = \"01:00:00\"\nmem = \"4G\"\n\
+         poll_interval = 0.05\nbin_dir = \"{}\"\nsetup = \"export ASYMFLOW_TEST_KINDS=worker\"\n\n\
+         [executor.slurm.device]\ngres = \"gpu:1\"\n",
+        fake.bin().display()
+    );
+    let dir = project(&fake.project(), Some(&profile));
+    std::fs::write(
+        dir.join("pipelines/engine.toml"),
+        "[stages.broken]\nkind = \"test-echo\"\nparams = { omit = true, device = true }\n",
+    )
+    .unwrap();
+    let log = dir.join("run.log");
+    let mut run = spawn_run(&dir, &log);
+    wait_for(&log, "as Slurm job", 1, std::time::Duration::from_secs(60));
+    let ids = fake.job_ids();
+    assert_eq!(fake.run(&ids[0]), 0, "the job itself finishes");
+    let exit = wait_exit(&mut run, std::time::Duration::from_secs(60), &log);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!exit.success(), "{text}");
+    assert!(
+        text.contains(
+            "kind `test-echo` declares output `value.json` (data) but the run did not write it"
+        ),
+        "{text}"
+    );
+    let plan = asymflow(&dir, &["plan", "pipelines/engine.toml", "--json"])
+        .output()
+        .unwrap();
+    let plan = statuses(&plan.stdout);
+    assert_eq!(plan["broken"].0, "to-run", "no result recorded: {plan:?}");
+}
