@@ -158,11 +158,10 @@ Not run yet (4):
 fn report_table2_csv_snapshots() {
     let dir = tempfile::tempdir().unwrap();
     let (out, _) = run_report(dir.path(), table2_params(), results(table2_results())).unwrap();
-    let expected = "\
-setup,32 / mAP,32 / R@1,64 / mAP,64 / R@1
-teacher symmetric,43.0 ± 3.6,60.0 ± 0.0,-,-
-teacher-student asymmetric,32.0 ± 2.0,60.0 ± 10.0,41.2 ± 0.1 (2/3),75.0 ± 7.1 (2/3)
-";
+    let expected = r#"setup,32 / mAP,32 / R@1,64 / mAP,64 / R@1,notes
+teacher symmetric,43.0 ± 3.6,60.0 ± 0.0,-[1],-[1],"[1] `eval-tsym`: not computed yet (not run, or failed; `asymflow status` tells which)."
+teacher-student asymmetric,32.0 ± 2.0,60.0 ± 10.0,41.2 ± 0.1 (2/3)[2],75.0 ± 7.1 (2/3)[2],"[2] `eval-ts`: not computed yet (not run, or failed; `asymflow status` tells which)."
+"#;
     assert_eq!(read(out.join("table.csv")), expected);
 
     let long = read(out.join("results.csv"));

@@ -94,6 +94,22 @@ fn a_declined_metric_is_a_dash_with_a_footnote_giving_the_reason() {
         tex.contains("--\\textsuperscript{1}") && tex.contains("\\textsuperscript{4} TAR@FAR"),
         "{tex}"
     );
+    // The CSV carries the same marks, and each row its own footnotes in a last `notes` column.
+    let csv = std::fs::read_to_string(p.path().join("reports/fn/table/table.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "stage,TPIR@FPIR,TAR@FAR,R@1,notes", "{csv}");
+    assert_eq!(
+        lines[1],
+        "id,-[1],-[2],100.0,[1] TPIR@FPIR: FPIR 1e-2 needs at least 100 non-mated probes; \
+         there are 1 (`id`). [2] TAR@FAR: not recorded by `id`.",
+        "{csv}"
+    );
+    assert_eq!(
+        lines[2],
+        "ver,-[3],-[4],-[5],[3] TPIR@FPIR: not recorded by `ver`. [4] TAR@FAR: FAR 1e-4 needs \
+         at least 10000 impostor pairs; there are 4 (`ver`). [5] R@1: not recorded by `ver`.",
+        "{csv}"
+    );
 }
 
 #[test]

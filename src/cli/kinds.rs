@@ -48,8 +48,9 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
     if !stage.outputs().is_empty() {
         println!("\noutputs:");
         for output in stage.outputs() {
+            let when = if output.optional { " (optional)" } else { "" };
             println!(
-                "  {:24} {:12} {}",
+                "  {:24} {:12} {}{when}",
                 output.file,
                 output.artifact.name(),
                 output.doc

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::executor::{
-    Executor, FailureReason, Job, JobEvent, JobInput, JobOutcome, JobResult, Resources,
+    Executor, FailureReason, Job, JobEvent, JobFailure, JobInput, JobOutcome, JobResult, Resources,
 };
 use super::freshness::{binding_json, dirty_reasons, fingerprint, instance_key, outputs_present};
 use super::local::{LocalExecutor, LocalOptions};
@@ -390,7 +390,7 @@ pub fn run_with(
         };
         let label = plan.instances()[i].label();
         index.release(&digest, &owner)?;
-        let failure = match outcome {
+        let failure = match contract_checked(outcome, registry, &plan.instances()[i].kind) {
             JobOutcome::Done(result) => {
                 let provenance = result.provenance.clone();
                 let record = success_record(plan, i, &digest, &key_json, *result);
@@ -515,6 +515,27 @@ pub fn run_with(
         instances,
         interrupted: cancel.load(Ordering::Relaxed),
     })
+}
+
+/// `outcome`, or a stage failure when a finished job's outputs break its kind's declarations
+/// ([`crate::kind::check_outputs`]). Every executor's results pass through here before the
+/// index records them, so the cache never holds a result that breaks the contract; the
+/// objects such a job stored stay unreferenced until `cache gc`.
+fn contract_checked(outcome: JobOutcome, registry: &Registry, kind: &str) -> JobOutcome {
+    let JobOutcome::Done(result) = outcome else {
+        return outcome;
+    };
+    let Some(stage) = registry.get(kind) else {
+        return JobOutcome::Done(result);
+    };
+    match crate::kind::check_outputs(stage, result.outputs.keys().map(String::as_str)) {
+        Ok(()) => JobOutcome::Done(result),
+        Err(e) => JobOutcome::Failed(JobFailure {
+            reason: FailureReason::Stage,
+            message: e.to_string(),
+            log_tail: None,
+        }),
+    }
 }
 
 fn make_job(

@@ -213,7 +213,7 @@ fn store_outputs(
     metrics: &BTreeMap<String, f64>,
 ) -> Result<BTreeMap<String, OutputRef>, String> {
     if !metrics.is_empty() {
-        let path = out_dir.join("metrics.json");
+        let path = out_dir.join(crate::kind::METRICS_OUTPUT);
         let text = serde_json::to_string_pretty(metrics).map_err(|e| e.to_string())?;
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }

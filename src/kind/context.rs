@@ -384,6 +384,9 @@ impl LiveProgress {
 /// The output every stage gets: its log.
 pub const LOG_OUTPUT: &str = "log.txt";
 
+/// The output holding the metrics a stage recorded (written only when it recorded some).
+pub const METRICS_OUTPUT: &str = "metrics.json";
+
 /// The output of a stage that declined some metrics ([`StageContext::decline`]): metric name ->
 /// why it has no number.
 pub const REASONS_OUTPUT: &str = "reasons.json";

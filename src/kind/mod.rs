@@ -19,11 +19,14 @@ mod artifact;
 mod context;
 mod params;
 
-pub use artifact::{describe as describe_artifacts, fits, produces, Artifact, OutputDecl};
+pub use artifact::{
+    check_outputs, describe as describe_artifacts, fits, produces, Artifact, ContractError,
+    OutputDecl, Violation, IMPLICIT_OUTPUTS,
+};
 
 pub use context::{
     read_json, InputArtifact, Inputs, ProgressSink, StageContext, StageError, LOG_OUTPUT,
-    PROGRESS_FILE, REASONS_OUTPUT,
+    METRICS_OUTPUT, PROGRESS_FILE, REASONS_OUTPUT,
 };
 pub use params::{
     concat as params_concat, total as params_total, Alias, AliasRewrite, InputDecl, ParamDecl,

@@ -1,7 +1,12 @@
 //! A table as CSV, in two shapes.
 //!
 //! - [`render`]: the table as it reads (the same cells as the Markdown, one header line),
-//!   for a spreadsheet next to the paper.
+//!   for a spreadsheet next to the paper. A cell the Markdown marks with a footnote carries the
+//!   same numbers in ASCII brackets after its text (`-[1]`, `41.2 (2/3)[1,2]`), and a last
+//!   column, `notes`, holds the footnotes of that row's marks (`[1] TPIR@FPIR: FPIR 1e-2 needs
+//!   at least 100 non-mated probes; there are 40 (`id`).`), empty when the row has none. Every
+//!   line has the same fields, so a spreadsheet or a CSV reader takes the file as it is, and the
+//!   reason for a dash sits on the dash's own row.
 //! - [`render_long`]: one line per cell with the raw numbers (mean, sample std, n, expected),
 //!   empty where there is no value, for plotting or analysis elsewhere.
 //!
@@ -28,7 +33,20 @@ fn line(fields: impl IntoIterator<Item = String>) -> String {
     out
 }
 
-/// `table` as it reads: row headers, then one column per table column (`cub / 32 / mAP`).
+/// The header of the column holding each row's footnotes.
+pub const NOTES_COLUMN: &str = "notes";
+
+/// Footnote numbers as `[1]` / `[1,2]`, or nothing.
+fn marks(numbers: &[usize]) -> String {
+    if numbers.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = numbers.iter().map(usize::to_string).collect();
+    format!("[{}]", list.join(","))
+}
+
+/// `table` as it reads: row headers, then one column per table column (`cub / 32 / mAP`), each
+/// cell followed by its footnote marks, then the row's footnotes under [`NOTES_COLUMN`].
 pub fn render(table: &Table) -> String {
     let mut out = line(
         table
@@ -36,14 +54,31 @@ pub fn render(table: &Table) -> String {
             .headers
             .iter()
             .cloned()
-            .chain((0..table.cols.len()).map(|c| table.cols.title(c, " / ", "value"))),
+            .chain((0..table.cols.len()).map(|c| table.cols.title(c, " / ", "value")))
+            .chain([NOTES_COLUMN.to_string()]),
     );
     for (r, cells) in table.cells.iter().enumerate() {
+        let mut numbers: Vec<usize> = table.marks[r].iter().flatten().copied().collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        let notes: Vec<String> = numbers
+            .iter()
+            .filter_map(|n| {
+                let text = table.footnotes.texts.get(n - 1)?;
+                Some(format!("{} {text}", marks(&[*n])))
+            })
+            .collect();
         out.push_str(&line(
             table.rows.labels[r]
                 .iter()
                 .cloned()
-                .chain(cells.iter().map(|cell| cell.text(CellStyle::PLAIN))),
+                .chain(
+                    cells
+                        .iter()
+                        .enumerate()
+                        .map(|(c, cell)| cell.text(CellStyle::PLAIN) + &marks(&table.marks[r][c])),
+                )
+                .chain([notes.join(" ")]),
         ));
     }
     out

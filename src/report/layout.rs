@@ -50,7 +50,7 @@ pub const PARAMS: &[ParamDecl] = &[
         "over",
         ParamType::Str,
         "\"seed\"",
-        "The sweep axis aggregated in each cell: mean ± sample std (n - 1) and n of expected.",
+        "The sweep axis aggregated in each cell: mean ± sample std (n - 1) and n of expected; an axis no result has (`\"none\"`) aggregates nothing.",
     ),
     ParamDecl::optional(
         "expected",

@@ -17,6 +17,9 @@
 //! - [`Table`] (`table.rs`): builds the grid from gathered [`InputArtifact`]s.
 //! - Renderers: [`markdown`], [`csv`] (the table as it reads, plus a long numeric form),
 //!   [`latex`] (booktabs), [`html`] (a self-contained page with the tables and inline SVG).
+//!   Each marks a cell that lacks values with the numbers of its footnotes ([`Footnotes`]):
+//!   superscripts in Markdown and HTML, `\textsuperscript` in LaTeX, `[1]` in the CSV, whose
+//!   last column, `notes`, holds each row's footnotes so every line keeps the same fields.
 //! - Plots (`plot.rs`, `heatmap.rs`, `loss.rs`, `font.rs`): a metric against another (mAP
 //!   against query GFLOPs, one series per row), a heat map of a table (the old x new
 //!   compatibility matrix) and training-loss curves, each as SVG and PNG.

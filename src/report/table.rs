@@ -62,8 +62,10 @@ pub struct Table {
     pub cols: Axis,
     /// `cells[row][col]`.
     pub cells: Vec<Vec<Cell>>,
-    /// The aggregated axis.
-    pub over: String,
+    /// The aggregated axis, or `None` when no result has the layout's `over` axis (a table
+    /// with `seed` as a column aggregates nothing, `over = "none"`): then each cell holds at
+    /// most one result and the note names no axis.
+    pub over: Option<String>,
     /// Why some cells lack values ([`footnote`]), numbered in reading order.
     pub footnotes: Footnotes,
     /// `marks[row][col]`: the footnote numbers of a cell (empty for a complete one).
@@ -328,7 +330,7 @@ impl Table {
             rows,
             cols,
             cells,
-            over: layout.over.clone(),
+            over: (!over_rank.is_empty()).then(|| layout.over.clone()),
             footnotes,
             marks,
         })
@@ -378,15 +380,13 @@ impl Table {
         let missing = self.cells.iter().flatten().any(Cell::is_missing);
         let spread = self.cells.iter().flatten().any(|c| c.n() > 1);
         let single = self.cells.iter().flatten().any(|c| c.n() == 1);
-        let mut note = if spread {
-            format!(
-                "Mean{plus_minus}sample standard deviation (n - 1) over `{}`.",
-                self.over
-            )
-        } else if single {
-            format!("One result per cell (no spread over `{}`).", self.over)
-        } else {
-            "No results yet.".to_string()
+        let mut note = match (&self.over, spread || single) {
+            (Some(over), true) if spread => {
+                format!("Mean{plus_minus}sample standard deviation (n - 1) over `{over}`.")
+            }
+            (Some(over), true) => format!("One result per cell (no spread over `{over}`)."),
+            (None, true) => "One result per cell.".to_string(),
+            (_, false) => "No results yet.".to_string(),
         };
         if partial {
             note.push_str(" (k/n): k of n expected results present.");
@@ -485,6 +485,26 @@ mod tests {
         ];
         let t = Table::build(&layout(json!({"metrics": ["map"]})), &two).unwrap();
         assert!(t.note(" ± ", "-").contains("standard deviation"));
+    }
+
+    #[test]
+    fn an_over_axis_no_result_has_is_not_named_in_the_note() {
+        // The BCT quickstart's per-seed table: seeds are columns, `over = "none"` aggregates
+        // nothing, and the note once read "no spread over `none`".
+        let two = vec![
+            artifact("gain", json!({"seed": 0}), &[("diff_map", 0.4)]),
+            artifact("gain", json!({"seed": 1}), &[("diff_map", 0.5)]),
+        ];
+        let per_seed = layout(json!({"cols": ["seed"], "metrics": ["diff_map"], "over": "none"}));
+        let t = Table::build(&per_seed, &two).unwrap();
+        assert_eq!(t.over, None);
+        assert_eq!(t.note(" ± ", "-"), "One result per cell.");
+        let t = Table::build(&layout(json!({"metrics": ["diff_map"]})), &two[..1]).unwrap();
+        assert_eq!(t.over.as_deref(), Some("seed"));
+        assert_eq!(
+            t.note(" ± ", "-"),
+            "One result per cell (no spread over `seed`)."
+        );
     }
 
     #[test]

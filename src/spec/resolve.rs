@@ -106,7 +106,7 @@ fn resolve(
         }
         vars.insert(key.name.clone(), value.to_json());
     }
-    let axes = read_axes(&raw.sweep)?;
+    let axes = read_axes(&super::template::vars_in_sweep(&raw.sweep, &vars)?)?;
     let axis_names: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
     let stage_names: Vec<String> = raw.stages.iter().map(|s| s.name.name.clone()).collect();
 

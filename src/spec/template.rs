@@ -4,6 +4,12 @@
 //! until an instance binds the axis. A string that is exactly one placeholder takes the bound
 //! value with its type (a `${sweep.res}` that is 32 is the integer 32); a placeholder inside
 //! longer text is formatted into the string.
+//!
+//! A list element that is exactly one `${vars.x}` holding a list is spliced: with
+//! `query_res = [224, 160]`, `["${vars.db_res}", "${vars.query_res}"]` is `[448, 224, 160]`, so
+//! a report's `order` follows the vars instead of repeating their values. `[sweep]` axes take
+//! vars the same way ([`vars_in_sweep`]): `query_res = "${vars.query_res}"` makes the var the
+//! one place the resolutions are written.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,7 +17,7 @@ use serde_json::Value;
 
 use super::error::SpecError;
 use super::source::Loc;
-use super::value::{SKind, SValue};
+use super::value::{SKey, SKind, SValue};
 
 /// A parameter value that may still refer to sweep axes.
 #[derive(Debug, Clone)]
@@ -48,12 +54,16 @@ impl Tpl {
             SKind::Str(text) if text.contains("${") => {
                 parse_string(text, &value.loc, vars, known_axes)
             }
-            SKind::Array(items) => Ok(Tpl::Array(
-                items
-                    .iter()
-                    .map(|v| Tpl::parse(v, vars, known_axes))
-                    .collect::<Result<_, _>>()?,
-            )),
+            SKind::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    match spliced(item, vars)? {
+                        Some(values) => out.extend(values.into_iter().map(Tpl::Lit)),
+                        None => out.push(Tpl::parse(item, vars, known_axes)?),
+                    }
+                }
+                Ok(Tpl::Array(out))
+            }
             SKind::Table(entries) => Ok(Tpl::Table(
                 entries
                     .iter()
@@ -111,6 +121,90 @@ impl Tpl {
             ),
         }
     }
+}
+
+/// The name in `text` when it is exactly one `${vars.NAME}` (spaces around allowed).
+fn whole_var(text: &str) -> Option<&str> {
+    let inner = text.trim().strip_prefix("${")?.strip_suffix('}')?;
+    if inner.contains(['{', '}']) {
+        return None;
+    }
+    inner.trim().strip_prefix("vars.")
+}
+
+/// The items to splice in place of list element `item`: those of the list var it names when
+/// it is exactly one `${vars.NAME}` holding a list; `None` for any other element.
+fn spliced(item: &SValue, vars: &Vars) -> Result<Option<Vec<Value>>, SpecError> {
+    let SKind::Str(text) = &item.kind else {
+        return Ok(None);
+    };
+    let Some(name) = whole_var(text) else {
+        return Ok(None);
+    };
+    match vars.get(name) {
+        Some(Value::Array(values)) => Ok(Some(values.clone())),
+        Some(_) => Ok(None),
+        None => Err(SpecError::at(
+            &item.loc,
+            format!("unknown variable `{name}` in \"{text}\""),
+        )
+        .suggest(name, vars.keys().map(String::as_str))),
+    }
+}
+
+/// `[sweep]` with its `${vars.x}` references replaced: an axis written `"${vars.x}"` takes the
+/// var's list (a zip group member too), and a whole-var element of an axis's list splices a
+/// list var's items, each at the place the reference was written so later errors (a value
+/// listed twice, an axis that is not a list) point there. A sweep axis cannot refer to a sweep
+/// axis, and text around a reference is an error: axis values are plain values.
+pub fn vars_in_sweep(
+    entries: &[(SKey, SValue)],
+    vars: &Vars,
+) -> Result<Vec<(SKey, SValue)>, SpecError> {
+    entries
+        .iter()
+        .map(|(key, value)| Ok((key.clone(), sweep_value(value, vars)?)))
+        .collect()
+}
+
+fn sweep_value(value: &SValue, vars: &Vars) -> Result<SValue, SpecError> {
+    let kind = match &value.kind {
+        SKind::Str(text) if text.contains("${") => {
+            return match whole_var(text) {
+                Some(name) => match vars.get(name) {
+                    Some(v) => Ok(SValue::from_json(v, &value.loc)),
+                    None => Err(SpecError::at(
+                        &value.loc,
+                        format!("unknown variable `{name}` in \"{text}\""),
+                    )
+                    .suggest(name, vars.keys().map(String::as_str))),
+                },
+                None => Err(SpecError::at(
+                    &value.loc,
+                    format!("sweep values cannot interpolate \"{text}\""),
+                )
+                .hint("a sweep axis is a list of plain values, or exactly `\"${vars.NAME}\"`")),
+            };
+        }
+        SKind::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                match spliced(item, vars)? {
+                    Some(values) => {
+                        out.extend(values.iter().map(|v| SValue::from_json(v, &item.loc)))
+                    }
+                    None => out.push(sweep_value(item, vars)?),
+                }
+            }
+            SKind::Array(out)
+        }
+        SKind::Table(members) => SKind::Table(vars_in_sweep(members, vars)?),
+        other => other.clone(),
+    };
+    Ok(SValue {
+        kind,
+        loc: value.loc.clone(),
+    })
 }
 
 fn parse_string(text: &str, loc: &Loc, vars: &Vars, known_axes: &[&str]) -> Result<Tpl, SpecError> {
@@ -230,6 +324,63 @@ mod tests {
         let t = Tpl::parse(&sval("data/${vars.name}/s${sweep.seed}"), &vars, &["seed"]).unwrap();
         let binding = BTreeMap::from([("seed".to_string(), Value::from(1))]);
         assert_eq!(t.bind(&binding), Value::from("data/cub/s1"));
+    }
+
+    fn array(items: &[&str]) -> SValue {
+        let mut v = sval(items[0]);
+        v.kind = SKind::Array(items.iter().map(|t| sval(t)).collect());
+        v
+    }
+
+    #[test]
+    fn a_whole_list_var_in_a_list_is_spliced_and_other_elements_stay() {
+        let vars = Vars::from([
+            ("db".to_string(), Value::from(448)),
+            ("q".to_string(), serde_json::json!([224, 160])),
+        ]);
+        let t = Tpl::parse(
+            &array(&["${vars.db}", "${vars.q}", "x ${vars.q}"]),
+            &vars,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            t.bind(&BTreeMap::new()),
+            serde_json::json!([448, 224, 160, "x [224,160]"])
+        );
+        let t = Tpl::parse(&sval("${vars.q}"), &vars, &[]).unwrap();
+        assert_eq!(t.bind(&BTreeMap::new()), serde_json::json!([224, 160]));
+        let e = Tpl::parse(&array(&["${vars.qq}"]), &vars, &[]).unwrap_err();
+        assert!(e.message.contains("unknown variable `qq`"), "{e}");
+        assert_eq!(e.hint.as_deref(), Some("did you mean `q`?"));
+    }
+
+    #[test]
+    fn sweep_axes_take_vars_whole_or_spliced_and_refuse_anything_else() {
+        let vars = Vars::from([
+            ("db".to_string(), Value::from(448)),
+            ("q".to_string(), serde_json::json!([224, 160])),
+        ]);
+        let key = SKey {
+            name: "res".into(),
+            loc: sval("res").loc,
+        };
+        let axis =
+            |value: SValue| vars_in_sweep(&[(key.clone(), value)], &vars).map(|e| e[0].1.to_json());
+        assert_eq!(
+            axis(sval("${vars.q}")).unwrap(),
+            serde_json::json!([224, 160])
+        );
+        assert_eq!(
+            axis(array(&["${vars.db}", "${vars.q}"])).unwrap(),
+            serde_json::json!([448, 224, 160])
+        );
+        let e = axis(sval("r${vars.db}")).unwrap_err();
+        assert!(e.message.contains("sweep values cannot interpolate"), "{e}");
+        let e = axis(array(&["${sweep.seed}"])).unwrap_err();
+        assert!(e.message.contains("sweep values cannot interpolate"), "{e}");
+        let e = axis(sval("${vars.qq}")).unwrap_err();
+        assert_eq!(e.hint.as_deref(), Some("did you mean `q`?"));
     }
 
     #[test]

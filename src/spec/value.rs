@@ -82,6 +82,39 @@ impl SValue {
         }
     }
 
+    /// `value` as if written at `loc` (a var's value where it is interpolated). JSON numbers
+    /// that fit no `i64` become floats.
+    pub fn from_json(value: &Value, loc: &Loc) -> SValue {
+        let kind = match value {
+            Value::String(s) => SKind::Str(s.clone()),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => SKind::Int(i),
+                None => SKind::Float(n.as_f64().unwrap_or_default()),
+            },
+            Value::Bool(b) => SKind::Bool(*b),
+            Value::Null => SKind::Str(String::new()),
+            Value::Array(items) => {
+                SKind::Array(items.iter().map(|v| SValue::from_json(v, loc)).collect())
+            }
+            Value::Object(entries) => SKind::Table(
+                entries
+                    .iter()
+                    .map(|(k, v)| {
+                        let key = SKey {
+                            name: k.clone(),
+                            loc: loc.clone(),
+                        };
+                        (key, SValue::from_json(v, loc))
+                    })
+                    .collect(),
+            ),
+        };
+        SValue {
+            kind,
+            loc: loc.clone(),
+        }
+    }
+
     /// The plain JSON value (locations dropped).
     pub fn to_json(&self) -> Value {
         match &self.kind {

@@ -65,7 +65,7 @@ pub const UPDATE_GAIN: OutputDecl = OutputDecl::new(
 );
 
 /// Why some metrics have no number ([`crate::kind::StageContext::decline`]).
-pub const REASONS: OutputDecl = OutputDecl::new(
+pub const REASONS: OutputDecl = OutputDecl::optional(
     crate::kind::REASONS_OUTPUT,
     Artifact::Metrics,
     "metric -> why it has no number (only when some metric was declined)",

@@ -98,7 +98,9 @@ impl Stage for Report {
 
     fn impl_version(&self) -> u32 {
         // 2: dashes and partial counts carry footnote marks saying why a value is missing.
-        2
+        // 3: table.csv carries the marks too, and a `notes` column with each row's footnotes;
+        //    the note names no `over` axis that no result has.
+        3
     }
 
     fn summary(&self) -> &'static str {

@@ -5,7 +5,8 @@
 //! records the metric `value` (its own number plus its inputs'). It can sleep (checking for
 //! Ctrl-C, reporting ten steps of progress and a log line per step), fail on purpose, take a
 //! device slot, and append a line to a file every time it really runs, so tests can count
-//! executions across processes.
+//! executions across processes. It can also break its output contract on purpose (`omit`
+//! leaves out `value.json`, `stray` writes a file no declaration names).
 //!
 //! `test-train` stands in for a training stage (a loss curve, per-epoch progress, metrics) for
 //! the dashboard's tests.
@@ -207,6 +208,18 @@ const PARAMS: &[ParamDecl] = &[
     ),
     ParamDecl::optional("device", ParamType::Bool, "false", "take a device slot"),
     ParamDecl::optional(
+        "omit",
+        ParamType::Bool,
+        "false",
+        "leave out `value.json`, breaking the output contract",
+    ),
+    ParamDecl::optional(
+        "stray",
+        ParamType::Str,
+        "\"\"",
+        "also write a file of this name, which no output declaration names",
+    ),
+    ParamDecl::optional(
         "trace",
         ParamType::Path,
         "\"\"",
@@ -234,7 +247,11 @@ const VALUE: OutputDecl = OutputDecl::new(
     Artifact::Data,
     "its value and its inputs' values",
 );
-const PAD: OutputDecl = OutputDecl::new("pad.bin", Artifact::Data, "`pad_bytes` bytes");
+const PAD: OutputDecl = OutputDecl::optional(
+    "pad.bin",
+    Artifact::Data,
+    "`pad_bytes` bytes (when above 0)",
+);
 const ECHO_OUTPUTS: &[OutputDecl] = &[VALUE, PAD];
 
 impl Stage for Echo {
@@ -317,10 +334,22 @@ impl Run for Echo {
                 seen.push(serde_json::from_str::<Value>(&text).unwrap_or(Value::Null));
             }
         }
-        ctx.write_json(
-            VALUE.file,
-            &serde_json::json!({ "value": params.get("value"), "inputs": seen }),
-        )?;
+        if !params.bool("omit")? {
+            ctx.write_json(
+                VALUE.file,
+                &serde_json::json!({ "value": params.get("value"), "inputs": seen }),
+            )?;
+        }
+        if let Some(stray) = params.opt_str("stray") {
+            if stray.contains(['/', '\\']) || stray.starts_with('.') {
+                return Err(StageError::bad_param(
+                    "stray",
+                    format!("`{stray}` is not a plain file name; use one like `extra.txt`"),
+                ));
+            }
+            let path = ctx.out_path(stray);
+            std::fs::write(&path, b"stray").map_err(|e| StageError::io(&path, e))?;
+        }
         let pad = params.int("pad_bytes")?.max(0) as usize;
         if pad > 0 {
             let path = ctx.out_path(PAD.file);
