@@ -157,8 +157,11 @@ pub enum AliasRewrite {
     Rename,
     /// A plain value mapped to one or more `(name, value)` pairs (a boolean that became a
     /// choice); `Err` says which values the old name took.
-    Map(fn(&Value) -> Result<Vec<(&'static str, Value)>, String>),
+    Map(AliasMap),
 }
+
+/// An [`AliasRewrite::Map`]: the old value to `(current name, value)` pairs, or why not.
+pub type AliasMap = fn(&Value) -> Result<Vec<(&'static str, Value)>, String>;
 
 impl ParamDecl {
     /// A required parameter.

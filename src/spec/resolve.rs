@@ -341,14 +341,16 @@ fn resolve_stage(
             let target = param_decl(kind, name).unwrap_or(decl);
             match params.get(name) {
                 Some(Tpl::Lit(given)) if matches!(&tpl, Tpl::Lit(v) if v == given) => {}
-                Some(_) => return Err(SpecError::at(
-                    &key.loc,
-                    format!(
+                Some(_) => {
+                    return Err(SpecError::at(
+                        &key.loc,
+                        format!(
                         "`{}` is the old name of `{name}`, which is also given a different value",
                         key.name
                     ),
-                )
-                .hint(format!("keep only the current name: {}", alias.instead))),
+                    )
+                    .hint(format!("keep only the current name: {}", alias.instead)))
+                }
                 None => {
                     check_type(&tpl, value, target, kind_name, axes)?;
                     params.insert(name.to_string(), canonical(tpl, target));
