@@ -15,6 +15,7 @@ mod data_split;
 mod freshness;
 mod gem_p;
 mod gpu_check;
+mod paper_pipelines;
 mod param_groups;
 mod raml;
 mod reliability;
