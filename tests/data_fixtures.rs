@@ -250,3 +250,129 @@ pub fn cars(root: &Path, classes: u8, compressed: bool) {
     }
     std::fs::write(root.join("cars_annos.mat"), cars_annos(&rows, compressed)).unwrap();
 }
+
+/// Market-1501 with `train` training identities (3 boxes each, cameras 1-3) and `test`
+/// evaluation identities (gallery boxes from cameras 1 and 3, a query from camera 2), plus one
+/// junk (-1) and one distractor (0000) gallery box: enough identities for a classifier on a
+/// 50% subset.
+pub fn market_people(root: &Path, train: u32, test: u32) {
+    let mut seed = 0;
+    let mut put = |folder: &str, name: String| {
+        write_image(&root.join(folder).join(name), &picture(12, 24, seed));
+        seed += 1;
+    };
+    for id in 1..=train {
+        for cam in 1..=3 {
+            put(
+                "bounding_box_train",
+                format!("{id:04}_c{cam}s1_{id:04}01_01.jpg"),
+            );
+        }
+    }
+    for id in train + 1..=train + test {
+        for cam in [1, 3] {
+            put(
+                "bounding_box_test",
+                format!("{id:04}_c{cam}s1_{id:04}01_01.jpg"),
+            );
+        }
+        put("query", format!("{id:04}_c2s1_{id:04}01_00.jpg"));
+    }
+    put("bounding_box_test", "-1_c1s1_000401_03.jpg".to_string());
+    put("bounding_box_test", "0000_c6s4_002202_04.jpg".to_string());
+}
+
+/// CUB-200-2011 with `classes` classes of `per_class` images each (JPEG, 24 x 20): with 4 or
+/// more, the paper setting's `small_classes = "drop"` keeps every class.
+pub fn cub_per_class(root: &Path, classes: u32, per_class: u32) {
+    let (mut images, mut labels) = (String::new(), String::new());
+    let mut id = 1;
+    for c in 1..=classes {
+        for k in 0..per_class {
+            let rel = format!("{c:03}.Bird_{c}/Bird_{c}_{k}.jpg");
+            write_image(&root.join("images").join(&rel), &picture(24, 20, id));
+            images.push_str(&format!("{id} {rel}\n"));
+            labels.push_str(&format!("{id} {c}\n"));
+            id += 1;
+        }
+    }
+    write_text(&root.join("images.txt"), &images);
+    write_text(&root.join("image_class_labels.txt"), &labels);
+}
+
+/// Cars196 in the `cars_annos.mat` layout with `classes` classes of `per_class` images each.
+pub fn cars_per_class(root: &Path, classes: u8, per_class: u32, compressed: bool) {
+    let mut paths = Vec::new();
+    for c in 1..=classes {
+        for k in 0..per_class {
+            let n = u32::from(c) * per_class + k;
+            let rel = format!("car_ims/{n:06}.jpg");
+            write_image(&root.join(&rel), &picture(30, 18, n));
+            paths.push((rel, c));
+        }
+    }
+    let rows: Vec<(&str, u8)> = paths.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+    std::fs::write(root.join("cars_annos.mat"), cars_annos(&rows, compressed)).unwrap();
+}
+
+/// Cars196 in the devkit layout with `classes` classes of `per_class` training and
+/// `per_class` test images each, the labelled test annotations at the root.
+pub fn cars_devkit_per_class(root: &Path, classes: u8, per_class: u32) {
+    let (mut train, mut test) = (Vec::new(), Vec::new());
+    let mut n = 0;
+    for c in 1..=classes {
+        for (folder, rows) in [("cars_train", &mut train), ("cars_test", &mut test)] {
+            for _ in 0..per_class {
+                n += 1;
+                let name = format!("{n:05}.jpg");
+                write_image(&root.join(folder).join(&name), &picture(30, 18, n));
+                rows.push((name, c));
+            }
+        }
+    }
+    fn as_rows(v: &[(String, u8)]) -> Vec<(&str, u8)> {
+        v.iter().map(|(n, c)| (n.as_str(), *c)).collect()
+    }
+    std::fs::create_dir_all(root.join("devkit")).unwrap();
+    std::fs::write(
+        root.join("devkit/cars_train_annos.mat"),
+        cars_devkit_annos(&as_rows(&train)),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("cars_test_annos_withlabels.mat"),
+        cars_devkit_annos(&as_rows(&test)),
+    )
+    .unwrap();
+}
+
+/// Stanford Online Products with `classes` train and `classes` test classes of `per_class`
+/// images each (`.JPG`), class ids starting at 11319 as in the published test list.
+pub fn sop_per_class(root: &Path, classes: u32, per_class: u32) {
+    let header = "image_id class_id super_class_id path\n";
+    let (mut train, mut test) = (header.to_string(), header.to_string());
+    let mut id = 1;
+    for k in 0..2 * classes {
+        let class = if k < classes {
+            k + 1
+        } else {
+            11319 + k - classes
+        };
+        for i in 0..per_class {
+            let rel = format!("bicycle_final/{class}_{i}.JPG");
+            std::fs::create_dir_all(root.join("bicycle_final")).unwrap();
+            picture(20, 20, id)
+                .save_with_format(root.join(&rel), image::ImageFormat::Jpeg)
+                .unwrap();
+            let line = format!("{id} {class} 1 {rel}\n");
+            if k < classes {
+                train.push_str(&line);
+            } else {
+                test.push_str(&line);
+            }
+            id += 1;
+        }
+    }
+    write_text(&root.join("Ebay_train.txt"), &train);
+    write_text(&root.join("Ebay_test.txt"), &test);
+}

@@ -17,6 +17,7 @@ mod gem_p;
 mod gpu_check;
 mod mining_pool;
 mod output_contract;
+mod paper_pipelines;
 mod param_groups;
 mod raml;
 mod reliability;
