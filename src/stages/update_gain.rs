@@ -6,9 +6,11 @@
 //! seed sweep reports it per seed and as a mean), `criterion_M` (1 when M(new, old) >
 //! M(old, old), else 0) and `gain_M` only where G is applicable (criterion holds and the
 //! paragon improves on the old model). Where it is not, no number is recorded, and
-//! `update_gain.json` and `reasons.json` (which reports footnote) say why.
+//! `update_gain.json` and `reasons.json` (which reports footnote) say why. A metric one of
+//! the evaluations declined (TAR at FAR 1e-4 on a set with too few impostor pairs) is declined
+//! here too, all three of its numbers, with that evaluation's reason.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
@@ -72,7 +74,8 @@ impl Stage for UpdateGainStage {
 
     fn impl_version(&self) -> u32 {
         // 2: a gain that is not applicable is declined with its reason (`reasons.json`).
-        2
+        // 3: a metric an evaluation declined is declined here with that reason (was an error).
+        3
     }
 
     fn summary(&self) -> &'static str {
@@ -92,42 +95,129 @@ impl Stage for UpdateGainStage {
     }
 }
 
+/// A compared metric of one evaluation: its value, or why the evaluation has none.
+enum Measured {
+    Value(f64),
+    Declined(String),
+}
+
+/// What the three evaluations hold: each slot's metrics and declined metrics.
+struct Evaluations<'a> {
+    inputs: [(&'static str, &'a InputArtifact, BTreeMap<String, String>); 3],
+}
+
+impl<'a> Evaluations<'a> {
+    fn read(
+        new_old: &'a InputArtifact,
+        old_old: &'a InputArtifact,
+        new_new: &'a InputArtifact,
+    ) -> Result<Self, StageError> {
+        Ok(Evaluations {
+            inputs: [
+                ("new_old", new_old, new_old.reasons()?),
+                ("old_old", old_old, old_old.reasons()?),
+                ("new_new", new_new, new_new.reasons()?),
+            ],
+        })
+    }
+
+    /// The compared metrics every evaluation either measured or declined.
+    fn shared(&self) -> Vec<String> {
+        let known = |(_, a, reasons): &(&str, &InputArtifact, BTreeMap<String, String>)| {
+            a.metrics
+                .keys()
+                .chain(reasons.keys())
+                .filter(|k| registry::compared(k))
+                .cloned()
+                .collect::<BTreeSet<String>>()
+        };
+        let mut names = known(&self.inputs[0]);
+        for input in &self.inputs[1..] {
+            names = names.intersection(&known(input)).cloned().collect();
+        }
+        names.into_iter().collect()
+    }
+
+    /// `metric` in each slot (new_old, old_old, new_new): the values, or the first slot's
+    /// reason for having none. A metric neither measured nor declined is an error naming it.
+    fn values(&self, metric: &str) -> Result<Result<[f64; 3], String>, StageError> {
+        let mut values = [0.0; 3];
+        for (i, (slot, input, reasons)) in self.inputs.iter().enumerate() {
+            match measured(input, reasons, slot, metric)? {
+                Measured::Value(v) => values[i] = v,
+                Measured::Declined(why) => {
+                    return Ok(Err(format!(
+                        "`{slot}` (stage `{}`) has no {metric}: {why}",
+                        input.stage
+                    )))
+                }
+            }
+        }
+        Ok(Ok(values))
+    }
+
+    /// Each slot's compared metrics, for the error when the three share none.
+    fn describe(&self) -> String {
+        self.inputs
+            .iter()
+            .map(|(slot, a, _)| {
+                let compared: Vec<&str> = a
+                    .metrics
+                    .keys()
+                    .filter(|k| registry::compared(k))
+                    .map(String::as_str)
+                    .collect();
+                format!("{slot} (stage `{}`): {}", a.stage, compared.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+fn measured(
+    input: &InputArtifact,
+    reasons: &BTreeMap<String, String>,
+    slot: &str,
+    metric: &str,
+) -> Result<Measured, StageError> {
+    if let Some(v) = input.metrics.get(metric) {
+        return Ok(Measured::Value(*v));
+    }
+    if let Some(why) = reasons.get(metric) {
+        return Ok(Measured::Declined(why.clone()));
+    }
+    value(input, slot, metric).map(Measured::Value)
+}
+
 impl Run for UpdateGainStage {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let new_old = ctx.input("new_old")?.clone();
         let old_old = ctx.input("old_old")?.clone();
         let new_new = ctx.input("new_new")?.clone();
+        let evaluations = Evaluations::read(&new_old, &old_old, &new_new)?;
         let mut names = ctx.params().strs("metrics")?;
         if names.is_empty() {
-            let shared = |a: &InputArtifact| -> BTreeSet<String> {
-                a.metrics
-                    .keys()
-                    .filter(|k| registry::compared(k))
-                    .cloned()
-                    .collect()
-            };
-            names = shared(&new_old)
-                .intersection(&shared(&old_old))
-                .cloned()
-                .collect::<BTreeSet<_>>()
-                .intersection(&shared(&new_new))
-                .cloned()
-                .collect();
+            names = evaluations.shared();
             if names.is_empty() {
-                return Err(StageError::Other(
-                    "update-gain: the three evaluations share no quality metric (map, r1, tar_at_far, ...); \
-                     connect evaluate stages of one protocol"
-                        .into(),
-                ));
+                return Err(StageError::Other(format!(
+                    "update-gain: the three evaluations share no quality metric (map, r1, \
+                     tar_at_far, ...): {}; connect evaluate stages of one protocol",
+                    evaluations.describe()
+                )));
             }
         }
         let mut details = serde_json::Map::new();
         for m in &names {
-            let (no, oo, nn) = (
-                value(&new_old, "new_old", m)?,
-                value(&old_old, "old_old", m)?,
-                value(&new_new, "new_new", m)?,
-            );
+            let [no, oo, nn] = match evaluations.values(m)? {
+                Ok(values) => values,
+                Err(why) => {
+                    for derived in [&registry::DIFF, &registry::CRITERION, &registry::GAIN] {
+                        ctx.decline(&derived.named(m), why.clone())?;
+                    }
+                    details.insert(m.clone(), json!({ "declined": why }));
+                    continue;
+                }
+            };
             let g = update_gain(no, oo, nn);
             ctx.metric(&registry::DIFF.named(m), g.difference);
             ctx.metric(
@@ -230,5 +320,68 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("no metric `tar_at_far`"), "{err}");
+    }
+
+    #[test]
+    fn a_metric_an_evaluation_declined_is_declined_with_its_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let reasons = dir.path().join("reasons.json");
+        std::fs::write(
+            &reasons,
+            r#"{"tar_at_far": "FAR 1e-4 needs 10000 impostor pairs; there are 120"}"#,
+        )
+        .unwrap();
+        let verification = |stage: &str, tar: Option<f64>| {
+            let mut a = artifact(stage, stage, &[]);
+            match tar {
+                Some(v) => {
+                    a.metrics.insert("tar_at_far".into(), v);
+                }
+                None => {
+                    a.outputs.insert("reasons.json".into(), reasons.clone());
+                }
+            }
+            a
+        };
+        let (metrics, out) = run_stage(
+            &UpdateGainStage,
+            &UpdateGainStage,
+            json!({}),
+            &[
+                ("new_old", vec![verification("no", Some(0.5))]),
+                ("old_old", vec![verification("oo", None)]),
+                ("new_new", vec![verification("nn", Some(0.7))]),
+            ],
+        )
+        .unwrap();
+        assert!(metrics.is_empty(), "{metrics:?}");
+        let declined: BTreeMap<String, String> =
+            crate::kind::read_json(&out.path().join("reasons.json")).unwrap();
+        for name in ["diff_tar_at_far", "criterion_tar_at_far", "gain_tar_at_far"] {
+            assert!(
+                declined[name].contains("`old_old` (stage `oo`) has no tar_at_far: FAR 1e-4 needs"),
+                "{declined:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn evaluations_of_different_protocols_are_an_error_listing_what_each_has() {
+        let mut tar = artifact("ver", "ver", &[]);
+        tar.metrics.insert("tar_at_far".into(), 0.5);
+        let err = run_stage(
+            &UpdateGainStage,
+            &UpdateGainStage,
+            json!({}),
+            &[
+                ("new_old", vec![tar]),
+                ("old_old", vec![eval("oo", 0.4, 0.3)]),
+                ("new_new", vec![eval("nn", 0.6, 0.5)]),
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("new_old (stage `ver`): tar_at_far"), "{err}");
+        assert!(err.contains("old_old (stage `oo`): map, r1"), "{err}");
     }
 }
