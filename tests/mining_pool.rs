@@ -25,20 +25,6 @@ params = {{ arch = "resnet18", width = 8, stem = "small", embed_dim = 16, resolu
     )
 }
 
-/// `asymflow show FILE STAGE --json` of a single instance.
-fn show(project: &Project, file: &str, stage: &str) -> Value {
-    let out = project.run(&["show", file, stage, "--json"]);
-    assert!(
-        out.status.success(),
-        "show failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    doc.as_array()
-        .and_then(|a| a.first().cloned())
-        .unwrap_or(doc)
-}
-
 #[test]
 fn a_teacher_mining_negatives_from_a_pool_trains_and_writes_its_outputs() {
     let project = Project::new();
@@ -50,7 +36,7 @@ fn a_teacher_mining_negatives_from_a_pool_trains_and_writes_its_outputs() {
     let first = project.run_json("pipelines/pool.toml", &[]);
     assert!(first.values().all(|(s, _)| s == "ran"), "{first:?}");
 
-    let teacher = show(&project, "pipelines/pool.toml", "teacher");
+    let teacher = project.show_one("pipelines/pool.toml", "teacher");
     let loss = teacher["metrics"]["final_loss"].as_f64().unwrap();
     assert!(loss.is_finite() && loss >= 0.0, "{teacher}");
     for name in ["model.safetensors", "model.json", "loss.json"] {
@@ -79,7 +65,7 @@ fn a_teacher_mining_negatives_from_a_pool_trains_and_writes_its_outputs() {
 
     // The mining choice is part of the key: the batch miner is another result.
     project.run_json("pipelines/batch.toml", &[]);
-    let batch = show(&project, "pipelines/batch.toml", "teacher");
+    let batch = project.show_one("pipelines/batch.toml", "teacher");
     assert_ne!(batch["key"], teacher["key"]);
     assert_eq!(batch["params"]["pool_size"], 20000, "the default");
 

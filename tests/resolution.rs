@@ -2,10 +2,6 @@
 //! resolution on a tiny synthetic set, a square pair that keys (and so computes) exactly as
 //! the integer, and a malformed resolution refused at plan time with file:line:column.
 
-use std::path::Path;
-
-use serde_json::Value;
-
 use crate::support::Project;
 
 fn pipeline(teacher_res: &str, db_res: &str, query_res: &str) -> String {
@@ -38,37 +34,6 @@ params = {{ resolution = {query_res} }}
     )
 }
 
-fn show(p: &Project, stage: &str) -> Value {
-    let out = p.run(&["show", "pipelines/hw.toml", stage, "--json"]);
-    assert!(
-        out.status.success(),
-        "show failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    doc.as_array()
-        .and_then(|a| a.first().cloned())
-        .unwrap_or(doc)
-}
-
-/// The shape of the `embeddings` tensor of an `embed` result, read from the safetensors
-/// header (8 bytes of length, then JSON).
-fn embeddings_shape(dir: &Path, shown: &Value) -> Vec<u64> {
-    let path = shown["outputs"]["embeddings.safetensors"]["path"]
-        .as_str()
-        .map(|p| dir.join(p))
-        .unwrap_or_else(|| panic!("no embeddings output in {shown}"));
-    let bytes = std::fs::read(&path).unwrap();
-    let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: Value = serde_json::from_slice(&bytes[8..8 + len]).unwrap();
-    header["embeddings"]["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap())
-        .collect()
-}
-
 #[test]
 fn a_tall_network_trains_and_embeds_and_a_square_pair_keys_as_its_integer() {
     let p = Project::new();
@@ -76,9 +41,9 @@ fn a_tall_network_trains_and_embeds_and_a_square_pair_keys_as_its_integer() {
     let first = p.run_json("pipelines/hw.toml", &[]);
     assert!(first.values().all(|(s, _)| s == "ran"), "{first:?}");
 
-    let db = show(&p, "emb-db");
-    assert_eq!(embeddings_shape(p.path(), &db), vec![12, 8], "{db}");
-    let q = show(&p, "emb-q");
+    let db = p.show_one("pipelines/hw.toml", "emb-db");
+    assert_eq!(p.embeddings_shape(&db), vec![12, 8], "{db}");
+    let q = p.show_one("pipelines/hw.toml", "emb-q");
     let (db_gflops, q_gflops) = (
         db["metrics"]["gflops"].as_f64().unwrap(),
         q["metrics"]["gflops"].as_f64().unwrap(),
@@ -98,7 +63,12 @@ fn a_tall_network_trains_and_embeds_and_a_square_pair_keys_as_its_integer() {
     );
     let again = p.run_json("pipelines/hw.toml", &[]);
     assert!(again.values().all(|(s, _)| s == "cached"), "{again:?}");
-    assert_eq!(show(&p, "emb-q")["key"].as_str().unwrap(), q_key);
+    assert_eq!(
+        p.show_one("pipelines/hw.toml", "emb-q")["key"]
+            .as_str()
+            .unwrap(),
+        q_key
+    );
 }
 
 fn plan_error(resolution: &str) -> String {

@@ -2,8 +2,6 @@
 //! do: a tall student distilled from a tall teacher on a tiny synthetic set, and square pairs
 //! (student, teacher and import resolutions) that key exactly as their integers.
 
-use serde_json::Value;
-
 use crate::support::Project;
 
 /// A teacher at `teacher_res`, a student distilled at `student_res` (the teacher's views at
@@ -57,36 +55,6 @@ fn project(text: &str) -> Project {
     p
 }
 
-fn show(p: &Project, stage: &str) -> Value {
-    let out = p.run(&["show", "pipelines/hw.toml", stage, "--json"]);
-    assert!(
-        out.status.success(),
-        "show failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    doc.as_array()
-        .and_then(|a| a.first().cloned())
-        .unwrap_or(doc)
-}
-
-/// The shape of the `embeddings` tensor of an `embed` result, from the safetensors header.
-fn embeddings_shape(p: &Project, shown: &Value) -> Vec<u64> {
-    let path = shown["outputs"]["embeddings.safetensors"]["path"]
-        .as_str()
-        .map(|rel| p.path().join(rel))
-        .unwrap_or_else(|| panic!("no embeddings output in {shown}"));
-    let bytes = std::fs::read(path).unwrap();
-    let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: Value = serde_json::from_slice(&bytes[8..8 + len]).unwrap();
-    header["embeddings"]["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap())
-        .collect()
-}
-
 #[test]
 fn a_tall_student_distils_from_a_tall_teacher() {
     let p = project(&pipeline("[32, 16]", "[16, 8]", "", "[32, 16]"));
@@ -95,20 +63,20 @@ fn a_tall_student_distils_from_a_tall_teacher() {
 
     // The teacher's views default to the teacher's own 32 x 16; coupled views of another
     // aspect ratio would have been refused, so the run itself says they were tall.
-    let student = show(&p, "student");
+    let student = p.show_one("pipelines/hw.toml", "student");
     assert_eq!(student["metrics"]["resolution"].as_f64(), Some(16.0));
     assert!(student["metrics"]["final_loss"]
         .as_f64()
         .unwrap()
         .is_finite());
-    let emb = show(&p, "emb");
+    let emb = p.show_one("pipelines/hw.toml", "emb");
     assert_eq!(
         student["metrics"]["gflops"], emb["metrics"]["gflops"],
         "the student's cost is counted at 16 x 8, as embed counts it"
     );
-    assert_eq!(embeddings_shape(&p, &emb), vec![12, 8]);
+    assert_eq!(p.embeddings_shape(&emb), vec![12, 8]);
     assert_eq!(
-        show(&p, "imported")["metrics"]["resolution"].as_f64(),
+        p.show_one("pipelines/hw.toml", "imported")["metrics"]["resolution"].as_f64(),
         Some(32.0),
         "an imported height x width reports its height, as embed does"
     );

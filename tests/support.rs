@@ -15,6 +15,38 @@ pub struct Project {
 }
 
 impl Project {
+    /// `asymflow show FILE STAGE --json` of a stage with one instance (asserting success).
+    pub fn show_one(&self, file: &str, stage: &str) -> serde_json::Value {
+        let out = self.run(&["show", file, stage, "--json"]);
+        assert!(
+            out.status.success(),
+            "show failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        doc.as_array()
+            .and_then(|a| a.first().cloned())
+            .unwrap_or(doc)
+    }
+
+    /// The shape of the `embeddings` tensor of a shown `embed` result, read from the
+    /// safetensors header (8 bytes of length, then JSON).
+    pub fn embeddings_shape(&self, shown: &serde_json::Value) -> Vec<u64> {
+        let path = shown["outputs"]["embeddings.safetensors"]["path"]
+            .as_str()
+            .map(|rel| self.path().join(rel))
+            .unwrap_or_else(|| panic!("no embeddings output in {shown}"));
+        let bytes = std::fs::read(path).unwrap();
+        let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + len]).unwrap();
+        header["embeddings"]["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect()
+    }
+
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(dir.path().join("pipelines")).unwrap();
