@@ -240,7 +240,7 @@ fn paper_pipelines_raml_ablation_runs_shrunk_with_stand_in_imagenet_weights() {
             "no mixup",
             "init: teacher at 16 px",
             "init: ImageNet",
-            "ResNet-18 student (L_abs, no augmentations)",
+            "resnet18 student (L_abs, no augmentations)",
         ],
     );
     assert!(!variants.contains("448"), "{variants}");
