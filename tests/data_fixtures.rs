@@ -30,19 +30,7 @@ pub fn write_text(path: &Path, text: &str) {
 
 /// CUB-200-2011 with `classes` classes of 2 images each (JPEG, 24 x 20).
 pub fn cub(root: &Path, classes: u32) {
-    let (mut images, mut labels) = (String::new(), String::new());
-    let mut id = 1;
-    for c in 1..=classes {
-        for k in 0..2 {
-            let rel = format!("{c:03}.Bird_{c}/Bird_{c}_{k}.jpg");
-            write_image(&root.join("images").join(&rel), &picture(24, 20, id));
-            images.push_str(&format!("{id} {rel}\n"));
-            labels.push_str(&format!("{id} {c}\n"));
-            id += 1;
-        }
-    }
-    write_text(&root.join("images.txt"), &images);
-    write_text(&root.join("image_class_labels.txt"), &labels);
+    cub_per_class(root, classes, 2);
 }
 
 /// An ImageFolder tree: `classes` folders of `per_class` PNGs (16 x 16), plus a README that
@@ -59,27 +47,7 @@ pub fn image_folder(root: &Path, classes: u32, per_class: u32) {
 
 /// Stanford Online Products: 2 train classes and 2 test classes of 2 images.
 pub fn sop(root: &Path) {
-    let header = "image_id class_id super_class_id path\n";
-    let (mut train, mut test) = (header.to_string(), header.to_string());
-    let mut id = 1;
-    for class in 1..=4 {
-        for k in 0..2 {
-            let rel = format!("bicycle_final/{class}_{k}.JPG");
-            let img = picture(20, 20, id);
-            std::fs::create_dir_all(root.join("bicycle_final")).unwrap();
-            img.save_with_format(root.join(&rel), image::ImageFormat::Jpeg)
-                .unwrap();
-            let line = format!("{id} {class} 1 {rel}\n");
-            if class <= 2 {
-                train.push_str(&line);
-            } else {
-                test.push_str(&line);
-            }
-            id += 1;
-        }
-    }
-    write_text(&root.join("Ebay_train.txt"), &train);
-    write_text(&root.join("Ebay_test.txt"), &test);
+    sop_layout(root, 2, 2, 3);
 }
 
 /// Market-1501: identities 2 and 7 in train, 3 and 4 in the gallery and queries, one junk
@@ -169,31 +137,7 @@ pub fn cars_devkit_annos(rows: &[(&str, u8)]) -> Vec<u8> {
 /// Cars196 in the devkit layout: `classes` classes, one training and one test image each,
 /// the test annotations at the root (where the labelled file is usually dropped).
 pub fn cars_devkit(root: &Path, classes: u8) {
-    let (mut train, mut test) = (Vec::new(), Vec::new());
-    for c in 1..=classes {
-        for (folder, rows) in [("cars_train", &mut train), ("cars_test", &mut test)] {
-            let name = format!("{:05}.jpg", c);
-            write_image(
-                &root.join(folder).join(&name),
-                &picture(30, 18, u32::from(c)),
-            );
-            rows.push((name, c));
-        }
-    }
-    fn as_rows(v: &[(String, u8)]) -> Vec<(&str, u8)> {
-        v.iter().map(|(n, c)| (n.as_str(), *c)).collect()
-    }
-    std::fs::create_dir_all(root.join("devkit")).unwrap();
-    std::fs::write(
-        root.join("devkit/cars_train_annos.mat"),
-        cars_devkit_annos(&as_rows(&train)),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("cars_test_annos_withlabels.mat"),
-        cars_devkit_annos(&as_rows(&test)),
-    )
-    .unwrap();
+    cars_devkit_per_class(root, classes, 1);
 }
 
 /// `cars_annos.mat` holding `annotations(i).relative_im_path / .class / .test`, optionally
@@ -236,19 +180,7 @@ pub fn cars_annos(rows: &[(&str, u8)], compressed: bool) -> Vec<u8> {
 
 /// Cars196 with `classes` classes of 2 images each.
 pub fn cars(root: &Path, classes: u8, compressed: bool) {
-    let mut rows = Vec::new();
-    let mut paths = Vec::new();
-    for c in 1..=classes {
-        for k in 0..2 {
-            let rel = format!("car_ims/{:06}.jpg", u32::from(c) * 2 + k);
-            write_image(&root.join(&rel), &picture(30, 18, u32::from(c) * 2 + k));
-            paths.push((rel, c));
-        }
-    }
-    for (p, c) in &paths {
-        rows.push((p.as_str(), *c));
-    }
-    std::fs::write(root.join("cars_annos.mat"), cars_annos(&rows, compressed)).unwrap();
+    cars_per_class(root, classes, 2, compressed);
 }
 
 /// Market-1501 with `train` training identities (3 boxes each, cameras 1-3) and `test`
@@ -319,36 +251,36 @@ pub fn cars_per_class(root: &Path, classes: u8, per_class: u32, compressed: bool
 /// `per_class` test images each, the labelled test annotations at the root.
 pub fn cars_devkit_per_class(root: &Path, classes: u8, per_class: u32) {
     let (mut train, mut test) = (Vec::new(), Vec::new());
-    let mut n = 0;
+    let mut seed = 0;
     for c in 1..=classes {
         for (folder, rows) in [("cars_train", &mut train), ("cars_test", &mut test)] {
-            for _ in 0..per_class {
-                n += 1;
-                let name = format!("{n:05}.jpg");
-                write_image(&root.join(folder).join(&name), &picture(30, 18, n));
+            for k in 0..per_class {
+                // Numbered within each folder, as the devkit's files are.
+                let name = format!("{:05}.jpg", (u32::from(c) - 1) * per_class + k + 1);
+                seed += 1;
+                write_image(&root.join(folder).join(&name), &picture(30, 18, seed));
                 rows.push((name, c));
             }
         }
     }
-    fn as_rows(v: &[(String, u8)]) -> Vec<(&str, u8)> {
-        v.iter().map(|(n, c)| (n.as_str(), *c)).collect()
-    }
+    let as_rows = |v: &[(String, u8)]| -> Vec<u8> {
+        let rows: Vec<(&str, u8)> = v.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+        cars_devkit_annos(&rows)
+    };
     std::fs::create_dir_all(root.join("devkit")).unwrap();
-    std::fs::write(
-        root.join("devkit/cars_train_annos.mat"),
-        cars_devkit_annos(&as_rows(&train)),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("cars_test_annos_withlabels.mat"),
-        cars_devkit_annos(&as_rows(&test)),
-    )
-    .unwrap();
+    std::fs::write(root.join("devkit/cars_train_annos.mat"), as_rows(&train)).unwrap();
+    std::fs::write(root.join("cars_test_annos_withlabels.mat"), as_rows(&test)).unwrap();
 }
 
 /// Stanford Online Products with `classes` train and `classes` test classes of `per_class`
 /// images each (`.JPG`), class ids starting at 11319 as in the published test list.
 pub fn sop_per_class(root: &Path, classes: u32, per_class: u32) {
+    sop_layout(root, classes, per_class, 11319);
+}
+
+/// Stanford Online Products: `classes` train classes (ids from 1) and `classes` test classes
+/// (ids from `first_test_class`) of `per_class` images each.
+fn sop_layout(root: &Path, classes: u32, per_class: u32, first_test_class: u32) {
     let header = "image_id class_id super_class_id path\n";
     let (mut train, mut test) = (header.to_string(), header.to_string());
     let mut id = 1;
@@ -356,7 +288,7 @@ pub fn sop_per_class(root: &Path, classes: u32, per_class: u32) {
         let class = if k < classes {
             k + 1
         } else {
-            11319 + k - classes
+            first_test_class + k - classes
         };
         for i in 0..per_class {
             let rel = format!("bicycle_final/{class}_{i}.JPG");
