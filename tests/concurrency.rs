@@ -19,20 +19,22 @@ inputs = { input = "base" }
 params = { value = "${sweep.seed}", sleep_ms = 200, trace = "trace.txt" }
 "#,
     );
-    let a = p
-        .cmd(&["run", "pipelines/c.toml", "--json", "--jobs", "2"])
-        .spawn()
-        .unwrap();
-    let b = p
-        .cmd(&["run", "pipelines/c.toml", "--json", "--jobs", "2"])
-        .spawn()
-        .unwrap();
+    let spawn = || {
+        p.cmd(&["run", "pipelines/c.toml", "--json", "--jobs", "2"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
         assert!(
             out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            "{:?}\nstderr:\n{}\nstdout:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
         );
     }
     let trace = std::fs::read_to_string(p.path().join("trace.txt")).unwrap();

@@ -156,8 +156,8 @@ impl Index {
         })?;
         let path = cache_dir.join("index.sqlite");
         let mut conn = Connection::open(&path)?;
-        conn.busy_timeout(Duration::from_secs(30))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        use_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version > MIGRATIONS.len() {
@@ -177,6 +177,33 @@ impl Index {
             tx.commit()?;
         }
         Ok(Index { conn })
+    }
+}
+
+/// How long a connection waits for another process's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Puts the index in WAL mode (persistent, so once per file). Switching needs the database to
+/// itself, and SQLite answers `SQLITE_BUSY` at once, without its busy handler, when another
+/// process has it open at that moment: two runs starting on a fresh cache both switch. So the
+/// mode is read first, and the switch retried until [`BUSY_TIMEOUT`].
+fn use_wal(conn: &Connection) -> Result<(), rusqlite::Error> {
+    let clock = std::time::Instant::now();
+    loop {
+        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+        if mode.eq_ignore_ascii_case("wal") {
+            return Ok(());
+        }
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && clock.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 

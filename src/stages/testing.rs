@@ -292,13 +292,15 @@ impl Run for Echo {
                 .append(true)
                 .open(&path)
                 .map_err(|e| StageError::io(&path, e))?;
-            writeln!(
-                file,
-                "{} {}",
+            // One write per line: with O_APPEND it lands whole even when processes share the
+            // trace (`writeln!` on a File writes each formatted piece on its own).
+            let line = format!(
+                "{} {}\n",
                 ctx.stage_name(),
                 params.get("value").unwrap_or(&Value::Null)
-            )
-            .map_err(|e| StageError::io(&path, e))?;
+            );
+            file.write_all(line.as_bytes())
+                .map_err(|e| StageError::io(&path, e))?;
         }
         let sleep = params.int("sleep_ms")?.max(0) as u64;
         if sleep > 0 {
