@@ -173,7 +173,8 @@ impl Stage for Distill {
         // 2: `accumulate` is clamped to the batches of an epoch (was a partial step per epoch).
         // 3: `precision` and `chunks` (the key gains them; fp32, chunks = 1 are bit-identical).
         // 4: `gem_p_lr_scale`, `gem_p_decay` (the key gains them; the defaults train as 3).
-        4
+        // 5: channels-last backbone (nn/resnet.rs): faster; the last bits of every result move.
+        5
     }
     fn summary(&self) -> &'static str {
         "distil a small-resolution student from a frozen teacher, without labels"

@@ -74,7 +74,8 @@ impl Stage for Embed {
     fn impl_version(&self) -> u32 {
         // 2: the output records each row's image (`items`): how `evaluate` tells same images.
         // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
-        3
+        // 4: channels-last backbone (nn/resnet.rs): faster; the last bits of every result move.
+        4
     }
     fn summary(&self) -> &'static str {
         "embed one partition with one checkpoint at one resolution"

@@ -73,7 +73,8 @@ impl Stage for TrainBct {
         // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
         // 4: `lwf` distils through the frozen w_c_old on the images of new classes only (was a
         //    trainable copy of w_c_old on every image).
-        4
+        // 5: channels-last backbone (nn/resnet.rs): faster; the last bits of every result move.
+        5
     }
 
     fn summary(&self) -> &'static str {

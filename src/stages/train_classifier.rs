@@ -105,7 +105,8 @@ impl Stage for TrainClassifier {
     fn impl_version(&self) -> u32 {
         // 2: `train_seconds` is telemetry, no longer in `metrics.json`.
         // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
-        3
+        // 4: channels-last backbone (nn/resnet.rs): faster; the last bits of every result move.
+        4
     }
 
     fn summary(&self) -> &'static str {

@@ -158,7 +158,8 @@ impl Stage for TrainTeacher {
         // 3: `precision` (the key gains a parameter; fp32 results are bit-identical).
         // 4: `gem_p_lr_scale`, `gem_p_decay` (the key gains them; the defaults train as 3).
         // 5: `mining`, `pool_size` (the key gains them; `mining = "batch"` trains as 4).
-        5
+        // 6: channels-last backbone (nn/resnet.rs): faster; the last bits of every result move.
+        6
     }
     fn summary(&self) -> &'static str {
         "train the database network (triplet or cosine-classifier loss) at the large resolution"
