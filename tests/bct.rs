@@ -326,6 +326,37 @@ fn bct_quickstart_plans_nine_models_and_the_whole_chain_per_seed() {
     assert_eq!(three["table"].len(), 1, "one table gathers every seed");
 }
 
+/// The BCT quickstart's hyper-parameters are chosen on the validation split: the validation
+/// pipeline trains every model on a val-train partition and retrieves on val-test, so no
+/// instance of it reads a test image, and it rehearses the quickstart's models one for one.
+#[test]
+fn bct_validation_pipeline_reads_no_test_image() {
+    let val = expand("pipelines/bct-quickstart-validation.toml", &[]);
+    let test = expand("pipelines/bct-quickstart.toml", &[]);
+    assert!(val["split"][0].bool("validation").unwrap());
+    for (stage, instances) in &val {
+        for p in instances {
+            let Ok(partition) = p.str("partition") else {
+                continue;
+            };
+            if stage.starts_with("emb-") {
+                assert_eq!(partition, "val-test", "{stage}");
+            } else {
+                assert!(partition.starts_with("val-train"), "{stage}: {partition}");
+                let quickstart = test[stage][0].str("partition").unwrap();
+                assert_eq!(partition, format!("val-{quickstart}"), "{stage}");
+            }
+        }
+    }
+    let stages = |m: &BTreeMap<String, Vec<asymflow::kind::Params>>| -> Vec<String> {
+        m.keys()
+            .filter(|s| !s.starts_with("table"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(stages(&val), stages(&test));
+}
+
 #[test]
 fn bct_paper_pipelines_parse_and_plan() {
     let market = expand("pipelines/bct-market1501.toml", &[]);

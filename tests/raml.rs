@@ -222,6 +222,23 @@ fn raml_quickstart_expands_to_the_four_setups() {
     assert_eq!(c["table"], 1);
 }
 
+/// The quickstart's queries sit at the paper's ratios to the database (0.5 and 0.25), not at
+/// a setting of its own.
+#[test]
+fn raml_quickstart_queries_at_half_and_a_quarter_of_the_database() {
+    let s = crate::support::expand("pipelines/quickstart.toml", &[]);
+    let db = s["teacher"][0].int("resolution").unwrap();
+    let mut queries: Vec<i64> = s["teacher-q"]
+        .iter()
+        .map(|p| p.int("resolution").unwrap())
+        .collect();
+    queries.sort_unstable();
+    assert_eq!(queries, [db / 4, db / 2]);
+    for p in &s["student"] {
+        assert!(queries.contains(&p.int("resolution").unwrap()));
+    }
+}
+
 #[test]
 fn raml_paper_pipelines_expand_as_the_paper_sets_them() {
     for (file, queries) in [

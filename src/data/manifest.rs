@@ -8,7 +8,8 @@
 //!
 //! Partition names: `train`, `test` (retrieval: every test image a query against all others);
 //! `train-<p>` nested identity subsets of train (`subsets`); `val-train` / `val-test` (the
-//! validation split: the first and second half of the training classes); `query` / `gallery`
+//! validation split: the first and second half of the training classes) and `val-train-<p>`
+//! (the same `subsets`, nested inside val-train); `query` / `gallery`
 //! (provided by Market-1501, or drawn per test class with `gallery_per_class`);
 //! `probe-gallery`, `probe-mated`, `probe-non-mated` (open-set identification: the query
 //! partition split by whether the probe's class is enrolled in `probe-gallery`); `junk`

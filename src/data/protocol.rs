@@ -54,7 +54,8 @@ impl Protocol {
 pub struct SplitOptions {
     /// Train/test protocol.
     pub protocol: Protocol,
-    /// Nested identity subsets of train, in percent of the training classes (`train-<p>`).
+    /// Nested identity subsets of train, in percent of the training classes (`train-<p>`);
+    /// with `validation`, also of val-train (`val-train-<p>`).
     pub subsets: Vec<i64>,
     /// Whether to add `val-train` / `val-test` (halves of the training classes).
     pub validation: bool,
@@ -115,6 +116,34 @@ fn with_labels(items: &[SplitItem], labels: &BTreeSet<i64>) -> Vec<SplitItem> {
         .filter(|i| labels.contains(&i.label))
         .cloned()
         .collect()
+}
+
+/// Nested identity subsets of `items` (whose classes are `classes`): one shuffled order of
+/// the classes, each subset a prefix of it, inserted as `<name>-<p>` for each percentage.
+fn insert_nested_subsets(
+    parts: &mut BTreeMap<String, Vec<SplitItem>>,
+    name: &str,
+    items: &[SplitItem],
+    classes: &[i64],
+    subsets: &[i64],
+    mut rng: ChaCha8Rng,
+) -> Result<(), DataError> {
+    if subsets.is_empty() {
+        return Ok(());
+    }
+    let mut order = classes.to_vec();
+    order.shuffle(&mut rng);
+    for &p in subsets {
+        if !(1..=100).contains(&p) {
+            return Err(DataError::config(format!(
+                "subsets: {p} is not a percentage in 1..=100"
+            )));
+        }
+        let n = ((order.len() as f64 * p as f64 / 100.0).round() as usize).max(1);
+        let chosen: BTreeSet<i64> = order[..n].iter().copied().collect();
+        parts.insert(format!("{name}-{p}"), with_labels(items, &chosen));
+    }
+    Ok(())
 }
 
 /// Splits `items` (each with its provided part) into partitions.
@@ -180,21 +209,14 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
     let train = parts["train"].clone();
     let train_classes = classes_of(&train);
 
-    // Nested subsets: one shuffled order of the training classes, each subset a prefix of it.
-    if !opts.subsets.is_empty() {
-        let mut order = train_classes.clone();
-        order.shuffle(&mut rng(opts.seed, 1));
-        for &p in &opts.subsets {
-            if !(1..=100).contains(&p) {
-                return Err(DataError::config(format!(
-                    "subsets: {p} is not a percentage in 1..=100"
-                )));
-            }
-            let n = ((order.len() as f64 * p as f64 / 100.0).round() as usize).max(1);
-            let chosen: BTreeSet<i64> = order[..n].iter().copied().collect();
-            parts.insert(format!("train-{p}"), with_labels(&train, &chosen));
-        }
-    }
+    insert_nested_subsets(
+        parts,
+        "train",
+        &train,
+        &train_classes,
+        &opts.subsets,
+        rng(opts.seed, 1),
+    )?;
 
     if opts.validation {
         if train_classes.len() < 2 {
@@ -208,6 +230,16 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
             .iter()
             .cloned()
             .partition(|i| first.contains(&i.label));
+        // The same subsets inside val-train, so a protocol that trains on `train-<p>` (BCT's
+        // old model) can be rehearsed on the validation split: `val-train-<p>`.
+        insert_nested_subsets(
+            parts,
+            "val-train",
+            &a,
+            &train_classes[..half],
+            &opts.subsets,
+            rng(opts.seed, 3),
+        )?;
         parts.insert("val-train".into(), a);
         parts.insert("val-test".into(), b);
     }
@@ -418,6 +450,35 @@ mod tests {
         let p = split(&items(8, 2), &opts).unwrap();
         assert_eq!(labels(&p.partitions["val-train"]), [0, 1].into());
         assert_eq!(labels(&p.partitions["val-test"]), [2, 3].into());
+        assert!(!p.partitions.contains_key("val-train-50"));
+    }
+
+    #[test]
+    fn validation_carries_the_subsets_inside_val_train() {
+        let opts = SplitOptions {
+            validation: true,
+            subsets: vec![25, 50],
+            ..Default::default()
+        };
+        let p = split(&items(80, 2), &opts).unwrap();
+        let val_train = labels(&p.partitions["val-train"]);
+        let (v25, v50) = (
+            labels(&p.partitions["val-train-25"]),
+            labels(&p.partitions["val-train-50"]),
+        );
+        assert_eq!((val_train.len(), v25.len(), v50.len()), (20, 5, 10));
+        assert!(v25.is_subset(&v50) && v50.is_subset(&val_train));
+        assert!(v50.is_disjoint(&labels(&p.partitions["val-test"])));
+        // The test-side subsets are drawn as before, from all training classes.
+        let plain = split(
+            &items(80, 2),
+            &SplitOptions {
+                validation: false,
+                ..opts
+            },
+        )
+        .unwrap();
+        assert_eq!(p.partitions["train-50"], plain.partitions["train-50"]);
     }
 
     #[test]

@@ -64,7 +64,7 @@ const PARAMS: &[ParamDecl] = &[
         "validation",
         ParamType::Bool,
         "false",
-        "add val-train / val-test: the first and second half of the training classes",
+        "add val-train / val-test: the first and second half of the training classes (and val-train-<p> for each of `subsets`)",
     ),
     ParamDecl::optional(
         "gallery_per_class",
@@ -162,7 +162,9 @@ impl Stage for Split {
     }
 
     fn impl_version(&self) -> u32 {
-        1
+        // 2: `validation` with `subsets` also writes val-train-<p> (manifests without both are
+        // byte-identical, so what reads them cuts off early).
+        2
     }
 
     fn summary(&self) -> &'static str {
