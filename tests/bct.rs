@@ -299,8 +299,8 @@ fn bct_quickstart_plans_nine_models_and_the_whole_chain_per_seed() {
         assert_eq!(embed.len(), 1, "{model} is embedded once");
         assert_eq!(
             embed[0].str("view").unwrap(),
-            "whole",
-            "{model}: the test images as training saw them"
+            "center-crop",
+            "{model}: the view the validation split chose"
         );
     }
     let chain = one.keys().filter(|s| s.starts_with("eval-phi")).count();
