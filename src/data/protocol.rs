@@ -118,20 +118,19 @@ fn with_labels(items: &[SplitItem], labels: &BTreeSet<i64>) -> Vec<SplitItem> {
         .collect()
 }
 
-/// Nested identity subsets of `items` (whose classes are `classes`): one shuffled order of
-/// the classes, each subset a prefix of it, inserted as `<name>-<p>` for each percentage.
+/// Nested identity subsets of `items`: one shuffled order of their classes, each subset a
+/// prefix of it, inserted as `<name>-<p>` for each percentage.
 fn insert_nested_subsets(
     parts: &mut BTreeMap<String, Vec<SplitItem>>,
     name: &str,
     items: &[SplitItem],
-    classes: &[i64],
     subsets: &[i64],
     mut rng: ChaCha8Rng,
 ) -> Result<(), DataError> {
     if subsets.is_empty() {
         return Ok(());
     }
-    let mut order = classes.to_vec();
+    let mut order = classes_of(items);
     order.shuffle(&mut rng);
     for &p in subsets {
         if !(1..=100).contains(&p) {
@@ -209,14 +208,7 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
     let train = parts["train"].clone();
     let train_classes = classes_of(&train);
 
-    insert_nested_subsets(
-        parts,
-        "train",
-        &train,
-        &train_classes,
-        &opts.subsets,
-        rng(opts.seed, 1),
-    )?;
+    insert_nested_subsets(parts, "train", &train, &opts.subsets, rng(opts.seed, 1))?;
 
     if opts.validation {
         if train_classes.len() < 2 {
@@ -232,14 +224,7 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
             .partition(|i| first.contains(&i.label));
         // The same subsets inside val-train, so a protocol that trains on `train-<p>` (BCT's
         // old model) can be rehearsed on the validation split: `val-train-<p>`.
-        insert_nested_subsets(
-            parts,
-            "val-train",
-            &a,
-            &train_classes[..half],
-            &opts.subsets,
-            rng(opts.seed, 3),
-        )?;
+        insert_nested_subsets(parts, "val-train", &a, &opts.subsets, rng(opts.seed, 3))?;
         parts.insert("val-train".into(), a);
         parts.insert("val-test".into(), b);
     }
