@@ -145,6 +145,43 @@ fn raml_teacher_student_embed_evaluate_then_nothing_reruns() {
 }
 
 #[test]
+fn raml_trains_in_bf16_on_cpu_as_its_own_computation() {
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    std::fs::create_dir_all(dir.join("pipelines")).unwrap();
+    std::fs::write(dir.join("pipelines/fp32.toml"), TINY).unwrap();
+    let bf16 = TINY
+        .replace("per_class = 0 }", "per_class = 0, precision = \"bf16\" }")
+        .replace("lr = 1e-3 }", "lr = 1e-3, precision = \"bf16\" }");
+    assert_eq!(bf16.matches("precision").count(), 2);
+    std::fs::write(dir.join("pipelines/bf16.toml"), bf16).unwrap();
+
+    let low = run(dir, "pipelines/bf16.toml");
+    assert!(low.values().all(|s| s == "ran"), "{low:?}");
+    let full = run(dir, "pipelines/fp32.toml");
+    for stage in ["teacher", "student", "emb-db", "emb-q", "eval"] {
+        assert_eq!(
+            full[stage], "ran",
+            "{stage} has another key in fp32: {full:?}"
+        );
+    }
+    assert_eq!(full["split"], "cached");
+
+    let (t16, t32) = (
+        metrics(dir, "pipelines/bf16.toml", "teacher")["final_loss"],
+        metrics(dir, "pipelines/fp32.toml", "teacher")["final_loss"],
+    );
+    assert!(t16.is_finite() && t32.is_finite());
+    assert_ne!(t16, t32, "bf16 ran the same arithmetic as fp32");
+    assert!(
+        (t16 - t32).abs() < 0.25 * t32.abs(),
+        "bf16 loss {t16} strays from fp32 {t32}"
+    );
+    let eval = metrics(dir, "pipelines/bf16.toml", "eval");
+    assert!((0.0..=1.0).contains(&eval["map"]), "{eval:?}");
+}
+
+#[test]
 fn raml_import_stands_in_for_embed() {
     let project = tempfile::tempdir().unwrap();
     let dir = project.path();

@@ -18,13 +18,13 @@ use crate::kind::{
 /// The loss-curve output of the training stages.
 pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;
 
-/// `precision`, shared by the kinds that run a network: `fp32`, or `bf16` autocast on CUDA
-/// (refused on CPU when the stage starts; see asymflow-tensor's `nn::precision`).
+/// `precision`, shared by the kinds that run a network: `fp32`, or `bf16` autocast on CUDA and
+/// CPU (see asymflow-tensor's `nn::precision`).
 pub const PRECISION: ParamDecl = ParamDecl::optional(
     "precision",
     ParamType::Choice(&["fp32", "bf16"]),
     "\"fp32\"",
-    "fp32, or bf16: bfloat16 autocast of the forward pass on CUDA (an error on CPU)",
+    "fp32, or bf16: bfloat16 autocast of the forward pass (fast on GPUs and on CPUs with AVX512-BF16 or AMX)",
 );
 
 /// `gem_p_lr_scale`, shared by the kinds that train a GeM network: GeM's exponent `p` learns

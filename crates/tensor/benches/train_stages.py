@@ -5,7 +5,9 @@ the quickstart data (their content does not change the speed). Augmentation runs
 the main process with torch ops: random resized crops (per image, resized with antialiasing),
 flips, SimCLR colour jitter (brightness, contrast, saturation, hue, grey), ImageNet
 normalisation, and for distillation coupled views at two resolutions and mixup. Prints one JSON
-line: images/s of each training run (distill: images, each with its views).
+line: images/s of each training run (distill: images, each with its views). `--precision bf16`
+runs the forward passes under CPU autocast in bfloat16 (losses in fp32), as asymflow's
+`precision = "bf16"` does.
 
 Run by the Rust benchmark (`cargo bench -p asymflow-tensor --bench train_stages`); by hand:
 PYTHONPATH=~/.cache/asymflow/torch-2.11.0 python3 crates/tensor/benches/train_stages.py
@@ -133,8 +135,15 @@ def one_cycle(opt, lr, steps):
     return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(steps, 1))
 
 
+def forward(net, x, bf16):
+    """The network's embeddings, under CPU autocast in bfloat16 when `bf16`, as fp32."""
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        emb = net(x)
+    return emb.float()
+
+
 def run_classifier(images, labels, classes, res, batch, epochs, lr, crop_min, flip, gem, dim,
-                   width=16):
+                   bf16, width=16):
     """train-teacher / train-classifier: normalised softmax, scale 16, Adam + one-cycle."""
     g = torch.Generator().manual_seed(0)
     net = Net(width, dim, gem).train()
@@ -150,7 +159,7 @@ def run_classifier(images, labels, classes, res, batch, epochs, lr, crop_min, fl
             idx = order[b * batch:(b + 1) * batch]
             (x,) = views(images, idx, [res], crop_min, flip, 0.0, g)
             opt.zero_grad()
-            emb = net(x)
+            emb = forward(net, x, bf16)
             logits = 16 * emb @ F.normalize(head, dim=1).t()
             loss = F.cross_entropy(logits, labels[idx])
             loss.item()
@@ -160,7 +169,7 @@ def run_classifier(images, labels, classes, res, batch, epochs, lr, crop_min, fl
     return per_epoch * batch * epochs / (time.perf_counter() - start)
 
 
-def run_distill(images, per_epoch_images, big, small, batch, p, epochs, lr, dim, width=16):
+def run_distill(images, per_epoch_images, big, small, batch, p, epochs, lr, dim, bf16, width=16):
     """distill: coupled views, jitter 0.5, mixup 0.2, all three losses, Adam + one-cycle."""
     g = torch.Generator().manual_seed(0)
     teacher = Net(width, dim, True).eval()
@@ -184,8 +193,8 @@ def run_distill(images, per_epoch_images, big, small, batch, p, epochs, lr, dim,
             tv, sv = lam * tv + (1 - lam) * tv[perm], lam * sv + (1 - lam) * sv[perm]
             opt.zero_grad()
             with torch.no_grad():
-                t = teacher(tv)
-            s = student(sv)
+                t = forward(teacher, tv, bf16)
+            s = forward(student, sv, bf16)
             loss = distill_loss(s, t, p, 0.7)
             loss.item()
             loss.backward()
@@ -201,7 +210,9 @@ def main():
     ap.add_argument("--teacher-images", type=int, default=1920)
     ap.add_argument("--student-images", type=int, default=640)
     ap.add_argument("--classifier-images", type=int, default=2000)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     a = ap.parse_args()
+    bf16 = a.precision == "bf16"
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     # The resolution-asymmetry quickstart: 48 training classes at 64 px; as many images as
@@ -214,10 +225,11 @@ def main():
     bct_labels = torch.arange(a.classifier_images) % 500
     out = {
         "teacher": run_classifier(raml[:a.teacher_images], raml_labels, 48, 64, 64, a.epochs,
-                                  2e-3, 0.25, False, True, 128),
-        "distill": run_distill(raml, a.student_images, 64, 32, 32, 2, a.epochs, 1e-3, 128),
+                                  2e-3, 0.25, False, True, 128, bf16),
+        "distill": run_distill(raml, a.student_images, 64, 32, 32, 2, a.epochs, 1e-3, 128,
+                               bf16),
         "classifier": run_classifier(bct, bct_labels, 500, 32, 128, a.epochs, 2e-3, 0.6,
-                                     False, False, 64),
+                                     False, False, 64, bf16),
     }
     print(json.dumps(out))
 

@@ -7,6 +7,9 @@
 //! asymflow's time goes (data, forward, backward, optimiser step, bookkeeping), read from the
 //! breakdown line each stage writes to its log.
 //!
+//! Each stage runs in fp32 and again in bf16 (CPU autocast, `precision = "bf16"`), each against
+//! the peer in the same precision.
+//!
 //! `cargo bench -p asymflow-tensor --bench train_stages` (`ASYMFLOW_BENCH_EPOCHS`, default 2;
 //! `ASYMFLOW_BENCH_THREADS`, default 2). The PyTorch peer runs from the torch wheel the set-up
 //! installed, or from `python3`'s own torch when `ASYMFLOW_BENCH_PYTHONPATH` is empty.
@@ -132,46 +135,50 @@ fn peer(args: &[String]) -> Result<BTreeMap<String, f64>, String> {
     serde_json::from_str(line).map_err(|e| format!("peer output {line:?}: {e}"))
 }
 
-fn main() {
-    let threads = env_usize("ASYMFLOW_BENCH_THREADS", 2);
-    let epochs = env_usize("ASYMFLOW_BENCH_EPOCHS", 2);
-    tch::set_num_threads(threads as i32);
-    tch::set_num_interop_threads(1);
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let root = dir.path();
+/// The three training runs of one precision, and the peer's images/s in the same precision.
+struct Measured {
+    teacher: Ran,
+    student: Ran,
+    classifier: Ran,
+    peer: Result<BTreeMap<String, f64>, String>,
+}
 
+/// Runs the three stages and their peer in `precision` (`"fp32"` or `"bf16"`).
+fn measure(root: &Path, precision: &str, epochs: usize, threads: usize) -> Measured {
+    let root = root.join(precision);
     // The resolution-asymmetry quickstart's split and its teacher and student settings
     // (stages/raml-teacher-cpu.toml, stages/raml-student-cpu.toml).
     let split = run(
-        root,
+        &root,
         "split",
         "split",
         json!({"dataset": "synthetic", "classes": 96, "per_class": 40, "image_size": 64, "protocol": "half-classes"}),
         &[],
     );
     let teacher = run(
-        root,
+        &root,
         "teacher",
         "train-teacher",
         json!({"arch": "resnet18", "width": 16, "stem": "small", "pool": "gem", "embed_dim": 128,
                "loss": "norm-softmax", "scale": 16.0, "per_class": 0, "optimizer": "adam", "lr": 2e-3,
                "weight_decay": 0.0, "schedule": "one-cycle", "epochs": epochs, "batch_size": 64,
-               "resolution": 64, "flip": false}),
+               "resolution": 64, "flip": false, "precision": precision}),
         &[("split", &split.artifact)],
     );
     let student = run(
-        root,
+        &root,
         "student",
         "distill",
         json!({"init": "teacher", "augmentations": 2, "coupled": true, "jitter": 0.5, "mixup": 0.2,
                "losses": ["abs", "rel_ts", "rel_ss"], "lambda_t": 0.7, "lambda_s": 0.7,
                "optimizer": "adam", "lr": 1e-3, "weight_decay": 0.0, "schedule": "one-cycle",
-               "epochs": epochs, "batch_size": 32, "images_per_epoch": 640, "resolution": 32}),
+               "epochs": epochs, "batch_size": 32, "images_per_epoch": 640, "resolution": 32,
+               "precision": precision}),
         &[("split", &split.artifact), ("teacher", &teacher.artifact)],
     );
     // The BCT quickstart's split and classifier settings (stages/bct-classifier-cpu.toml).
     let bct_split = run(
-        root,
+        &root,
         "bct-split",
         "split",
         json!({"dataset": "synthetic", "classes": 500, "per_class": 10, "image_size": 32, "detail_scale": 2.0,
@@ -179,13 +186,13 @@ fn main() {
         &[],
     );
     let classifier = run(
-        root,
+        &root,
         "classifier",
         "train-classifier",
         json!({"arch": "resnet18", "width": 16, "stem": "small", "embed_dim": 64, "head": "norm-softmax",
                "scale": 16.0, "margin": 0.0, "resolution": 32, "epochs": epochs, "batch_size": 128,
                "optimizer": "adam", "lr": 2e-3, "schedule": "one-cycle", "geometric": true, "crop_min": 0.6,
-               "flip": false}),
+               "flip": false, "precision": precision}),
         &[("split", &bct_split.artifact)],
     );
 
@@ -201,51 +208,78 @@ fn main() {
         images(&student).to_string(),
         "--classifier-images".into(),
         images(&classifier).to_string(),
+        "--precision".into(),
+        precision.into(),
     ];
-    let peer = peer(&args);
+    Measured {
+        peer: peer(&args),
+        teacher,
+        student,
+        classifier,
+    }
+}
+
+fn main() {
+    let threads = env_usize("ASYMFLOW_BENCH_THREADS", 2);
+    let epochs = env_usize("ASYMFLOW_BENCH_EPOCHS", 2);
+    tch::set_num_threads(threads as i32);
+    tch::set_num_interop_threads(1);
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let runs: Vec<(&str, Measured)> = ["fp32", "bf16"]
+        .into_iter()
+        .map(|precision| (precision, measure(dir.path(), precision, epochs, threads)))
+        .collect();
 
     println!(
         "train_stages: the stages' runs on quickstart-sized data, {epochs} epochs each, {threads} threads; \
-         images/s over the training run (distill: images, each with 2 views)"
+         images/s over the training run (distill: images, each with 2 views); each precision \
+         against PyTorch eager in the same precision (bf16: CPU autocast)"
     );
     println!(
-        "| stage | asymflow images/s | PyTorch images/s | ratio | data | forward | backward | step | bookkeeping |"
+        "| stage | precision | asymflow images/s | PyTorch images/s | ratio | data | forward | backward | step | bookkeeping |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for (label, key, ran) in [
-        ("train-teacher (64 px, batch 64)", "teacher", &teacher),
-        (
-            "distill (64 -> 32 px, batch 32 x 2 views)",
-            "distill",
-            &student,
-        ),
-        (
-            "train-classifier (32 px, batch 128)",
-            "classifier",
-            &classifier,
-        ),
-    ] {
-        let b = &ran.breakdown;
-        let total = b.get("total").copied().unwrap_or(ran.wall);
-        let ours = b.get("images").copied().unwrap_or(0.0) / total;
-        let (theirs, ratio) = match peer.as_ref().ok().and_then(|p| p.get(key)) {
-            Some(&t) => (format!("{t:.1}"), format!("{:.2}x", ours / t)),
-            None => ("-".into(), "-".into()),
-        };
-        let share = |part: &str| {
-            let s = b.get(part).copied().unwrap_or(0.0);
-            format!("{s:.2} s ({:.0}%)", 100.0 * s / total)
-        };
-        println!(
-            "| {label} | {ours:.1} | {theirs} | {ratio} | {} | {} | {} | {} | {} |",
-            share("data"),
-            share("forward"),
-            share("backward"),
-            share("step"),
-            share("bookkeeping")
-        );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (precision, m) in &runs {
+        for (label, key, ran) in [
+            ("train-teacher (64 px, batch 64)", "teacher", &m.teacher),
+            (
+                "distill (64 -> 32 px, batch 32 x 2 views)",
+                "distill",
+                &m.student,
+            ),
+            (
+                "train-classifier (32 px, batch 128)",
+                "classifier",
+                &m.classifier,
+            ),
+        ] {
+            let b = &ran.breakdown;
+            let total = b.get("total").copied().unwrap_or(ran.wall);
+            let ours = b.get("images").copied().unwrap_or(0.0) / total;
+            let (theirs, ratio) = match m.peer.as_ref().ok().and_then(|p| p.get(key)) {
+                Some(&t) => (format!("{t:.1}"), format!("{:.2}x", ours / t)),
+                None => ("-".into(), "-".into()),
+            };
+            let share = |part: &str| {
+                let s = b.get(part).copied().unwrap_or(0.0);
+                format!("{s:.2} s ({:.0}%)", 100.0 * s / total)
+            };
+            println!(
+                "| {label} | {precision} | {ours:.1} | {theirs} | {ratio} | {} | {} | {} | {} | {} |",
+                share("data"),
+                share("forward"),
+                share("backward"),
+                share("step"),
+                share("bookkeeping")
+            );
+        }
     }
-    if let Err(e) = peer {
-        println!("PyTorch peer unavailable, no ratio: {}", e.trim());
+    for (precision, m) in &runs {
+        if let Err(e) = &m.peer {
+            println!(
+                "PyTorch peer ({precision}) unavailable, no ratio: {}",
+                e.trim()
+            );
+        }
     }
 }

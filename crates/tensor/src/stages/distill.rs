@@ -47,7 +47,8 @@ impl Run for Distill {
         let resolution = p.resolution("resolution")?;
         let augmentations = positive(&p, "augmentations")?;
         let loss = distill_loss(&p)?;
-        let precision = precision_param(&p, device)?;
+        let precision = precision_param(&p)?;
+        super::training::note_precision(ctx, precision);
         let chunks = positive(&p, "chunks")?;
         if chunks > batch_size {
             return Err(StageError::bad_param(
@@ -347,29 +348,19 @@ mod tests {
     }
 
     #[test]
-    fn precision_defaults_to_fp32_and_bf16_is_refused_on_cpu() {
+    fn precision_defaults_to_fp32_and_unknown_spellings_are_refused() {
         use crate::nn::precision::{precision_param, Precision};
         let mut p = params(json!(["abs"]));
         assert_eq!(p.int("chunks").unwrap(), 1);
-        assert_eq!(
-            precision_param(&p, tch::Device::Cpu).unwrap(),
-            Precision::Fp32
-        );
+        assert_eq!(precision_param(&p).unwrap(), Precision::Fp32);
         p.0.insert("precision".into(), json!("bf16"));
-        let err = precision_param(&p, tch::Device::Cpu)
-            .unwrap_err()
-            .to_string();
+        assert_eq!(precision_param(&p).unwrap(), Precision::Bf16);
+        p.0.insert("precision".into(), json!("fp16"));
+        let err = precision_param(&p).unwrap_err().to_string();
         assert!(
-            err.contains("precision") && err.contains("needs a CUDA device"),
+            err.contains("precision") && err.contains("expected one of fp32, bf16"),
             "{err}"
         );
-        assert_eq!(
-            precision_param(&p, tch::Device::Cuda(0)).unwrap(),
-            Precision::Bf16,
-            "accepted for a CUDA stage (nothing runs here)"
-        );
-        p.0.insert("precision".into(), json!("fp16"));
-        assert!(precision_param(&p, tch::Device::Cpu).is_err());
     }
 
     #[test]

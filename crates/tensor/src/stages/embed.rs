@@ -34,7 +34,8 @@ impl Run for Embed {
         let resolution = p.resolution("resolution")?;
         let batch_size = positive(&p, "batch_size")?;
         let device = crate::worker::torch_device(ctx.device());
-        let precision = precision_param(&p, device)?;
+        let precision = precision_param(&p)?;
+        super::training::note_precision(ctx, precision);
         if device.is_cuda() {
             tch::Cuda::cudnn_set_benchmark(true);
         }

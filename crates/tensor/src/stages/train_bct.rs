@@ -310,6 +310,7 @@ impl Run for TrainBct {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let params = ctx.params().clone();
         let setup = Setup::from_params(&params)?;
+        super::training::note_precision(ctx, setup.precision);
         let (items, dataset, classes) = training_items(ctx)?;
         let old = load_old(ctx)?;
         let k_old = old.head.config().dim;

@@ -25,7 +25,7 @@ use crate::data::{
     TrainConfig, TrainLoader,
 };
 use crate::kind::{Params, Run, StageContext, StageError};
-use crate::nn::precision::{Precision, PRECISIONS};
+use crate::nn::precision::{precision_param, Precision};
 use crate::nn::timing::{RunTimes, StepTimes};
 use crate::nn::{
     gflops, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig, Pool,
@@ -140,15 +140,7 @@ impl Setup {
             optim: optim_config(params)?,
             augment: augment_config(params)?,
             seed: params.int("seed")? as u64,
-            precision: {
-                let name = params.str("precision")?;
-                Precision::parse(name).ok_or_else(|| {
-                    StageError::bad_param(
-                        "precision",
-                        format!("`{name}`: expected one of {}", PRECISIONS.join(", ")),
-                    )
-                })?
-            },
+            precision: precision_param(params)?,
             init_seed: init_seed(params),
         })
     }
@@ -275,10 +267,7 @@ pub(crate) fn train(
         .ok_or_else(|| StageError::Other("internal: a classifier model without a head".into()))?;
     let index = classes.index();
     let device = crate::worker::torch_device(ctx.device());
-    let precision = setup
-        .precision
-        .check(device)
-        .map_err(|e| StageError::bad_param("precision", e.to_string()))?;
+    let precision = setup.precision;
     if device.is_cuda() {
         tch::Cuda::cudnn_set_benchmark(true);
     }
@@ -385,6 +374,7 @@ pub(crate) fn finish(
 impl Run for TrainClassifier {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let setup = Setup::from_params(ctx.params())?;
+        super::training::note_precision(ctx, setup.precision);
         let (items, dataset, classes) = training_items(ctx)?;
         ctx.log(format!(
             "training on `{}`: {} images of {} classes",

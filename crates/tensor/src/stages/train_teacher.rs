@@ -98,7 +98,8 @@ impl Run for TrainTeacher {
         };
 
         let device = crate::worker::torch_device(ctx.device());
-        let precision = precision_param(&p, device)?;
+        let precision = precision_param(&p)?;
+        super::training::note_precision(ctx, precision);
         if device.is_cuda() {
             tch::Cuda::cudnn_set_benchmark(true);
         }

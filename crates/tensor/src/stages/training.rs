@@ -1,6 +1,7 @@
 //! The tensor side of what the network stages share: the network and optimiser
-//! configurations, from the engine's typed parameter groups (`asymflow::stages::groups`). The rest (opening the split, augmentation parameters,
-//! the loss curve) is the engine's, re-exported here.
+//! configurations, from the engine's typed parameter groups (`asymflow::stages::groups`), and
+//! the precision note. The rest (opening the split, augmentation parameters, the loss curve) is
+//! the engine's, re-exported here.
 
 pub use asymflow::stages::groups::batching::Batching;
 pub use asymflow::stages::training::*;
@@ -8,7 +9,8 @@ pub use asymflow::stages::training::*;
 use asymflow::stages::groups::network::NetworkParams;
 use asymflow::stages::groups::optim::{OptimParams, Optimizer, Schedule};
 
-use crate::kind::{Params, StageError};
+use crate::kind::{Params, StageContext, StageError};
+use crate::nn::precision::Precision;
 use crate::nn::{Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, Stem};
 
 /// The optimiser group ([`OptimParams`]) as the optimiser's configuration.
@@ -46,6 +48,14 @@ pub fn gem_group(optim: Optim, net: &NetConfig, params: &Params) -> Result<Optim
     } else {
         optim
     })
+}
+
+/// Logs, when the stage starts, that `precision` runs slowly on this stage's device
+/// ([`Precision::note`]: bf16 on a CPU without bf16 instructions).
+pub fn note_precision(ctx: &mut StageContext<'_>, precision: Precision) {
+    if let Some(note) = precision.note(crate::worker::torch_device(ctx.device())) {
+        ctx.log(note);
+    }
 }
 
 /// The `accumulate` a run uses: at most the batches an epoch has. An epoch ends with a step
