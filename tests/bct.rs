@@ -303,6 +303,22 @@ fn bct_quickstart_plans_nine_models_and_the_whole_chain_per_seed() {
             "{model}: the view the validation split chose"
         );
     }
+    // What the validation split chose (bct-quickstart-validation.toml, README).
+    for model in models {
+        assert_eq!(one[model][0].int("batch_size").unwrap(), 32, "{model}");
+    }
+    for (model, lambda) in [
+        ("bct-old", 1.0),
+        ("bct-synth", 1.0),
+        ("bct-kd", 1.0),
+        ("phi2", 3.0),
+        ("phi3", 3.0),
+    ] {
+        assert_eq!(one[model][0].float("lambda").unwrap(), lambda, "{model}");
+    }
+    for (model, epochs) in [("phi1", 20), ("phi2", 20), ("phi3", 15), ("new", 10)] {
+        assert_eq!(one[model][0].int("epochs").unwrap(), epochs, "{model}");
+    }
     let chain = one.keys().filter(|s| s.starts_with("eval-phi")).count();
     assert_eq!(
         chain, 6,

@@ -228,7 +228,7 @@ def main():
                                   2e-3, 0.25, False, True, 128, bf16),
         "distill": run_distill(raml, a.student_images, 64, 32, 32, 2, a.epochs, 1e-3, 128,
                                bf16),
-        "classifier": run_classifier(bct, bct_labels, 500, 32, 128, a.epochs, 2e-3, 0.6,
+        "classifier": run_classifier(bct, bct_labels, 500, 32, 32, a.epochs, 2e-3, 0.6,
                                      False, False, 64, bf16),
     }
     print(json.dumps(out))

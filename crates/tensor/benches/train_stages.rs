@@ -190,7 +190,7 @@ fn measure(root: &Path, precision: &str, epochs: usize, threads: usize) -> Measu
         "classifier",
         "train-classifier",
         json!({"arch": "resnet18", "width": 16, "stem": "small", "embed_dim": 64, "head": "norm-softmax",
-               "scale": 16.0, "margin": 0.0, "resolution": 32, "epochs": epochs, "batch_size": 128,
+               "scale": 16.0, "margin": 0.0, "resolution": 32, "epochs": epochs, "batch_size": 32,
                "optimizer": "adam", "lr": 2e-3, "schedule": "one-cycle", "geometric": true, "crop_min": 0.6,
                "flip": false, "precision": precision}),
         &[("split", &bct_split.artifact)],
@@ -248,7 +248,7 @@ fn main() {
                 &m.student,
             ),
             (
-                "train-classifier (32 px, batch 128)",
+                "train-classifier (32 px, batch 32)",
                 "classifier",
                 &m.classifier,
             ),
