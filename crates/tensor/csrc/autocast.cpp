@@ -28,12 +28,12 @@ extern "C" void asymflow_autocast_bf16_exit(int previous) {
   at::autocast::set_autocast_enabled(at::kCPU, (previous & 2) != 0);
 }
 
-// The autocast dtype of `cuda ? CUDA : CPU` on this thread is bfloat16.
+// The autocast dtype of `cuda ? CUDA : CPU` on this thread is bfloat16 (for the tests).
 extern "C" int asymflow_autocast_is_bf16(int cuda) {
   return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU) == at::kBFloat16 ? 1 : 0;
 }
 
-// Autocast is on for `cuda ? CUDA : CPU` on this thread.
+// Autocast is on for `cuda ? CUDA : CPU` on this thread (for the tests).
 extern "C" int asymflow_autocast_is_enabled(int cuda) {
   return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU) ? 1 : 0;
 }

@@ -38,8 +38,6 @@ pub const PRECISIONS: &[&str] = &["fp32", "bf16"];
 extern "C" {
     fn asymflow_autocast_bf16_enter() -> std::os::raw::c_int;
     fn asymflow_autocast_bf16_exit(previous: std::os::raw::c_int);
-    fn asymflow_autocast_is_bf16(cuda: std::os::raw::c_int) -> std::os::raw::c_int;
-    fn asymflow_autocast_is_enabled(cuda: std::os::raw::c_int) -> std::os::raw::c_int;
 }
 
 impl Precision {
@@ -162,31 +160,37 @@ pub fn precision_param(params: &crate::kind::Params) -> Result<Precision, crate:
         .map_err(|e| crate::kind::StageError::bad_param("precision", e.to_string()))
 }
 
-/// This thread's autocast state for CUDA (`cuda`) or CPU: (enabled, dtype is bfloat16), or
-/// `None` without the shim.
-#[cfg(asymflow_bf16)]
-pub fn autocast_state(cuda: bool) -> Option<(bool, bool)> {
-    let cuda = std::os::raw::c_int::from(cuda);
-    // SAFETY: plain libtorch getters (csrc/autocast.cpp).
-    Some(unsafe {
-        (
-            asymflow_autocast_is_enabled(cuda) != 0,
-            asymflow_autocast_is_bf16(cuda) != 0,
-        )
-    })
-}
-
-/// This thread's autocast state for CUDA (`cuda`) or CPU: (enabled, dtype is bfloat16), or
-/// `None` without the shim.
-#[cfg(not(asymflow_bf16))]
-pub fn autocast_state(_cuda: bool) -> Option<(bool, bool)> {
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use tch::Kind;
+
+    #[cfg(asymflow_bf16)]
+    extern "C" {
+        fn asymflow_autocast_is_bf16(cuda: std::os::raw::c_int) -> std::os::raw::c_int;
+        fn asymflow_autocast_is_enabled(cuda: std::os::raw::c_int) -> std::os::raw::c_int;
+    }
+
+    /// This thread's autocast state for CUDA (`cuda`) or CPU: (enabled, dtype is bfloat16), or
+    /// `None` without the shim.
+    fn autocast_state(cuda: bool) -> Option<(bool, bool)> {
+        #[cfg(asymflow_bf16)]
+        {
+            let cuda = std::os::raw::c_int::from(cuda);
+            // SAFETY: plain libtorch getters (csrc/autocast.cpp).
+            Some(unsafe {
+                (
+                    asymflow_autocast_is_enabled(cuda) != 0,
+                    asymflow_autocast_is_bf16(cuda) != 0,
+                )
+            })
+        }
+        #[cfg(not(asymflow_bf16))]
+        {
+            let _ = cuda;
+            None
+        }
+    }
 
     #[test]
     fn spellings_round_trip_and_unknown_ones_are_refused() {
