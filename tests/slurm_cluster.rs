@@ -213,6 +213,19 @@ fn a_requeued_job_is_followed_to_its_result() {
     ex.submit(0, j).unwrap();
     let id = ex.slurm_job_id(0).unwrap().to_string();
     wait_running(&mut ex, 1);
+    // Slurm reports RUNNING before slurmd has started the batch script; requeued before its
+    // first line, the job would never print "(restart 0)". Requeue once the script is going.
+    let start = Instant::now();
+    while !job_logs(&log_dir, &key)
+        .iter()
+        .any(|log| std::fs::read_to_string(log).is_ok_and(|text| text.contains("fake-exec: key=")))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "job {id} is running but its script never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let scontrol = |args: &[&str]| Command::new("scontrol").args(args).status().unwrap();
     assert!(scontrol(&["requeue", &id]).success());
     // A requeued job waits two minutes before it may start again; once it waits, make it
