@@ -276,6 +276,55 @@ fn raml_quickstart_queries_at_half_and_a_quarter_of_the_database() {
     }
 }
 
+/// The quickstart's student recipe is chosen inside its training classes: every network of
+/// the validation pipeline trains on `val-train`, every embedding is of `val-test`, and the
+/// data and networks are the quickstart's.
+#[test]
+fn raml_validation_pipeline_reads_no_test_image() {
+    let val = crate::support::expand("pipelines/quickstart-validation.toml", &[]);
+    let test = crate::support::expand("pipelines/quickstart.toml", &[]);
+    let split = &val["split"][0];
+    assert!(split.bool("validation").unwrap());
+    for param in ["dataset", "classes", "per_class", "image_size", "protocol"] {
+        assert_eq!(
+            split.get(param),
+            test["split"][0].get(param),
+            "split: {param}"
+        );
+    }
+    let mut trained = 0;
+    for (stage, instances) in &val {
+        for p in instances {
+            let Ok(partition) = p.str("partition") else {
+                continue;
+            };
+            if stage.starts_with("emb-") {
+                assert_eq!(partition, "val-test", "{stage}");
+            } else {
+                assert_eq!(partition, "val-train", "{stage}");
+                trained += 1;
+            }
+        }
+    }
+    assert!(trained > 0);
+    for (stage, quickstart) in [
+        ("teacher", "teacher"),
+        ("teacher-q", "teacher-q"),
+        ("student", "student"),
+        ("student-ck", "student"),
+    ] {
+        for param in ["arch", "width", "epochs", "batch_size", "lr", "precision"] {
+            for p in &val[stage] {
+                assert_eq!(
+                    p.get(param),
+                    test[quickstart][0].get(param),
+                    "{stage}: {param}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn raml_paper_pipelines_expand_as_the_paper_sets_them() {
     for (file, queries) in [
