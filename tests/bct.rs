@@ -311,8 +311,8 @@ fn bct_quickstart_plans_nine_models_and_the_whole_chain_per_seed() {
         ("bct-old", 1.0),
         ("bct-synth", 1.0),
         ("bct-kd", 1.0),
-        ("phi2", 3.0),
-        ("phi3", 3.0),
+        ("phi2", 5.0),
+        ("phi3", 5.0),
     ] {
         assert_eq!(one[model][0].float("lambda").unwrap(), lambda, "{model}");
     }
