@@ -350,18 +350,13 @@ fn bct_validation_pipeline_reads_no_test_image() {
     let val = expand("pipelines/bct-quickstart-validation.toml", &[]);
     let test = expand("pipelines/bct-quickstart.toml", &[]);
     assert!(val["split"][0].bool("validation").unwrap());
-    for (stage, instances) in &val {
-        for p in instances {
-            let Ok(partition) = p.str("partition") else {
-                continue;
-            };
-            if stage.starts_with("emb-") {
-                assert_eq!(partition, "val-test", "{stage}");
-            } else {
-                assert!(partition.starts_with("val-train"), "{stage}: {partition}");
-                let quickstart = test[stage][0].str("partition").unwrap();
-                assert_eq!(partition, format!("val-{quickstart}"), "{stage}");
-            }
+    for (stage, partition) in crate::support::partitions(&val) {
+        if stage.starts_with("emb-") {
+            assert_eq!(partition, "val-test", "{stage}");
+        } else {
+            assert!(partition.starts_with("val-train"), "{stage}: {partition}");
+            let quickstart = test[stage][0].str("partition").unwrap();
+            assert_eq!(partition, format!("val-{quickstart}"), "{stage}");
         }
     }
     let stages = |m: &BTreeMap<String, Vec<asymflow::kind::Params>>| -> Vec<String> {

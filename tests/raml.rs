@@ -293,17 +293,12 @@ fn raml_validation_pipeline_reads_no_test_image() {
         );
     }
     let mut trained = 0;
-    for (stage, instances) in &val {
-        for p in instances {
-            let Ok(partition) = p.str("partition") else {
-                continue;
-            };
-            if stage.starts_with("emb-") {
-                assert_eq!(partition, "val-test", "{stage}");
-            } else {
-                assert_eq!(partition, "val-train", "{stage}");
-                trained += 1;
-            }
+    for (stage, partition) in crate::support::partitions(&val) {
+        if stage.starts_with("emb-") {
+            assert_eq!(partition, "val-test", "{stage}");
+        } else {
+            assert_eq!(partition, "val-train", "{stage}");
+            trained += 1;
         }
     }
     assert!(trained > 0);

@@ -183,3 +183,16 @@ pub fn expand(
     }
     stages
 }
+
+/// (stage, partition) of every instance of an expanded pipeline that reads a partition: what
+/// a validation pipeline's tests check, so that no stage of it reads a test image.
+pub fn partitions(expanded: &BTreeMap<String, Vec<asymflow::kind::Params>>) -> Vec<(&str, &str)> {
+    expanded
+        .iter()
+        .flat_map(|(stage, instances)| {
+            instances
+                .iter()
+                .filter_map(move |p| Some((stage.as_str(), p.str("partition").ok()?)))
+        })
+        .collect()
+}
