@@ -307,6 +307,7 @@ fn raml_validation_pipeline_reads_no_test_image() {
         ("teacher-q", "teacher-q"),
         ("student", "student"),
         ("student-ck", "student"),
+        ("student-aug", "student"),
     ] {
         for param in ["arch", "width", "epochs", "batch_size", "lr", "precision"] {
             for p in &val[stage] {
