@@ -269,6 +269,15 @@ impl TrainLoader {
         self.plan(0).len()
     }
 
+    /// A line for the stage log when `images_per_epoch` asks for more than one pass.
+    pub fn capped_epoch_note(&self) -> Option<String> {
+        capped_epoch_note(
+            self.config.images_per_epoch,
+            self.batches_per_epoch(),
+            self.config.batch_size,
+        )
+    }
+
     /// The batches of `epoch`.
     pub fn epoch(&self, epoch: u64) -> impl Iterator<Item = Result<Batch, DataError>> {
         let plan = self.plan(epoch);
@@ -391,6 +400,20 @@ impl Sampling {
 }
 
 /// Drops an incomplete last batch (unless it is the only one) and applies the image cap.
+/// The log line for an `images_per_epoch` above what one pass over the partition gives in
+/// whole batches: an epoch is at most one pass (as in the reference code, which caps its
+/// epoch at the training set), so asking for more trains on fewer images than asked.
+fn capped_epoch_note(cap: Option<usize>, batches: usize, bs: usize) -> Option<String> {
+    let cap = cap?;
+    (cap / bs > batches).then(|| {
+        format!(
+            "note: images_per_epoch = {cap}, but an epoch is at most one pass over the \
+             partition: {batches} batches of {bs}, {} images per epoch",
+            batches * bs
+        )
+    })
+}
+
 fn finish_plan(mut batches: Vec<Vec<usize>>, bs: usize, cap: Option<usize>) -> Vec<Vec<usize>> {
     if batches.len() > 1 && batches.last().is_some_and(|b| b.len() < bs) {
         batches.pop();
@@ -523,6 +546,15 @@ impl DistillLoader {
     /// Number of batches per epoch.
     pub fn batches_per_epoch(&self) -> usize {
         self.plan(0).len()
+    }
+
+    /// A line for the stage log when `images_per_epoch` asks for more than one pass.
+    pub fn capped_epoch_note(&self) -> Option<String> {
+        capped_epoch_note(
+            self.config.images_per_epoch,
+            self.batches_per_epoch(),
+            self.config.batch_size,
+        )
     }
 
     /// The batches of `epoch`.
@@ -668,6 +700,57 @@ mod tests {
             }
             assert_eq!(count.len(), 3, "{count:?}");
             assert!(count.values().all(|&c| c == 2));
+        }
+    }
+
+    /// An epoch is at most one pass: `images_per_epoch` above it trains on one pass, and the
+    /// stage log says so (a validation round once asked for 1280 and 1920 images of a
+    /// 960-image partition and got the same student twice).
+    #[test]
+    fn images_per_epoch_above_one_pass_is_capped_and_noted() {
+        let dataset: Arc<dyn Dataset> = Arc::new(asymflow::data::SyntheticDataset::new(
+            asymflow::data::SyntheticParams::default(),
+        ));
+        let all: Vec<SplitItem> = (0..10)
+            .map(|i| SplitItem {
+                id: format!("synthetic/{i}"),
+                label: i / 5,
+                camera: None,
+            })
+            .collect();
+        let loader = |images_per_epoch| {
+            TrainLoader::new(
+                dataset.clone(),
+                &all,
+                TrainConfig {
+                    resolution: Resolution::square(8),
+                    batch_size: 4,
+                    sampling: Sampling::Shuffle,
+                    images_per_epoch,
+                    augment: AugmentConfig::default(),
+                    seed: 0,
+                },
+            )
+            .unwrap()
+        };
+        for (cap, batches, noted) in [
+            (None, 2, false),
+            (Some(4), 1, false),
+            (Some(8), 2, false),
+            (Some(11), 2, false),
+            (Some(12), 2, true),
+            (Some(40), 2, true),
+        ] {
+            let loader = loader(cap);
+            assert_eq!(loader.batches_per_epoch(), batches, "{cap:?}");
+            let note = loader.capped_epoch_note();
+            assert_eq!(note.is_some(), noted, "{cap:?}: {note:?}");
+            if let Some(note) = note {
+                assert!(
+                    note.contains("2 batches of 4, 8 images per epoch"),
+                    "{note}"
+                );
+            }
         }
     }
 

@@ -111,6 +111,9 @@ impl Run for Distill {
             },
         )?;
         let batches = loader.batches_per_epoch();
+        if let Some(note) = loader.capped_epoch_note() {
+            ctx.log(note);
+        }
         let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
         if let Some(warning) = warning {
             ctx.log(warning);

@@ -408,6 +408,9 @@ impl Run for TrainBct {
             kind,
         };
         let loader = setup.loader(dataset, &items)?;
+        if let Some(note) = loader.capped_epoch_note() {
+            ctx.log(note);
+        }
         let old_net = &old.model.net;
         let precision = setup.precision;
         let mut extra = |images: &Tensor, emb: &Tensor, labels: &[i64]| -> Option<Tensor> {

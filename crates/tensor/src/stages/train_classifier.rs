@@ -387,6 +387,9 @@ impl Run for TrainClassifier {
             crate::worker::torch_device(ctx.device()),
         );
         let loader = setup.loader(dataset, &items)?;
+        if let Some(note) = loader.capped_epoch_note() {
+            ctx.log(note);
+        }
         let stats = train(ctx, &setup, &model, &loader, &classes, &mut |_, _, _| None)?;
         finish(ctx, &setup, &model, &classes, &stats)
     }

@@ -130,6 +130,9 @@ impl Run for TrainTeacher {
             _ => pool_candidates(&labels, 0),
         };
         let batches = loader.batches_per_epoch();
+        if let Some(note) = loader.capped_epoch_note() {
+            ctx.log(note);
+        }
         let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
         if let Some(warning) = warning {
             ctx.log(warning);
