@@ -276,46 +276,78 @@ fn raml_quickstart_queries_at_half_and_a_quarter_of_the_database() {
     }
 }
 
-/// The quickstart's student recipe is chosen inside its training classes: every network of
-/// the validation pipeline trains on `val-train`, every embedding is of `val-test`, and the
-/// data and networks are the quickstart's.
+/// The quickstart's student recipe and its data's detail are chosen inside its training
+/// classes: every network of the validation pipelines trains on `val-train`, every embedding
+/// is of `val-test`, and the data and networks are the quickstart's.
 #[test]
-fn raml_validation_pipeline_reads_no_test_image() {
-    let val = crate::support::expand("pipelines/quickstart-validation.toml", &[]);
+fn raml_validation_pipelines_read_no_test_image() {
     let test = crate::support::expand("pipelines/quickstart.toml", &[]);
-    let split = &val["split"][0];
-    assert!(split.bool("validation").unwrap());
-    for param in ["dataset", "classes", "per_class", "image_size", "protocol"] {
-        assert_eq!(
-            split.get(param),
-            test["split"][0].get(param),
-            "split: {param}"
-        );
-    }
-    let mut trained = 0;
-    for (stage, partition) in crate::support::partitions(&val) {
-        if stage.starts_with("emb-") {
-            assert_eq!(partition, "val-test", "{stage}");
-        } else {
-            assert_eq!(partition, "val-train", "{stage}");
-            trained += 1;
-        }
-    }
-    assert!(trained > 0);
-    for (stage, quickstart) in [
-        ("teacher", "teacher"),
-        ("teacher-q", "teacher-q"),
-        ("student", "student"),
-        ("student-ck", "student"),
-        ("student-aug", "student"),
+    // Each validation pipeline with its students, each compared with the quickstart's student.
+    for (file, students) in [
+        (
+            "pipelines/quickstart-validation.toml",
+            &["student", "student-ck", "student-aug"][..],
+        ),
+        (
+            "pipelines/quickstart-validation-data.toml",
+            &["student", "student-chosen"][..],
+        ),
     ] {
-        for param in ["arch", "width", "epochs", "batch_size", "lr", "precision"] {
-            for p in &val[stage] {
+        let val = crate::support::expand(file, &[]);
+        for split in &val["split"] {
+            assert!(split.bool("validation").unwrap(), "{file}");
+            for param in ["dataset", "classes", "per_class", "image_size", "protocol"] {
                 assert_eq!(
-                    p.get(param),
-                    test[quickstart][0].get(param),
-                    "{stage}: {param}"
+                    split.get(param),
+                    test["split"][0].get(param),
+                    "{file}: split: {param}"
                 );
+            }
+        }
+        let mut trained = 0;
+        for (stage, partition) in crate::support::partitions(&val) {
+            if stage.starts_with("emb-") {
+                assert_eq!(partition, "val-test", "{file}: {stage}");
+            } else {
+                assert_eq!(partition, "val-train", "{file}: {stage}");
+                trained += 1;
+            }
+        }
+        assert!(trained > 0, "{file}");
+        if file.ends_with("-data.toml") {
+            for (param, quickstart, stage) in [
+                ("detail_scale", "split", "split"),
+                ("epochs", "student", "student-epochs"),
+            ] {
+                let chosen = test[quickstart][0].get(param);
+                assert!(
+                    val[stage].iter().any(|p| p.get(param) == chosen),
+                    "the quickstart's {param} {chosen:?} is a candidate of {file}"
+                );
+            }
+        }
+        let teachers = [
+            ("teacher", "teacher"),
+            ("teacher-q", "teacher-q"),
+            ("teacher-chosen", "teacher"),
+        ];
+        let networks = teachers
+            .into_iter()
+            .filter(|(stage, _)| val.contains_key(*stage))
+            .chain(students.iter().map(|s| (*s, "student")));
+        for (stage, quickstart) in networks {
+            for param in ["arch", "width", "epochs", "batch_size", "lr", "precision"] {
+                // The student's epochs are a candidate of round 5 (checked below).
+                if param == "epochs" && quickstart == "student" {
+                    continue;
+                }
+                for p in &val[stage] {
+                    assert_eq!(
+                        p.get(param),
+                        test[quickstart][0].get(param),
+                        "{file}: {stage}: {param}"
+                    );
+                }
             }
         }
     }
