@@ -337,7 +337,7 @@ fn raml_validation_pipelines_read_no_test_image() {
             .chain(students.iter().map(|s| (*s, "student")));
         for (stage, quickstart) in networks {
             for param in ["arch", "width", "epochs", "batch_size", "lr", "precision"] {
-                // The student's epochs are a candidate of round 5 (checked below).
+                // The student's epochs are a candidate of round 5 (checked above).
                 if param == "epochs" && quickstart == "student" {
                     continue;
                 }

@@ -399,7 +399,6 @@ impl Sampling {
     }
 }
 
-/// Drops an incomplete last batch (unless it is the only one) and applies the image cap.
 /// The log line for an `images_per_epoch` above what one pass over the partition gives in
 /// whole batches: an epoch is at most one pass (as in the reference code, which caps its
 /// epoch at the training set), so asking for more trains on fewer images than asked.
@@ -414,6 +413,7 @@ fn capped_epoch_note(cap: Option<usize>, batches: usize, bs: usize) -> Option<St
     })
 }
 
+/// Drops an incomplete last batch (unless it is the only one) and applies the image cap.
 fn finish_plan(mut batches: Vec<Vec<usize>>, bs: usize, cap: Option<usize>) -> Vec<Vec<usize>> {
     if batches.len() > 1 && batches.last().is_some_and(|b| b.len() < bs) {
         batches.pop();
@@ -686,6 +686,21 @@ mod tests {
             .collect()
     }
 
+    /// `count` images of the built-in synthetic set, `per_class` to a label, as split items.
+    fn synthetic_images(count: i64, per_class: i64) -> (Arc<dyn Dataset>, Vec<SplitItem>) {
+        let dataset: Arc<dyn Dataset> = Arc::new(asymflow::data::SyntheticDataset::new(
+            asymflow::data::SyntheticParams::default(),
+        ));
+        let items = (0..count)
+            .map(|i| SplitItem {
+                id: format!("synthetic/{i}"),
+                label: i / per_class,
+                camera: None,
+            })
+            .collect();
+        (dataset, items)
+    }
+
     #[test]
     fn class_balanced_batches_hold_whole_groups_of_distinct_classes() {
         let items = items(6, 5);
@@ -708,16 +723,7 @@ mod tests {
     /// 960-image partition and got the same student twice).
     #[test]
     fn images_per_epoch_above_one_pass_is_capped_and_noted() {
-        let dataset: Arc<dyn Dataset> = Arc::new(asymflow::data::SyntheticDataset::new(
-            asymflow::data::SyntheticParams::default(),
-        ));
-        let all: Vec<SplitItem> = (0..10)
-            .map(|i| SplitItem {
-                id: format!("synthetic/{i}"),
-                label: i / 5,
-                camera: None,
-            })
-            .collect();
+        let (dataset, all) = synthetic_images(10, 5);
         let loader = |images_per_epoch| {
             TrainLoader::new(
                 dataset.clone(),
@@ -756,16 +762,7 @@ mod tests {
 
     #[test]
     fn a_height_x_width_resolution_gives_batches_of_that_shape() {
-        let dataset: Arc<dyn Dataset> = Arc::new(asymflow::data::SyntheticDataset::new(
-            asymflow::data::SyntheticParams::default(),
-        ));
-        let all: Vec<SplitItem> = (0..6)
-            .map(|i| SplitItem {
-                id: format!("synthetic/{i}"),
-                label: i / 3,
-                camera: None,
-            })
-            .collect();
+        let (dataset, all) = synthetic_images(6, 3);
         let tall = Resolution {
             height: 24,
             width: 12,
@@ -798,16 +795,7 @@ mod tests {
 
     #[test]
     fn distillation_views_take_each_side_of_height_x_width_resolutions() {
-        let dataset: Arc<dyn Dataset> = Arc::new(asymflow::data::SyntheticDataset::new(
-            asymflow::data::SyntheticParams::default(),
-        ));
-        let all: Vec<SplitItem> = (0..4)
-            .map(|i| SplitItem {
-                id: format!("synthetic/{i}"),
-                label: i / 2,
-                camera: None,
-            })
-            .collect();
+        let (dataset, all) = synthetic_images(4, 2);
         let (big, small) = (
             Resolution {
                 height: 32,
