@@ -6,7 +6,10 @@
 //! happen next. That keeps the rules in one place and testable without processes: an
 //! instance is promoted when all its inputs are done, skipped when one failed, never started
 //! twice for one key at a time, and once the run is stopping (a failure without
-//! `--keep-going`, or Ctrl-C) nothing new starts and whatever never started is skipped.
+//! `--keep-going`, or Ctrl-C) nothing new starts and whatever never started is skipped. The
+//! two ways a finished job goes back to waiting are rules here too: a retry (`--retries`, only
+//! for failures that may pass on a second try), and a corrupt input (its producer is
+//! recomputed first, at most [`MAX_BAD_INPUT_ROUNDS`] times in a row).
 
 use std::time::Instant;
 
@@ -54,7 +57,17 @@ pub(crate) struct Schedule {
     states: Vec<State>,
     keep_going: bool,
     stopping: bool,
+    /// How often a job that may pass on a second try is run again (`--retries`).
+    retries: usize,
+    /// Retries used, per instance.
+    attempts: Vec<usize>,
+    /// Corrupt-input rounds, per instance.
+    bad_input_rounds: Vec<usize>,
 }
+
+/// How often one instance may find a corrupt input and have its producer recomputed before
+/// the run gives up on it (a disk that keeps corrupting what is written would loop forever).
+pub(crate) const MAX_BAD_INPUT_ROUNDS: usize = 3;
 
 /// Why the instances that never started are skipped when the run stops.
 pub(crate) const STOPPED_BY_FAILURE: &str =
@@ -63,12 +76,14 @@ pub(crate) const STOPPED_BY_FAILURE: &str =
 pub(crate) const STOPPED_BY_INTERRUPT: &str = "interrupted (Ctrl-C)";
 
 impl Schedule {
-    /// A schedule over instances (with these labels and upstream lists), walked in `order`.
+    /// A schedule over instances (with these labels and upstream lists), walked in `order`,
+    /// running a job that may pass on a second try up to `retries` more times.
     pub(crate) fn new(
         labels: Vec<String>,
         inputs: Vec<Vec<usize>>,
         order: Vec<usize>,
         keep_going: bool,
+        retries: usize,
     ) -> Self {
         let n = inputs.len();
         Schedule {
@@ -78,6 +93,9 @@ impl Schedule {
             states: vec![State::Waiting; n],
             keep_going,
             stopping: false,
+            retries,
+            attempts: vec![0; n],
+            bad_input_rounds: vec![0; n],
         }
     }
 
@@ -223,13 +241,43 @@ impl Schedule {
     }
 
     /// Instance `i` goes back to waiting (a retry, or its input is being recomputed).
-    pub(crate) fn requeue(&mut self, i: usize) {
+    fn requeue(&mut self, i: usize) {
         self.states[i] = State::Waiting;
+    }
+
+    /// Instance `i` failed in a way that may pass on a second try (`retryable`): if retries
+    /// are left and the run is not stopping, it goes back to waiting and the attempt number
+    /// (from 1) comes back; otherwise `None`, and the caller fails it.
+    pub(crate) fn retry(&mut self, i: usize, retryable: bool) -> Option<usize> {
+        if !retryable || self.attempts[i] >= self.retries || self.stopping {
+            return None;
+        }
+        self.attempts[i] += 1;
+        self.requeue(i);
+        Some(self.attempts[i])
+    }
+
+    /// How often `retry` may run an instance again.
+    pub(crate) fn retries(&self) -> usize {
+        self.retries
+    }
+
+    /// Instance `i` found its input, the result `producer_key`, corrupt. Within
+    /// [`MAX_BAD_INPUT_ROUNDS`] the producer's instances go back to waiting (returned: their
+    /// fingerprints are stale too) and so does `i`; after that `None`, and the caller fails it.
+    pub(crate) fn recompute_input(&mut self, i: usize, producer_key: &str) -> Option<Vec<usize>> {
+        self.bad_input_rounds[i] += 1;
+        if self.bad_input_rounds[i] > MAX_BAD_INPUT_ROUNDS {
+            return None;
+        }
+        let reset = self.invalidate(producer_key);
+        self.requeue(i);
+        Some(reset)
     }
 
     /// Every done instance whose result is `key` goes back to waiting (its object turned out
     /// corrupt); returns them.
-    pub(crate) fn invalidate(&mut self, key: &str) -> Vec<usize> {
+    fn invalidate(&mut self, key: &str) -> Vec<usize> {
         let mut reset = Vec::new();
         for (j, s) in self.states.iter_mut().enumerate() {
             if matches!(s, State::Done { record, .. } if record.key == key) {
@@ -292,6 +340,7 @@ mod tests {
             vec![vec![], vec![0], vec![1], vec![]],
             vec![0, 1, 2, 3],
             keep_going,
+            2,
         )
     }
 
@@ -409,14 +458,53 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_result_sends_its_instance_back_to_waiting() {
+    fn a_corrupt_input_sends_its_producer_and_its_consumer_back_a_bounded_number_of_times() {
         let mut s = schedule(false);
+        for round in 1..=MAX_BAD_INPUT_ROUNDS {
+            s.hit(0, record("a"));
+            make_ready(&mut s, 1, "b");
+            s.start(1, "{}".into(), Instant::now());
+            assert_eq!(s.recompute_input(1, "a"), Some(vec![0]), "round {round}");
+            assert!(matches!(s.state(1), State::Waiting));
+            assert_eq!(s.promotable().0, vec![0, 3], "the producer runs first");
+        }
         s.hit(0, record("a"));
         make_ready(&mut s, 1, "b");
         s.start(1, "{}".into(), Instant::now());
-        s.requeue(1);
-        assert_eq!(s.invalidate("a"), vec![0]);
-        assert_eq!(s.promotable().0, vec![0, 3]);
+        assert_eq!(
+            s.recompute_input(1, "a"),
+            None,
+            "then the run gives up on it"
+        );
+        assert!(matches!(s.state(0), State::Done { .. }));
+    }
+
+    #[test]
+    fn a_retryable_failure_runs_again_up_to_retries_times() {
+        let mut s = schedule(true);
+        for attempt in 1..=2 {
+            make_ready(&mut s, 0, "a");
+            s.start(0, "{}".into(), Instant::now());
+            assert_eq!(s.retry(0, true), Some(attempt));
+            assert!(matches!(s.state(0), State::Waiting));
+        }
+        make_ready(&mut s, 0, "a");
+        s.start(0, "{}".into(), Instant::now());
+        assert_eq!(s.retry(0, true), None, "retries used up");
+        make_ready(&mut s, 3, "d");
+        s.start(3, "{}".into(), Instant::now());
+        assert_eq!(s.retry(3, false), None, "a stage error is not retried");
+    }
+
+    #[test]
+    fn nothing_is_retried_once_the_run_stops() {
+        let mut s = schedule(false);
+        make_ready(&mut s, 0, "a");
+        make_ready(&mut s, 3, "d");
+        s.start(0, "{}".into(), Instant::now());
+        s.start(3, "{}".into(), Instant::now());
+        s.fail(3, "boom".into());
+        assert_eq!(s.retry(0, true), None);
     }
 
     #[test]

@@ -31,15 +31,13 @@ use super::executor::{
 use super::freshness::{binding_json, dirty_reasons, fingerprint, instance_key, outputs_present};
 use super::local::{LocalExecutor, LocalOptions};
 use super::progress::Progress;
-use super::schedule::{Schedule, State, STOPPED_BY_FAILURE, STOPPED_BY_INTERRUPT};
+use super::schedule::{
+    Schedule, State, MAX_BAD_INPUT_ROUNDS, STOPPED_BY_FAILURE, STOPPED_BY_INTERRUPT,
+};
 use crate::cache::why::{join, DirtyReason};
-use crate::cache::{Cache, Heartbeat, IndexHasher, Lease, LockMode, RunRecord};
+use crate::cache::{Cache, Heartbeat, Index, IndexHasher, Lease, LockMode, RunRecord};
 use crate::graph::Plan;
 use crate::kind::{Device, InputArtifact, Registry};
-
-/// How often one instance may find a corrupt input and have its producer recomputed before
-/// the run gives up on it (a disk that keeps corrupting what is written would loop forever).
-const MAX_BAD_INPUT_ROUNDS: usize = 3;
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -180,8 +178,6 @@ pub fn run_with(
 ) -> Result<RunSummary, ExecError> {
     // Held for the whole run, so `cache gc` never deletes objects stored but not yet recorded.
     let _gc_guard = cache.lock(LockMode::Shared)?;
-    let mut index = cache.index()?;
-    let hasher = IndexHasher::new(cache.index()?);
     let owner = format!(
         "{}:{}:{:x}",
         crate::cache::store::host_name(),
@@ -189,194 +185,283 @@ pub fn run_with(
         rand::random::<u64>()
     );
     let _heartbeat = Heartbeat::start(cache.dir(), &owner)?;
-    let n = plan.instances().len();
-    let mut schedule = Schedule::new(
-        plan.instances().iter().map(|inst| inst.label()).collect(),
-        plan.instances()
-            .iter()
-            .map(|inst| inst.inputs.values().flatten().copied().collect())
-            .collect(),
-        plan.order().to_vec(),
-        options.keep_going,
-    );
-    let progress = Progress::new(options.progress, n as u64);
-    let pipeline = plan.spec().name.clone();
-    let mut bars: HashMap<usize, indicatif::ProgressBar> = HashMap::new();
-    let mut attempts: HashMap<usize, usize> = HashMap::new();
-    let mut bad_input_rounds: HashMap<usize, usize> = HashMap::new();
-    let mut lease_wait: HashMap<usize, Instant> = HashMap::new();
-    let mut fingerprints: HashMap<usize, serde_json::Value> = HashMap::new();
-
+    let mut driver = Driver::new(plan, registry, cache, options, executor, owner)?;
     loop {
-        if cancel.load(Ordering::Relaxed) && !schedule.stopping() {
-            for i in schedule.cancel() {
-                executor.cancel(i);
+        if cancel.load(Ordering::Relaxed) && !driver.schedule.stopping() {
+            for i in driver.schedule.cancel() {
+                driver.executor.cancel(i);
             }
         }
-        // 1. Key the instances whose inputs are all done; skip those whose inputs failed.
-        let (promotable, skipped) = schedule.promotable();
-        for _ in skipped {
-            progress.inc();
-        }
-        for i in promotable {
-            let inst = &plan.instances()[i];
-            let fp = match fingerprints.get(&i) {
-                Some(fp) => fp.clone(),
-                None => match fingerprint(plan, inst, registry, &hasher) {
-                    Ok(fp) => {
-                        fingerprints.insert(i, fp.clone());
-                        fp
-                    }
-                    Err(e) => {
-                        progress.println(&format!("failed  {}", inst.label()));
-                        progress.inc();
-                        schedule.fail(i, format!("fingerprint: {e}"));
-                        continue;
-                    }
-                },
-            };
-            let key = instance_key(plan, inst, registry, &|u| schedule.record(u).cloned(), fp)
-                .expect("inputs are done and the kind is registered");
-            let digest = key.digest();
-            let forced = options.force.contains(&i);
-            match index.lookup(&digest)? {
-                Some(record) if outputs_present(cache, &record) && !forced => {
-                    schedule.hit(i, record);
-                    progress.inc();
-                }
-                _ => {
-                    if !forced {
-                        if let Some(record) = options
-                            .remote
-                            .as_ref()
-                            .and_then(|r| r.read_through(cache, &digest, &|m| progress.println(m)))
-                        {
-                            progress.println(&format!("pulled  {} from the remote", inst.label()));
-                            schedule.hit(i, record);
-                            progress.inc();
-                            continue;
-                        }
-                    }
-                    let reasons = if forced {
-                        vec![DirtyReason::Forced]
-                    } else {
-                        dirty_reasons(&index, cache, &pipeline, inst, &key, &digest)
-                    };
-                    schedule.ready(i, key, digest, reasons);
-                }
-            }
-        }
-
-        // 2. Start ready instances while the executor has room.
-        for i in schedule.startable() {
-            let State::Ready { key, digest, .. } = schedule.state(i).clone() else {
-                continue;
-            };
-            if lease_wait
-                .get(&i)
-                .is_some_and(|since| since.elapsed() < Duration::from_millis(500))
-            {
-                continue;
-            }
-            let inst = &plan.instances()[i];
-            let stage = registry.get(&inst.kind).expect("kinds are resolved");
-            let class = stage.resource(&inst.params);
-            if !executor.has_room(class) {
-                continue;
-            }
-            let adopt = match index.try_lease(&digest, &owner)? {
-                Lease::HeldBy { host, pid } => {
-                    if lease_wait.insert(i, Instant::now()).is_none() {
-                        progress.println(&format!(
-                            "waiting {}: another asymflow (pid {pid} on {host}) is computing it",
-                            inst.label()
-                        ));
-                    }
-                    continue;
-                }
-                Lease::Acquired => None,
-                Lease::Adopt(external) => Some(external),
-            };
-            lease_wait.remove(&i);
-            // Another process may have finished it while we waited for the lease.
-            if let Some(record) = index.lookup(&digest)? {
-                if outputs_present(cache, &record) && !options.force.contains(&i) {
-                    index.release(&digest, &owner)?;
-                    schedule.hit(i, record);
-                    progress.inc();
-                    continue;
-                }
-            }
-            let job = make_job(plan, i, &key, &digest, &schedule, cache, class);
-            let key_json = job.key_json.clone();
-            // A dead engine's job for this key may still be queued, running or finished:
-            // follow it rather than submit a second one.
-            let adopted = match &adopt {
-                Some(external) => match executor.adopt(i, job.clone(), external) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        progress
-                            .println(&format!("note    {}: {e}; running it again", inst.label()));
-                        false
-                    }
-                },
-                None => false,
-            };
-            if !adopted {
-                if let Err(e) = executor.submit(i, job) {
-                    index.release(&digest, &owner)?;
-                    return Err(e.into());
-                }
-                // The lease names the job outside this process, or (taken over from a dead
-                // engine whose job this executor cannot follow) no longer names any.
-                let external = executor.external_job(i);
-                if external.is_some() || adopt.is_some() {
-                    index.set_external(&digest, &owner, external.as_ref())?;
-                }
-            }
-            schedule.start(i, key_json, Instant::now());
-            if let Some(bar) = progress.stage_bar(&inst.label()) {
-                bars.insert(i, bar);
-            }
-        }
-
-        // 3. Done?
-        if schedule.finished(!lease_wait.is_empty()) {
-            schedule.close(if cancel.load(Ordering::Relaxed) {
+        driver.key_promotable()?;
+        driver.start_ready()?;
+        if driver.schedule.finished(!driver.lease_wait.is_empty()) {
+            driver.schedule.close(if cancel.load(Ordering::Relaxed) {
                 STOPPED_BY_INTERRUPT
             } else {
                 STOPPED_BY_FAILURE
             });
             break;
         }
+        // Wait for an executor event (or a timeout for leases, heartbeats and Ctrl-C).
+        if let Some(event) = driver.executor.next_event(Duration::from_millis(100)) {
+            driver.on_event(event)?;
+        }
+    }
+    driver.index.release_all(&driver.owner)?;
+    driver.progress.finish();
+    Ok(driver.summary(cancel.load(Ordering::Relaxed)))
+}
 
-        // 4. Wait for an executor event (or a timeout for leases, heartbeats and Ctrl-C).
-        let event = executor.next_event(Duration::from_millis(100));
-        let (i, outcome) = match event {
-            None => continue,
-            Some(JobEvent::Note { id, message }) => {
-                progress.println(&format!(
-                    "note    {}: {message}",
-                    plan.instances()[id].label()
-                ));
-                continue;
+/// The I/O around the [`Schedule`] during one run: the index, the leases, the executor and
+/// the terminal. Each method does one step of the loop in [`run_with`]; the rules are the
+/// schedule's.
+struct Driver<'a> {
+    plan: &'a Plan,
+    registry: &'a Registry,
+    cache: &'a Cache,
+    options: &'a RunOptions,
+    executor: &'a mut dyn Executor,
+    index: Index,
+    hasher: IndexHasher,
+    /// This run's name in the leases it takes.
+    owner: String,
+    schedule: Schedule,
+    progress: Progress,
+    bars: HashMap<usize, indicatif::ProgressBar>,
+    /// Instances whose lease another process holds, and since when we last asked.
+    lease_wait: HashMap<usize, Instant>,
+    /// Fingerprints (hashes of the files a stage reads) computed so far.
+    fingerprints: HashMap<usize, serde_json::Value>,
+}
+
+impl<'a> Driver<'a> {
+    fn new(
+        plan: &'a Plan,
+        registry: &'a Registry,
+        cache: &'a Cache,
+        options: &'a RunOptions,
+        executor: &'a mut dyn Executor,
+        owner: String,
+    ) -> Result<Self, ExecError> {
+        let schedule = Schedule::new(
+            plan.instances().iter().map(|inst| inst.label()).collect(),
+            plan.instances()
+                .iter()
+                .map(|inst| inst.inputs.values().flatten().copied().collect())
+                .collect(),
+            plan.order().to_vec(),
+            options.keep_going,
+            options.retries,
+        );
+        Ok(Driver {
+            plan,
+            registry,
+            cache,
+            options,
+            executor,
+            index: cache.index()?,
+            hasher: IndexHasher::new(cache.index()?),
+            owner,
+            schedule,
+            progress: Progress::new(options.progress, plan.instances().len() as u64),
+            bars: HashMap::new(),
+            lease_wait: HashMap::new(),
+            fingerprints: HashMap::new(),
+        })
+    }
+
+    fn label(&self, i: usize) -> String {
+        self.plan.instances()[i].label()
+    }
+
+    /// Keys the instances whose inputs are all done (a hit is done, a miss ready); skips
+    /// those whose inputs failed.
+    fn key_promotable(&mut self) -> Result<(), ExecError> {
+        let (promotable, skipped) = self.schedule.promotable();
+        for _ in skipped {
+            self.progress.inc();
+        }
+        for i in promotable {
+            self.key_instance(i)?;
+        }
+        Ok(())
+    }
+
+    fn key_instance(&mut self, i: usize) -> Result<(), ExecError> {
+        let (plan, registry) = (self.plan, self.registry);
+        let inst = &plan.instances()[i];
+        let fp = match self.fingerprints.get(&i) {
+            Some(fp) => fp.clone(),
+            None => match fingerprint(plan, inst, registry, &self.hasher) {
+                Ok(fp) => {
+                    self.fingerprints.insert(i, fp.clone());
+                    fp
+                }
+                Err(e) => {
+                    self.progress.println(&format!("failed  {}", inst.label()));
+                    self.progress.inc();
+                    self.schedule.fail(i, format!("fingerprint: {e}"));
+                    return Ok(());
+                }
+            },
+        };
+        let schedule = &self.schedule;
+        let key = instance_key(plan, inst, registry, &|u| schedule.record(u).cloned(), fp)
+            .expect("inputs are done and the kind is registered");
+        let digest = key.digest();
+        let forced = self.options.force.contains(&i);
+        if !forced {
+            if let Some(record) = self.index.lookup(&digest)? {
+                if outputs_present(self.cache, &record) {
+                    self.schedule.hit(i, record);
+                    self.progress.inc();
+                    return Ok(());
+                }
             }
-            Some(JobEvent::Progress {
+            let progress = &self.progress;
+            if let Some(record) = self
+                .options
+                .remote
+                .as_ref()
+                .and_then(|r| r.read_through(self.cache, &digest, &|m| progress.println(m)))
+            {
+                self.progress
+                    .println(&format!("pulled  {} from the remote", inst.label()));
+                self.schedule.hit(i, record);
+                self.progress.inc();
+                return Ok(());
+            }
+        }
+        let reasons = if forced {
+            vec![DirtyReason::Forced]
+        } else {
+            let pipeline = &plan.spec().name;
+            dirty_reasons(&self.index, self.cache, pipeline, inst, &key, &digest)
+        };
+        self.schedule.ready(i, key, digest, reasons);
+        Ok(())
+    }
+
+    /// Starts ready instances while the executor has room.
+    fn start_ready(&mut self) -> Result<(), ExecError> {
+        for i in self.schedule.startable() {
+            self.try_start(i)?;
+        }
+        Ok(())
+    }
+
+    /// Starts ready instance `i` if the executor has room and its lease is free (or held by a
+    /// dead engine, whose job it then follows).
+    fn try_start(&mut self, i: usize) -> Result<(), ExecError> {
+        let State::Ready { key, digest, .. } = self.schedule.state(i).clone() else {
+            return Ok(());
+        };
+        if self
+            .lease_wait
+            .get(&i)
+            .is_some_and(|since| since.elapsed() < Duration::from_millis(500))
+        {
+            return Ok(());
+        }
+        let inst = &self.plan.instances()[i];
+        let stage = self.registry.get(&inst.kind).expect("kinds are resolved");
+        let class = stage.resource(&inst.params);
+        if !self.executor.has_room(class) {
+            return Ok(());
+        }
+        let adopt = match self.index.try_lease(&digest, &self.owner)? {
+            Lease::HeldBy { host, pid } => {
+                if self.lease_wait.insert(i, Instant::now()).is_none() {
+                    self.progress.println(&format!(
+                        "waiting {}: another asymflow (pid {pid} on {host}) is computing it",
+                        inst.label()
+                    ));
+                }
+                return Ok(());
+            }
+            Lease::Acquired => None,
+            Lease::Adopt(external) => Some(external),
+        };
+        self.lease_wait.remove(&i);
+        // Another process may have finished it while we waited for the lease.
+        if let Some(record) = self.index.lookup(&digest)? {
+            if outputs_present(self.cache, &record) && !self.options.force.contains(&i) {
+                self.index.release(&digest, &self.owner)?;
+                self.schedule.hit(i, record);
+                self.progress.inc();
+                return Ok(());
+            }
+        }
+        let job = make_job(
+            self.plan,
+            i,
+            &key,
+            &digest,
+            &self.schedule,
+            self.cache,
+            class,
+        );
+        let key_json = job.key_json.clone();
+        // A dead engine's job for this key may still be queued, running or finished: follow
+        // it rather than submit a second one.
+        let adopted = match &adopt {
+            Some(external) => match self.executor.adopt(i, job.clone(), external) {
+                Ok(()) => true,
+                Err(e) => {
+                    self.progress
+                        .println(&format!("note    {}: {e}; running it again", inst.label()));
+                    false
+                }
+            },
+            None => false,
+        };
+        if !adopted {
+            if let Err(e) = self.executor.submit(i, job) {
+                self.index.release(&digest, &self.owner)?;
+                return Err(e.into());
+            }
+            // The lease names the job outside this process, or (taken over from a dead engine
+            // whose job this executor cannot follow) no longer names any.
+            let external = self.executor.external_job(i);
+            if external.is_some() || adopt.is_some() {
+                self.index
+                    .set_external(&digest, &self.owner, external.as_ref())?;
+            }
+        }
+        self.schedule.start(i, key_json, Instant::now());
+        if let Some(bar) = self.progress.stage_bar(&inst.label()) {
+            self.bars.insert(i, bar);
+        }
+        Ok(())
+    }
+
+    /// One event from the executor: a note or progress for the terminal, or a finished job.
+    fn on_event(&mut self, event: JobEvent) -> Result<(), ExecError> {
+        match event {
+            JobEvent::Note { id, message } => {
+                self.progress
+                    .println(&format!("note    {}: {message}", self.label(id)));
+            }
+            JobEvent::Progress {
                 id,
                 position,
                 length,
                 message,
-            }) => {
-                if let Some(bar) = bars.get(&id) {
+            } => {
+                if let Some(bar) = self.bars.get(&id) {
                     bar.set_length(length);
                     bar.set_position(position);
-                    bar.set_message(format!("{} {message}", plan.instances()[id].label()));
+                    bar.set_message(format!("{} {message}", self.label(id)));
                 }
-                continue;
             }
-            Some(JobEvent::Finished { id, outcome }) => (id, outcome),
-        };
-        if let Some(bar) = bars.remove(&i) {
+            JobEvent::Finished { id, outcome } => self.on_finished(id, outcome)?,
+        }
+        Ok(())
+    }
+
+    /// A job ended: record its result in one transaction, or decide what its failure means.
+    fn on_finished(&mut self, i: usize, outcome: JobOutcome) -> Result<(), ExecError> {
+        if let Some(bar) = self.bars.remove(&i) {
             bar.finish_and_clear();
         }
         let State::Running {
@@ -384,77 +469,102 @@ pub fn run_with(
             key_json,
             reasons,
             started,
-        } = schedule.state(i).clone()
+        } = self.schedule.state(i).clone()
         else {
-            continue;
+            return Ok(());
         };
-        let label = plan.instances()[i].label();
-        index.release(&digest, &owner)?;
-        let failure = match contract_checked(outcome, registry, &plan.instances()[i].kind) {
+        self.index.release(&digest, &self.owner)?;
+        let kind = &self.plan.instances()[i].kind;
+        match contract_checked(outcome, self.registry, kind) {
             JobOutcome::Done(result) => {
-                let provenance = result.provenance.clone();
-                let record = success_record(plan, i, &digest, &key_json, *result);
-                index.record_success(&record, &object_sizes(&record, cache))?;
-                index.record_provenance(&record.key, &provenance)?;
-                let seconds = started.elapsed().as_secs_f64();
-                if let Some(remote) = options.remote.as_ref().filter(|r| r.push_after_run()) {
-                    remote.push_after(cache, &record, &|m| progress.println(m));
-                }
-                progress.println(&format!(
-                    "ran     {label} in {seconds:.1}s ({})",
-                    join(&reasons)
-                ));
-                progress.inc();
-                schedule.succeed(i, record, seconds);
-                continue;
+                self.on_success(i, &digest, &key_json, &reasons, started, *result)
             }
-            JobOutcome::Failed(failure) => failure,
-        };
+            JobOutcome::Failed(failure) => self.on_failure(i, &digest, &key_json, started, failure),
+        }
+    }
+
+    fn on_success(
+        &mut self,
+        i: usize,
+        digest: &str,
+        key_json: &str,
+        reasons: &[DirtyReason],
+        started: Instant,
+        result: JobResult,
+    ) -> Result<(), ExecError> {
+        let provenance = result.provenance.clone();
+        let record = success_record(self.plan, i, digest, key_json, result);
+        self.index
+            .record_success(&record, &object_sizes(&record, self.cache))?;
+        self.index.record_provenance(&record.key, &provenance)?;
+        let seconds = started.elapsed().as_secs_f64();
+        let progress = &self.progress;
+        if let Some(remote) = self.options.remote.as_ref().filter(|r| r.push_after_run()) {
+            remote.push_after(self.cache, &record, &|m| progress.println(m));
+        }
+        self.progress.println(&format!(
+            "ran     {} in {seconds:.1}s ({})",
+            self.label(i),
+            join(reasons)
+        ));
+        self.progress.inc();
+        self.schedule.succeed(i, record, seconds);
+        Ok(())
+    }
+
+    fn on_failure(
+        &mut self,
+        i: usize,
+        digest: &str,
+        key_json: &str,
+        started: Instant,
+        failure: JobFailure,
+    ) -> Result<(), ExecError> {
+        let label = self.label(i);
         match failure.reason {
             FailureReason::BadInput {
                 producer_key,
                 producer_stage,
             } => {
-                progress.println(&format!(
+                self.progress.println(&format!(
                     "corrupt input of {label} from {producer_stage}: {}; recomputing it",
                     failure.message
                 ));
-                index.forget(&producer_key)?;
-                let rounds = bad_input_rounds.entry(i).or_insert(0);
-                *rounds += 1;
-                if *rounds > MAX_BAD_INPUT_ROUNDS {
-                    progress.inc();
-                    schedule.fail(
-                        i,
-                        format!(
-                            "its input from {producer_stage} was unreadable {MAX_BAD_INPUT_ROUNDS} \
-                             times in a row, even after recomputing it ({}); check the disk \
-                             under the cache",
-                            failure.message
-                        ),
-                    );
-                    continue;
+                self.index.forget(&producer_key)?;
+                match self.schedule.recompute_input(i, &producer_key) {
+                    Some(reset) => {
+                        for j in reset {
+                            self.fingerprints.remove(&j);
+                        }
+                    }
+                    None => {
+                        self.progress.inc();
+                        self.schedule.fail(
+                            i,
+                            format!(
+                                "its input from {producer_stage} was unreadable \
+                                 {MAX_BAD_INPUT_ROUNDS} times in a row, even after recomputing \
+                                 it ({}); check the disk under the cache",
+                                failure.message
+                            ),
+                        );
+                    }
                 }
-                for j in schedule.invalidate(&producer_key) {
-                    fingerprints.remove(&j);
-                }
-                schedule.requeue(i);
             }
             FailureReason::Interrupted => {
-                progress.println(&format!("stopped {label}: {}", failure.message));
-                progress.inc();
-                schedule.interrupted(i);
+                self.progress
+                    .println(&format!("stopped {label}: {}", failure.message));
+                self.progress.inc();
+                self.schedule.interrupted(i);
             }
             reason => {
-                let tried = attempts.entry(i).or_insert(0);
-                if reason.retryable() && *tried < options.retries && !schedule.stopping() {
-                    *tried += 1;
-                    progress.println(&format!(
-                        "retry   {label} ({tried} of {}): {}",
-                        options.retries, failure.message
+                if let Some(attempt) = self.schedule.retry(i, reason.retryable()) {
+                    self.progress.println(&format!(
+                        "retry   {label} ({attempt} of {}): {}",
+                        self.schedule.retries(),
+                        failure.message
                     ));
-                    schedule.requeue(i);
-                    continue;
+                    return Ok(());
                 }
                 let mut message = failure.message.clone();
                 if let Some(tail) = &failure.log_tail {
@@ -463,58 +573,62 @@ pub fn run_with(
                         tail.replace('\n', "\n    ")
                     );
                 }
-                let record = failed_record(plan, i, &digest, &key_json, &started);
-                index.record_failure(&record, &message)?;
-                progress.println(&format!("failed  {label} (details below)"));
-                progress.inc();
-                schedule.fail(i, message);
+                let record = failed_record(self.plan, i, digest, key_json, &started);
+                self.index.record_failure(&record, &message)?;
+                self.progress
+                    .println(&format!("failed  {label} (details below)"));
+                self.progress.inc();
+                self.schedule.fail(i, message);
             }
         }
+        Ok(())
     }
-    index.release_all(&owner)?;
-    progress.finish();
 
-    let instances = plan
-        .instances()
-        .iter()
-        .map(|inst| {
-            let (status, key, reason, seconds) = match schedule.state(inst.index) {
-                State::Done { record, ran: None } => (
-                    Status::Cached,
-                    Some(record.key.clone()),
-                    "cached".into(),
-                    None,
-                ),
-                State::Done {
-                    record,
-                    ran: Some((secs, reasons)),
-                } => (
-                    Status::Ran,
-                    Some(record.key.clone()),
-                    join(reasons),
-                    Some(*secs),
-                ),
-                State::Failed { reason } => (Status::Failed, None, reason.clone(), None),
-                State::Skipped { reason } => (Status::Skipped, None, reason.clone(), None),
-                State::Waiting | State::Ready { .. } | State::Running { .. } => {
-                    (Status::Skipped, None, "not reached".into(), None)
+    /// What happened to each instance, in plan order.
+    fn summary(&self, interrupted: bool) -> RunSummary {
+        let instances = self
+            .plan
+            .instances()
+            .iter()
+            .map(|inst| {
+                let (status, key, reason, seconds) = match self.schedule.state(inst.index) {
+                    State::Done { record, ran: None } => (
+                        Status::Cached,
+                        Some(record.key.clone()),
+                        "cached".into(),
+                        None,
+                    ),
+                    State::Done {
+                        record,
+                        ran: Some((secs, reasons)),
+                    } => (
+                        Status::Ran,
+                        Some(record.key.clone()),
+                        join(reasons),
+                        Some(*secs),
+                    ),
+                    State::Failed { reason } => (Status::Failed, None, reason.clone(), None),
+                    State::Skipped { reason } => (Status::Skipped, None, reason.clone(), None),
+                    State::Waiting | State::Ready { .. } | State::Running { .. } => {
+                        (Status::Skipped, None, "not reached".into(), None)
+                    }
+                };
+                InstanceOutcome {
+                    stage: inst.stage.clone(),
+                    binding: inst.binding.clone(),
+                    key,
+                    status,
+                    reason,
+                    seconds,
                 }
-            };
-            InstanceOutcome {
-                stage: inst.stage.clone(),
-                binding: inst.binding.clone(),
-                key,
-                status,
-                reason,
-                seconds,
-            }
-        })
-        .collect();
-    Ok(RunSummary {
-        pipeline,
-        instances,
-        interrupted: cancel.load(Ordering::Relaxed),
-    })
+            })
+            .collect();
+        RunSummary {
+            pipeline: self.plan.spec().name.clone(),
+            instances,
+            interrupted,
+        }
+    }
 }
 
 /// `outcome`, or a stage failure when a finished job's outputs break its kind's declarations
