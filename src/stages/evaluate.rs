@@ -26,10 +26,76 @@ pub const EVALUATION_OUTPUT: &str = super::outputs::EVALUATION.file;
 /// The `evaluate` kind.
 pub struct Evaluate;
 
+/// An evaluation protocol (`protocol`; docs/METHODS.md, "Metrics").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalProtocol {
+    /// mAP, standard AP and R@k of each query against the database.
+    Retrieval,
+    /// TAR at FAR over template pairs, or over the split's explicit pairs.
+    Verification,
+    /// Open-set TPIR at FPIR, with closed-set rank-1.
+    Identification,
+    /// Retrieval without the same identity's gallery items from the query's camera.
+    Reid,
+}
+
+impl EvalProtocol {
+    /// The pipeline spellings, in the order of [`EvalProtocol::parse`].
+    pub const NAMES: &'static [&'static str] =
+        &["retrieval", "verification", "identification", "reid"];
+
+    /// Parses a pipeline spelling.
+    pub fn parse(name: &str) -> Option<EvalProtocol> {
+        match name {
+            "retrieval" => Some(EvalProtocol::Retrieval),
+            "verification" => Some(EvalProtocol::Verification),
+            "identification" => Some(EvalProtocol::Identification),
+            "reid" => Some(EvalProtocol::Reid),
+            _ => None,
+        }
+    }
+
+    /// The pipeline spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvalProtocol::Retrieval => "retrieval",
+            EvalProtocol::Verification => "verification",
+            EvalProtocol::Identification => "identification",
+            EvalProtocol::Reid => "reid",
+        }
+    }
+}
+
+/// When a query is left out of its own database (`exclude_self`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExcludeSelf {
+    /// When both sides hold the same images (one key, or equal item ids).
+    Auto,
+    /// Always: the sides are the same images in the same order.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ExcludeSelf {
+    /// The pipeline spellings, in the order of [`ExcludeSelf::parse`].
+    pub const NAMES: &'static [&'static str] = &["auto", "always", "never"];
+
+    /// Parses a pipeline spelling.
+    pub fn parse(name: &str) -> Option<ExcludeSelf> {
+        match name {
+            "auto" => Some(ExcludeSelf::Auto),
+            "always" => Some(ExcludeSelf::Always),
+            "never" => Some(ExcludeSelf::Never),
+            _ => None,
+        }
+    }
+}
+
 const PARAMS: &[ParamDecl] = &[
     ParamDecl::optional(
         "protocol",
-        ParamType::Choice(&["retrieval", "verification", "identification", "reid"]),
+        ParamType::Choice(EvalProtocol::NAMES),
         "\"retrieval\"",
         "evaluation protocol",
     ),
@@ -59,7 +125,7 @@ const PARAMS: &[ParamDecl] = &[
     ),
     ParamDecl::optional(
         "exclude_self",
-        ParamType::Choice(&["auto", "always", "never"]),
+        ParamType::Choice(ExcludeSelf::NAMES),
         "\"auto\"",
         "exclude each query from its own database: auto = when both sides hold the same images",
     ),
@@ -119,5 +185,23 @@ impl Stage for Evaluate {
 
     fn outputs(&self) -> &'static [OutputDecl] {
         &[outputs::EVALUATION, outputs::REASONS]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_spelling_parses_and_names_itself() {
+        for &name in EvalProtocol::NAMES {
+            let protocol = EvalProtocol::parse(name).expect(name);
+            assert_eq!(protocol.name(), name);
+        }
+        for &name in ExcludeSelf::NAMES {
+            assert!(ExcludeSelf::parse(name).is_some(), "{name}");
+        }
+        assert_eq!(EvalProtocol::parse("retrieval "), None);
+        assert_eq!(ExcludeSelf::parse("sometimes"), None);
     }
 }

@@ -56,7 +56,57 @@ fn read_side(
 impl Run for Evaluate {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let params = ctx.params().clone();
-        let protocol = params.str("protocol")?.to_string();
+        let protocol = EvalProtocol::parse(params.str("protocol")?).ok_or_else(|| {
+            StageError::bad_param(
+                "protocol",
+                format!("use one of {}", EvalProtocol::NAMES.join(", ")),
+            )
+        })?;
+        let (sides, gflops) = Sides::read(ctx, &params)?;
+        ctx.log(format!(
+            "{}: {} queries x {} database items, {}-d, query excluded from its own database: {}",
+            protocol.name(),
+            sides.query.len(),
+            sides.db.len(),
+            sides.query.dim,
+            sides.self_match
+        ));
+        if let Some(g) = gflops {
+            ctx.metric(QUERY_GFLOPS.name, g);
+        }
+        let mut details = serde_json::Map::new();
+        details.insert("protocol".into(), json!(protocol.name()));
+        details.insert("queries".into(), json!(sides.query.len()));
+        details.insert("database".into(), json!(sides.db.len()));
+        details.insert("exclude_self".into(), json!(sides.self_match));
+        match protocol {
+            EvalProtocol::Retrieval | EvalProtocol::Reid => {
+                retrieval(ctx, &params, protocol, &sides, &mut details)?
+            }
+            EvalProtocol::Verification => verification(ctx, &params, &sides, &mut details)?,
+            EvalProtocol::Identification => identification(ctx, &params, &sides, &mut details)?,
+        }
+        ctx.write_json(EVALUATION_OUTPUT, &Value::Object(details))
+    }
+}
+
+/// The two sides of one evaluation, as every protocol reads them.
+struct Sides {
+    query: EmbeddingSet,
+    db: EmbeddingSet,
+    /// Whether each query is left out of its own database (`exclude_self`).
+    self_match: bool,
+    /// Database rows scored per block.
+    rows: usize,
+}
+
+impl Sides {
+    /// Both inputs (truncated to a common size when `truncate` says so), whether they are the
+    /// same images, and the query model's GFLOPs per image when its embed stage measured them.
+    fn read(
+        ctx: &mut StageContext<'_>,
+        params: &crate::kind::Params,
+    ) -> Result<(Sides, Option<f64>), StageError> {
         let (mut query, gflops, query_key) = read_side(ctx, "query")?;
         let (mut db, _, db_key) = read_side(ctx, "database")?;
         if query.dim != db.dim && params.bool("truncate")? {
@@ -74,16 +124,22 @@ impl Run for Evaluate {
                 database: db.dim,
             }));
         }
+        let exclude = ExcludeSelf::parse(params.str("exclude_self")?).ok_or_else(|| {
+            StageError::bad_param(
+                "exclude_self",
+                format!("use one of {}", ExcludeSelf::NAMES.join(", ")),
+            )
+        })?;
         let same_images = query_key == db_key || query.same_items(&db);
-        if !same_images && query.looks_like(&db) && params.str("exclude_self")? == "auto" {
+        if !same_images && query.looks_like(&db) && exclude == ExcludeSelf::Auto {
             ctx.log(
                 "query and database have equal labels and cameras but no item ids to show they are \
                  the same images: no query is excluded from the database; set \
                  exclude_self = \"always\" if they are the same images",
             );
         }
-        let self_match = match params.str("exclude_self")? {
-            "always" => {
+        let self_match = match exclude {
+            ExcludeSelf::Always => {
                 if query.len() != db.len() {
                     return Err(StageError::bad_param(
                         "exclude_self",
@@ -96,208 +152,233 @@ impl Run for Evaluate {
                 }
                 true
             }
-            "never" => false,
-            _ => same_images,
+            ExcludeSelf::Never => false,
+            ExcludeSelf::Auto => same_images,
         };
         let rows = block_rows(db.len(), DEFAULT_BLOCK_BYTES);
-        ctx.log(format!(
-            "{protocol}: {} queries x {} database items, {}-d, query excluded from its own database: {self_match}",
-            query.len(),
-            db.len(),
-            query.dim
-        ));
-        if let Some(g) = gflops {
-            ctx.metric(QUERY_GFLOPS.name, g);
-        }
-        let mut details = serde_json::Map::new();
-        details.insert("protocol".into(), json!(protocol));
-        details.insert("queries".into(), json!(query.len()));
-        details.insert("database".into(), json!(db.len()));
-        details.insert("exclude_self".into(), json!(self_match));
-        match protocol.as_str() {
-            "retrieval" | "reid" => {
-                let ks = positive_ks(&params.ints("ks")?)?;
-                let result = if protocol == "reid" {
-                    metrics::reid(&query, &db, &ks, self_match, rows)
-                } else {
-                    let ex = Exclusion {
-                        self_match,
-                        same_camera: false,
-                    };
-                    metrics::retrieval(&query, &db, &ks, ex, rows)
-                }
-                .map_err(metrics_error)?;
-                if result.queries > 0 {
-                    ctx.metric(MAP.name, result.map);
-                    ctx.metric(MAP_NONINTERP.name, result.map_noninterp);
-                    ctx.metric(MAP_STD.name, result.map_noninterp);
-                    for (k, v) in &result.recall {
-                        ctx.metric(&RECALL_AT.named(&k.to_string()), *v);
-                    }
-                } else {
-                    let reason = format!(
-                        "no query has a positive in the database ({} queries without one)",
-                        result.no_positive
-                    );
-                    let ks = result
-                        .recall
-                        .keys()
-                        .map(|k| RECALL_AT.named(&k.to_string()));
-                    let names: Vec<String> = [MAP.name, MAP_NONINTERP.name, MAP_STD.name]
-                        .map(str::to_string)
-                        .into_iter()
-                        .chain(ks)
-                        .collect();
-                    for name in names {
-                        ctx.decline(&name, reason.clone())?;
-                    }
-                }
-                ctx.metric(NO_POSITIVE.name, result.no_positive as f64);
-                ctx.metric(QUERIES.name, result.queries as f64);
-                ctx.log(format!(
-                    "mAP {:.4} (standard {:.4}), R@{:?} {:?}, {} queries without positives left out",
-                    result.map,
-                    result.map_noninterp,
-                    result.recall.keys().collect::<Vec<_>>(),
-                    result.recall.values().map(|v| format!("{v:.4}")).collect::<Vec<_>>(),
-                    result.no_positive
-                ));
-                details.insert("map".into(), json!(result.map));
-                details.insert("map_noninterp".into(), json!(result.map_noninterp));
-                details.insert(
-                    "recall".into(),
-                    Value::Object(
-                        result
-                            .recall
-                            .iter()
-                            .map(|(k, v)| (format!("r{k}"), json!(v)))
-                            .collect(),
-                    ),
-                );
-                details.insert("evaluated_queries".into(), json!(result.queries));
-                details.insert("no_positive".into(), json!(result.no_positive));
-            }
-            "verification" => {
-                let far = rate(&params, "far")?;
-                let size = template_size(&params)?;
-                let ex = Exclusion {
-                    self_match,
-                    same_camera: false,
-                };
-                let t = match explicit_pairs(ctx, &query, &db, size)? {
-                    Some(pairs) => {
-                        ctx.log(format!(
-                            "scoring the split's {} explicit verification pairs",
-                            pairs.len()
-                        ));
-                        details.insert("explicit_pairs".into(), json!(pairs.len()));
-                        metrics::tar_at_far_pairs(&query, &db, &pairs, far)
-                    }
-                    None => metrics::tar_at_far(&query, &db, far, size, ex, rows),
-                }
-                .map_err(metrics_error)?;
-                ctx.metric(GENUINE_PAIRS.name, t.genuine as f64);
-                ctx.metric(IMPOSTOR_PAIRS.name, t.impostor as f64);
-                ctx.metric(FAR_ACHIEVED.name, t.far);
-                if t.resolvable {
-                    ctx.metric(TAR_AT_FAR.name, t.tar);
-                    ctx.log(format!(
-                        "TAR {:.4} at FAR {far:e} ({} genuine, {} impostor pairs)",
-                        t.tar, t.genuine, t.impostor
-                    ));
-                } else {
-                    let note = format!(
-                        "FAR {far:e} is below 1 / {} impostor pairs: not measurable here, no tar_at_far recorded \
-                         (TAR at FAR 0 is {:.4})",
-                        t.impostor, t.tar
-                    );
-                    ctx.log(&note);
-                    details.insert("note".into(), json!(note));
-                    ctx.decline(
-                        TAR_AT_FAR.name,
-                        format!(
-                            "FAR {far:e} needs at least {} impostor pairs; there are {}",
-                            needed(far),
-                            t.impostor
-                        ),
-                    )?;
-                }
-                details.insert(
-                    TAR_AT_FAR.name.into(),
-                    if t.resolvable {
-                        json!(t.tar)
-                    } else {
-                        Value::Null
-                    },
-                );
-                details.insert("far_target".into(), json!(far));
-                details.insert("far_achieved".into(), json!(t.far));
-                details.insert("threshold".into(), json!(t.threshold));
-                details.insert("genuine_pairs".into(), json!(t.genuine));
-                details.insert("impostor_pairs".into(), json!(t.impostor));
-                details.insert("template_size".into(), json!(size));
-            }
-            "identification" => {
-                let fpir = rate(&params, "fpir")?;
-                let size = template_size(&params)?;
-                let ex = Exclusion {
-                    self_match,
-                    same_camera: false,
-                };
-                let t = metrics::tpir_at_fpir(&query, &db, fpir, size, ex, rows)
-                    .map_err(metrics_error)?;
-                ctx.metric(&RECALL_AT.named("1"), t.rank1);
-                ctx.metric(MATED_PROBES.name, t.mated as f64);
-                ctx.metric(NON_MATED_PROBES.name, t.non_mated as f64);
-                ctx.metric(FPIR_ACHIEVED.name, t.fpir);
-                if t.resolvable {
-                    ctx.metric(TPIR_AT_FPIR.name, t.tpir);
-                    ctx.log(format!(
-                        "TPIR {:.4} at FPIR {fpir:e}, closed-set rank-1 {:.4}",
-                        t.tpir, t.rank1
-                    ));
-                } else {
-                    let note = format!(
-                        "FPIR {fpir:e} is below 1 / {} non-mated probes: not measurable here, no tpir_at_fpir \
-                         recorded (TPIR at FPIR 0 is {:.4})",
-                        t.non_mated, t.tpir
-                    );
-                    ctx.log(&note);
-                    details.insert("note".into(), json!(note));
-                    ctx.decline(
-                        TPIR_AT_FPIR.name,
-                        format!(
-                            "FPIR {fpir:e} needs at least {} non-mated probes; there are {}",
-                            needed(fpir),
-                            t.non_mated
-                        ),
-                    )?;
-                }
-                details.insert(
-                    TPIR_AT_FPIR.name.into(),
-                    if t.resolvable {
-                        json!(t.tpir)
-                    } else {
-                        Value::Null
-                    },
-                );
-                details.insert("fpir_target".into(), json!(fpir));
-                details.insert("fpir_achieved".into(), json!(t.fpir));
-                details.insert("threshold".into(), json!(t.threshold));
-                details.insert("rank1".into(), json!(t.rank1));
-                details.insert("mated_probes".into(), json!(t.mated));
-                details.insert("non_mated_probes".into(), json!(t.non_mated));
-                details.insert("template_size".into(), json!(size));
-            }
-            other => {
-                return Err(StageError::bad_param(
-                    "protocol",
-                    format!("unknown protocol `{other}`"),
-                ));
-            }
-        }
-        ctx.write_json(EVALUATION_OUTPUT, &Value::Object(details))
+        let sides = Sides {
+            query,
+            db,
+            self_match,
+            rows,
+        };
+        Ok((sides, gflops))
     }
+
+    /// The exclusion rule of the protocols that score every pair (no camera rule).
+    fn exclusion(&self) -> Exclusion {
+        Exclusion {
+            self_match: self.self_match,
+            same_camera: false,
+        }
+    }
+}
+
+/// `retrieval` and `reid`: mAP, standard AP and R@k (declined with the reason when no query
+/// has a positive).
+fn retrieval(
+    ctx: &mut StageContext<'_>,
+    params: &crate::kind::Params,
+    protocol: EvalProtocol,
+    sides: &Sides,
+    details: &mut serde_json::Map<String, Value>,
+) -> Result<(), StageError> {
+    let Sides {
+        query, db, rows, ..
+    } = sides;
+    let ks = positive_ks(&params.ints("ks")?)?;
+    let result = if protocol == EvalProtocol::Reid {
+        metrics::reid(query, db, &ks, sides.self_match, *rows)
+    } else {
+        metrics::retrieval(query, db, &ks, sides.exclusion(), *rows)
+    }
+    .map_err(metrics_error)?;
+    if result.queries > 0 {
+        ctx.metric(MAP.name, result.map);
+        ctx.metric(MAP_NONINTERP.name, result.map_noninterp);
+        ctx.metric(MAP_STD.name, result.map_noninterp);
+        for (k, v) in &result.recall {
+            ctx.metric(&RECALL_AT.named(&k.to_string()), *v);
+        }
+    } else {
+        let reason = format!(
+            "no query has a positive in the database ({} queries without one)",
+            result.no_positive
+        );
+        let ks = result
+            .recall
+            .keys()
+            .map(|k| RECALL_AT.named(&k.to_string()));
+        let names: Vec<String> = [MAP.name, MAP_NONINTERP.name, MAP_STD.name]
+            .map(str::to_string)
+            .into_iter()
+            .chain(ks)
+            .collect();
+        for name in names {
+            ctx.decline(&name, reason.clone())?;
+        }
+    }
+    ctx.metric(NO_POSITIVE.name, result.no_positive as f64);
+    ctx.metric(QUERIES.name, result.queries as f64);
+    ctx.log(format!(
+        "mAP {:.4} (standard {:.4}), R@{:?} {:?}, {} queries without positives left out",
+        result.map,
+        result.map_noninterp,
+        result.recall.keys().collect::<Vec<_>>(),
+        result
+            .recall
+            .values()
+            .map(|v| format!("{v:.4}"))
+            .collect::<Vec<_>>(),
+        result.no_positive
+    ));
+    details.insert("map".into(), json!(result.map));
+    details.insert("map_noninterp".into(), json!(result.map_noninterp));
+    details.insert(
+        "recall".into(),
+        Value::Object(
+            result
+                .recall
+                .iter()
+                .map(|(k, v)| (format!("r{k}"), json!(v)))
+                .collect(),
+        ),
+    );
+    details.insert("evaluated_queries".into(), json!(result.queries));
+    details.insert("no_positive".into(), json!(result.no_positive));
+    Ok(())
+}
+
+/// `verification`: TAR at FAR over the split's explicit pairs (the `pairs` input) or over all
+/// template pairs; declined with the reason when the FAR is below one over the impostors.
+fn verification(
+    ctx: &mut StageContext<'_>,
+    params: &crate::kind::Params,
+    sides: &Sides,
+    details: &mut serde_json::Map<String, Value>,
+) -> Result<(), StageError> {
+    let Sides {
+        query, db, rows, ..
+    } = sides;
+    let far = rate(params, "far")?;
+    let size = template_size(params)?;
+    let t = match explicit_pairs(ctx, query, db, size)? {
+        Some(pairs) => {
+            ctx.log(format!(
+                "scoring the split's {} explicit verification pairs",
+                pairs.len()
+            ));
+            details.insert("explicit_pairs".into(), json!(pairs.len()));
+            metrics::tar_at_far_pairs(query, db, &pairs, far)
+        }
+        None => metrics::tar_at_far(query, db, far, size, sides.exclusion(), *rows),
+    }
+    .map_err(metrics_error)?;
+    ctx.metric(GENUINE_PAIRS.name, t.genuine as f64);
+    ctx.metric(IMPOSTOR_PAIRS.name, t.impostor as f64);
+    ctx.metric(FAR_ACHIEVED.name, t.far);
+    if t.resolvable {
+        ctx.metric(TAR_AT_FAR.name, t.tar);
+        ctx.log(format!(
+            "TAR {:.4} at FAR {far:e} ({} genuine, {} impostor pairs)",
+            t.tar, t.genuine, t.impostor
+        ));
+    } else {
+        let note = format!(
+            "FAR {far:e} is below 1 / {} impostor pairs: not measurable here, no tar_at_far recorded \
+             (TAR at FAR 0 is {:.4})",
+            t.impostor, t.tar
+        );
+        ctx.log(&note);
+        details.insert("note".into(), json!(note));
+        ctx.decline(
+            TAR_AT_FAR.name,
+            format!(
+                "FAR {far:e} needs at least {} impostor pairs; there are {}",
+                needed(far),
+                t.impostor
+            ),
+        )?;
+    }
+    details.insert(
+        TAR_AT_FAR.name.into(),
+        if t.resolvable {
+            json!(t.tar)
+        } else {
+            Value::Null
+        },
+    );
+    details.insert("far_target".into(), json!(far));
+    details.insert("far_achieved".into(), json!(t.far));
+    details.insert("threshold".into(), json!(t.threshold));
+    details.insert("genuine_pairs".into(), json!(t.genuine));
+    details.insert("impostor_pairs".into(), json!(t.impostor));
+    details.insert("template_size".into(), json!(size));
+    Ok(())
+}
+
+/// `identification`: open-set TPIR at FPIR and closed-set rank-1; TPIR declined with the
+/// reason when the FPIR is below one over the non-mated probes.
+fn identification(
+    ctx: &mut StageContext<'_>,
+    params: &crate::kind::Params,
+    sides: &Sides,
+    details: &mut serde_json::Map<String, Value>,
+) -> Result<(), StageError> {
+    let fpir = rate(params, "fpir")?;
+    let size = template_size(params)?;
+    let t = metrics::tpir_at_fpir(
+        &sides.query,
+        &sides.db,
+        fpir,
+        size,
+        sides.exclusion(),
+        sides.rows,
+    )
+    .map_err(metrics_error)?;
+    ctx.metric(&RECALL_AT.named("1"), t.rank1);
+    ctx.metric(MATED_PROBES.name, t.mated as f64);
+    ctx.metric(NON_MATED_PROBES.name, t.non_mated as f64);
+    ctx.metric(FPIR_ACHIEVED.name, t.fpir);
+    if t.resolvable {
+        ctx.metric(TPIR_AT_FPIR.name, t.tpir);
+        ctx.log(format!(
+            "TPIR {:.4} at FPIR {fpir:e}, closed-set rank-1 {:.4}",
+            t.tpir, t.rank1
+        ));
+    } else {
+        let note = format!(
+            "FPIR {fpir:e} is below 1 / {} non-mated probes: not measurable here, no tpir_at_fpir \
+             recorded (TPIR at FPIR 0 is {:.4})",
+            t.non_mated, t.tpir
+        );
+        ctx.log(&note);
+        details.insert("note".into(), json!(note));
+        ctx.decline(
+            TPIR_AT_FPIR.name,
+            format!(
+                "FPIR {fpir:e} needs at least {} non-mated probes; there are {}",
+                needed(fpir),
+                t.non_mated
+            ),
+        )?;
+    }
+    details.insert(
+        TPIR_AT_FPIR.name.into(),
+        if t.resolvable {
+            json!(t.tpir)
+        } else {
+            Value::Null
+        },
+    );
+    details.insert("fpir_target".into(), json!(fpir));
+    details.insert("fpir_achieved".into(), json!(t.fpir));
+    details.insert("threshold".into(), json!(t.threshold));
+    details.insert("rank1".into(), json!(t.rank1));
+    details.insert("mated_probes".into(), json!(t.mated));
+    details.insert("non_mated_probes".into(), json!(t.non_mated));
+    details.insert("template_size".into(), json!(size));
+    Ok(())
 }
 
 /// One verification pair: `(query row, database row, genuine)`.
