@@ -21,9 +21,9 @@ use crate::kind::{Run, StageContext, StageError};
 use crate::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
 use crate::metrics::{self, EmbeddingSet, Exclusion, MetricsError};
 use asymflow::metrics::registry::{
-    FAR_ACHIEVED, FPIR_ACHIEVED, GENUINE_PAIRS, IMPOSTOR_PAIRS, MAP, MAP_NONINTERP, MAP_STD,
-    MATED_PROBES, NON_MATED_PROBES, NO_POSITIVE, QUERIES, QUERY_GFLOPS, RECALL_AT, TAR_AT_FAR,
-    TPIR_AT_FPIR,
+    MetricDef, FAR_ACHIEVED, FPIR_ACHIEVED, GENUINE_PAIRS, IMPOSTOR_PAIRS, MAP, MAP_NONINTERP,
+    MAP_STD, MATED_PROBES, NON_MATED_PROBES, NO_POSITIVE, QUERIES, QUERY_GFLOPS, RECALL_AT,
+    TAR_AT_FAR, TPIR_AT_FPIR,
 };
 use asymflow::stages::evaluate::*;
 
@@ -277,37 +277,24 @@ fn verification(
     ctx.metric(GENUINE_PAIRS.name, t.genuine as f64);
     ctx.metric(IMPOSTOR_PAIRS.name, t.impostor as f64);
     ctx.metric(FAR_ACHIEVED.name, t.far);
-    if t.resolvable {
-        ctx.metric(TAR_AT_FAR.name, t.tar);
-        ctx.log(format!(
+    OpenSetRate {
+        metric: &TAR_AT_FAR,
+        positive: "TAR",
+        rate: "FAR",
+        negatives: "impostor pairs",
+        target: far,
+        available: t.impostor as u64,
+        value: t.tar,
+        resolvable: t.resolvable,
+    }
+    .record(
+        ctx,
+        details,
+        format!(
             "TAR {:.4} at FAR {far:e} ({} genuine, {} impostor pairs)",
             t.tar, t.genuine, t.impostor
-        ));
-    } else {
-        let note = format!(
-            "FAR {far:e} is below 1 / {} impostor pairs: not measurable here, no tar_at_far recorded \
-             (TAR at FAR 0 is {:.4})",
-            t.impostor, t.tar
-        );
-        ctx.log(&note);
-        details.insert("note".into(), json!(note));
-        ctx.decline(
-            TAR_AT_FAR.name,
-            format!(
-                "FAR {far:e} needs at least {} impostor pairs; there are {}",
-                needed(far),
-                t.impostor
-            ),
-        )?;
-    }
-    details.insert(
-        TAR_AT_FAR.name.into(),
-        if t.resolvable {
-            json!(t.tar)
-        } else {
-            Value::Null
-        },
-    );
+        ),
+    )?;
     details.insert("far_target".into(), json!(far));
     details.insert("far_achieved".into(), json!(t.far));
     details.insert("threshold".into(), json!(t.threshold));
@@ -340,37 +327,24 @@ fn identification(
     ctx.metric(MATED_PROBES.name, t.mated as f64);
     ctx.metric(NON_MATED_PROBES.name, t.non_mated as f64);
     ctx.metric(FPIR_ACHIEVED.name, t.fpir);
-    if t.resolvable {
-        ctx.metric(TPIR_AT_FPIR.name, t.tpir);
-        ctx.log(format!(
+    OpenSetRate {
+        metric: &TPIR_AT_FPIR,
+        positive: "TPIR",
+        rate: "FPIR",
+        negatives: "non-mated probes",
+        target: fpir,
+        available: t.non_mated as u64,
+        value: t.tpir,
+        resolvable: t.resolvable,
+    }
+    .record(
+        ctx,
+        details,
+        format!(
             "TPIR {:.4} at FPIR {fpir:e}, closed-set rank-1 {:.4}",
             t.tpir, t.rank1
-        ));
-    } else {
-        let note = format!(
-            "FPIR {fpir:e} is below 1 / {} non-mated probes: not measurable here, no tpir_at_fpir \
-             recorded (TPIR at FPIR 0 is {:.4})",
-            t.non_mated, t.tpir
-        );
-        ctx.log(&note);
-        details.insert("note".into(), json!(note));
-        ctx.decline(
-            TPIR_AT_FPIR.name,
-            format!(
-                "FPIR {fpir:e} needs at least {} non-mated probes; there are {}",
-                needed(fpir),
-                t.non_mated
-            ),
-        )?;
-    }
-    details.insert(
-        TPIR_AT_FPIR.name.into(),
-        if t.resolvable {
-            json!(t.tpir)
-        } else {
-            Value::Null
-        },
-    );
+        ),
+    )?;
     details.insert("fpir_target".into(), json!(fpir));
     details.insert("fpir_achieved".into(), json!(t.fpir));
     details.insert("threshold".into(), json!(t.threshold));
@@ -379,6 +353,63 @@ fn identification(
     details.insert("non_mated_probes".into(), json!(t.non_mated));
     details.insert("template_size".into(), json!(size));
     Ok(())
+}
+
+/// A positive rate at a target rate of negatives (TAR at FAR, TPIR at FPIR), recorded alike by
+/// both protocols: the metric when the target is measurable with the negatives there are,
+/// otherwise declined with the reason (and the rate at 0 in the log and `evaluation.json`).
+struct OpenSetRate {
+    metric: &'static MetricDef,
+    /// The positive rate's name (`TAR`), the target's (`FAR`), and what the negatives are.
+    positive: &'static str,
+    rate: &'static str,
+    negatives: &'static str,
+    target: f64,
+    available: u64,
+    value: f64,
+    resolvable: bool,
+}
+
+impl OpenSetRate {
+    /// Records the metric (logging `measured`) or declines it; writes it to `details` either
+    /// way (`null` when declined).
+    fn record(
+        &self,
+        ctx: &mut StageContext<'_>,
+        details: &mut serde_json::Map<String, Value>,
+        measured: String,
+    ) -> Result<(), StageError> {
+        let (name, target) = (self.metric.name, self.target);
+        if self.resolvable {
+            ctx.metric(name, self.value);
+            ctx.log(measured);
+        } else {
+            let note = format!(
+                "{} {target:e} is below 1 / {} {}: not measurable here, no {name} recorded \
+                 ({} at {} 0 is {:.4})",
+                self.rate, self.available, self.negatives, self.positive, self.rate, self.value
+            );
+            ctx.log(&note);
+            details.insert("note".into(), json!(note));
+            ctx.decline(
+                name,
+                format!(
+                    "{} {target:e} needs at least {} {}; there are {}",
+                    self.rate,
+                    needed(target),
+                    self.negatives,
+                    self.available
+                ),
+            )?;
+        }
+        let value = if self.resolvable {
+            json!(self.value)
+        } else {
+            Value::Null
+        };
+        details.insert(name.into(), value);
+        Ok(())
+    }
 }
 
 /// One verification pair: `(query row, database row, genuine)`.
@@ -748,10 +779,15 @@ mod tests {
         assert!(!metrics.contains_key("tar_at_far"));
         assert_eq!(metrics["impostor_pairs"], 8.0);
         let details: Value = crate::kind::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
-        assert!(details["note"]
-            .as_str()
-            .unwrap()
-            .contains("below 1 / 8 impostor pairs"));
+        let note = details["note"].as_str().unwrap();
+        assert!(
+            note.starts_with(
+                "FAR 1e-4 is below 1 / 8 impostor pairs: not measurable here, no tar_at_far \
+                 recorded (TAR at FAR 0 is "
+            ),
+            "{note}"
+        );
+        assert_eq!(details["tar_at_far"], Value::Null);
         let (metrics, _) = run_stage(
             &asymflow::stages::evaluate::Evaluate,
             &Evaluate,
