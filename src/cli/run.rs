@@ -9,6 +9,7 @@
 //! finished, through the same path as `asymflow report`.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,9 +18,12 @@ use super::common::{
     cache_for, label, label_selects, load_plan_of, note_overrides, print_json, registry,
     reports_dir, stage_of_label,
 };
-use super::{exit, failure, output, report_cmd, RunArgs};
+use super::{exit, failure, output, report_cmd, OverrideArgs, RunArgs};
+use crate::cache::{Cache, Index};
 use crate::exec::executor::Executor;
-use crate::exec::{self, publish::publish, RunOptions, Status};
+use crate::exec::{self, publish::publish, RunOptions, RunSummary, Status};
+use crate::graph::Plan;
+use crate::kind::Registry;
 use crate::spec::SpecError;
 
 /// Runs a pipeline.
@@ -27,36 +31,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let plan = load_plan_of(&args.pipeline, &registry, &args.stages)?;
     let cache = cache_for(&args.pipeline.cache, &plan.spec().project_dir);
-    let mut force = BTreeSet::new();
-    for target in &args.force {
-        let stage = stage_of_label(target);
-        if plan.spec().stage(stage).is_none() {
-            let names: Vec<&str> = plan.spec().stages.iter().map(|s| s.name.as_str()).collect();
-            return Err(SpecError::nowhere(format!(
-                "--force {target}: no stage `{stage}` in this run of {}",
-                plan.spec().file.display()
-            ))
-            .suggest(stage, names)
-            .into());
-        }
-        let chosen: Vec<usize> = plan
-            .instances()
-            .iter()
-            .filter(|i| label_selects(target, &i.label()))
-            .map(|i| i.index)
-            .collect();
-        if chosen.is_empty() {
-            return Err(SpecError::nowhere(format!(
-                "--force {target}: no such instance; the instances of `{stage}` are: {}",
-                plan.instances_of(stage)
-                    .map(|i| i.label())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .into());
-        }
-        force.extend(chosen);
-    }
+    let force = forced_instances(&plan, &args.force)?;
     let cancel = Arc::new(AtomicBool::new(false));
     install_ctrl_c(&cancel);
     let options = RunOptions {
@@ -93,10 +68,113 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         overrides,
         args.reports.as_deref(),
     );
-    let mut tables = Vec::new();
-    let mut publish_errors = Vec::new();
     let index = cache.index()?;
-    let mut unrendered = Vec::new();
+    let mut published =
+        publish_reports(&plan, &registry, &cache, &index, &summary, &root, overrides)?;
+    // With --keep-going, reports that did not run render from what finished.
+    if args.keep_going && !summary.interrupted && !published.unrendered.is_empty() {
+        let rendered = report_cmd::render(
+            &plan,
+            &registry,
+            &cache,
+            &root,
+            overrides,
+            &published.unrendered,
+        )?;
+        published.tables.extend(rendered.tables);
+    }
+
+    if args.pipeline.json {
+        print_json(&summary)?;
+    } else {
+        for (name, table, dest) in &published.tables {
+            println!("\n{name} (in {}):\n\n{table}", dest.display());
+        }
+    }
+    for (outcome, inst) in summary.instances.iter().zip(plan.instances()) {
+        if outcome.status == Status::Failed {
+            eprintln!(
+                "{}",
+                failure::describe(&cache, Some(&index), inst, &outcome.reason)
+            );
+        }
+    }
+    if !args.pipeline.json {
+        print_summary(&summary, clock.elapsed().as_secs_f64());
+    }
+    for e in &published.errors {
+        eprintln!("error: {e}");
+    }
+    Ok(if summary.interrupted {
+        ExitCode::from(exit::INTERRUPTED)
+    } else if summary.success() && published.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(exit::STAGE_FAILED)
+    })
+}
+
+/// The instances `--force` names (a stage, or one instance's label), each checked against the
+/// plan with a suggestion when it names nothing.
+fn forced_instances(plan: &Plan, targets: &[String]) -> anyhow::Result<BTreeSet<usize>> {
+    let mut force = BTreeSet::new();
+    for target in targets {
+        let stage = stage_of_label(target);
+        if plan.spec().stage(stage).is_none() {
+            let names: Vec<&str> = plan.spec().stages.iter().map(|s| s.name.as_str()).collect();
+            return Err(SpecError::nowhere(format!(
+                "--force {target}: no stage `{stage}` in this run of {}",
+                plan.spec().file.display()
+            ))
+            .suggest(stage, names)
+            .into());
+        }
+        let chosen: Vec<usize> = plan
+            .instances()
+            .iter()
+            .filter(|i| label_selects(target, &i.label()))
+            .map(|i| i.index)
+            .collect();
+        if chosen.is_empty() {
+            return Err(SpecError::nowhere(format!(
+                "--force {target}: no such instance; the instances of `{stage}` are: {}",
+                plan.instances_of(stage)
+                    .map(|i| i.label())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into());
+        }
+        force.extend(chosen);
+    }
+    Ok(force)
+}
+
+/// What publishing a run's reports gave.
+struct Published {
+    /// Each published table: the report's label, its markdown, its folder.
+    tables: Vec<(String, String, PathBuf)>,
+    /// Reports that could not be copied out of the cache.
+    errors: Vec<exec::publish::PublishError>,
+    /// Report instances without a result (their inputs failed, or the run stopped).
+    unrendered: Vec<String>,
+}
+
+/// Copies every report instance that has a result to its folder under `root`.
+fn publish_reports(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    index: &Index,
+    summary: &RunSummary,
+    root: &Path,
+    overrides: &OverrideArgs,
+) -> anyhow::Result<Published> {
+    let mut published = Published {
+        tables: Vec::new(),
+        errors: Vec::new(),
+        unrendered: Vec::new(),
+    };
     for outcome in &summary.instances {
         let publishes = plan
             .spec()
@@ -111,17 +189,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             None => None,
         };
         let Some(record) = record else {
-            unrendered.push(label(&outcome.stage, &outcome.binding));
+            published
+                .unrendered
+                .push(label(&outcome.stage, &outcome.binding));
             continue;
         };
         let dest = root.join(exec::publish::folder_name(&folder(
             &outcome.stage,
             &outcome.binding,
         )));
-        let written = match publish(&cache, &record, &dest) {
+        let written = match publish(cache, &record, &dest) {
             Ok(written) => written,
             Err(e) => {
-                publish_errors.push(e);
+                published.errors.push(e);
                 continue;
             }
         };
@@ -130,39 +210,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .any(|p| p.file_name().is_some_and(|n| n == "table.md"))
         {
-            tables.push((
+            published.tables.push((
                 label(&outcome.stage, &outcome.binding),
                 std::fs::read_to_string(dest.join("table.md"))?,
                 dest,
             ));
         }
     }
-    // With --keep-going, reports that did not run render from what finished.
-    if args.keep_going && !summary.interrupted && !unrendered.is_empty() {
-        let rendered = report_cmd::render(&plan, &registry, &cache, &root, overrides, &unrendered)?;
-        tables.extend(rendered.tables);
-    }
+    Ok(published)
+}
 
-    let failed: Vec<_> = summary
-        .instances
-        .iter()
-        .zip(plan.instances())
-        .filter(|(o, _)| o.status == Status::Failed)
-        .collect();
-    if args.pipeline.json {
-        print_json(&summary)?;
-    } else {
-        for (name, table, dest) in &tables {
-            println!("\n{name} (in {}):\n\n{table}", dest.display());
-        }
-    }
-    for (outcome, inst) in &failed {
-        eprintln!(
-            "{}",
-            failure::describe(&cache, Some(&index), inst, &outcome.reason)
-        );
-    }
-    if output::verbose() && !args.pipeline.json {
+/// Each instance's status with `--verbose`, then the one-line count (unless `--quiet`).
+fn print_summary(summary: &RunSummary, seconds: f64) {
+    if output::verbose() {
         for outcome in &summary.instances {
             let status = serde_json::to_value(&outcome.status)
                 .ok()
@@ -176,27 +236,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if !args.pipeline.json && !output::quiet() {
+    if !output::quiet() {
         eprintln!(
-            "{}: {} ran, {} cached, {} failed, {} skipped in {:.2}s",
+            "{}: {} ran, {} cached, {} failed, {} skipped in {seconds:.2}s",
             summary.pipeline,
             summary.count(Status::Ran),
             summary.count(Status::Cached),
             summary.count(Status::Failed),
             summary.count(Status::Skipped),
-            clock.elapsed().as_secs_f64()
         );
     }
-    for e in &publish_errors {
-        eprintln!("error: {e}");
-    }
-    Ok(if summary.interrupted {
-        ExitCode::from(exit::INTERRUPTED)
-    } else if summary.success() && publish_errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(exit::STAGE_FAILED)
-    })
 }
 
 /// The folder of one report instance under the reports root: the stage, or its label.
