@@ -294,6 +294,9 @@ fn apply_templates(
     Ok(stage)
 }
 
+/// One stage of the file against its kind: every parameter typed (aliases rewritten, with a
+/// deprecation warning; defaults filled in), every input slot and stage named checked, and
+/// the gathered axes.
 fn resolve_stage(
     stage: RawStage,
     vars: &Vars,
@@ -316,6 +319,36 @@ fn resolve_stage(
             .suggest(kind_name, registry.names())
     })?;
 
+    let (params, param_locs) =
+        resolve_params(&stage, (kind, kind_name), vars, axes, axis_names, warnings)?;
+    let inputs = resolve_inputs(&stage, (kind, kind_name), stage_names)?;
+    let gather = resolve_gather(&stage, kind, axis_names, &params)?;
+    Ok(StageSpec {
+        name,
+        kind: kind_name.to_string(),
+        params,
+        param_locs,
+        inputs,
+        gather,
+        loc: stage.name.loc.clone(),
+    })
+}
+
+/// A stage's parameters (templates) and where in the file each was written.
+type ResolvedParams = (BTreeMap<String, Tpl>, BTreeMap<String, Loc>);
+
+/// The stage's parameters as templates, keyed by their current names, with where each was
+/// written; old names are rewritten (a warning each) and missing optional ones get their
+/// defaults.
+fn resolve_params(
+    stage: &RawStage,
+    (kind, kind_name): (&dyn crate::kind::Stage, &str),
+    vars: &Vars,
+    axes: &[super::sweep::Axis],
+    axis_names: &[&str],
+    warnings: &mut Vec<SpecError>,
+) -> Result<ResolvedParams, SpecError> {
+    let name = &stage.name.name;
     let mut params = BTreeMap::new();
     let mut param_locs = BTreeMap::new();
     let mut renamed = Vec::new();
@@ -392,6 +425,17 @@ fn resolve_stage(
         }
     }
 
+    Ok((params, param_locs))
+}
+
+/// The stage's input slots, each naming stages of the file (not itself); every required slot
+/// connected.
+fn resolve_inputs(
+    stage: &RawStage,
+    (kind, kind_name): (&dyn crate::kind::Stage, &str),
+    stage_names: &[String],
+) -> Result<Vec<InputRef>, SpecError> {
+    let name = &stage.name.name;
     let mut inputs = Vec::new();
     for (slot, value) in &stage.inputs {
         if !kind.inputs().iter().any(|d| d.name == slot.name) {
@@ -411,7 +455,7 @@ fn resolve_stage(
                 )
                 .suggest(&target, stage_names.iter().map(String::as_str)));
             }
-            if target == name {
+            if target == *name {
                 return Err(SpecError::at(
                     &loc,
                     format!("stage `{name}` depends on itself"),
@@ -440,6 +484,18 @@ fn resolve_stage(
         }
     }
 
+    Ok(inputs)
+}
+
+/// The sweep axes the stage gathers (`gather`, or its kind's default; `*` is every axis), none
+/// of which its parameters may also fan out over.
+fn resolve_gather(
+    stage: &RawStage,
+    kind: &dyn crate::kind::Stage,
+    axis_names: &[&str],
+    params: &BTreeMap<String, Tpl>,
+) -> Result<Vec<String>, SpecError> {
+    let name = &stage.name.name;
     let gather = match &stage.gather {
         Some(value) => {
             let mut list = Vec::new();
@@ -479,15 +535,7 @@ fn resolve_stage(
         .hint("a stage either fans out over an axis or gathers it, not both"));
     }
 
-    Ok(StageSpec {
-        name,
-        kind: kind_name.to_string(),
-        params,
-        param_locs,
-        inputs,
-        gather,
-        loc: stage.name.loc.clone(),
-    })
+    Ok(gather)
 }
 
 /// The declaration that `name` is an old name of, and the alias.
