@@ -34,12 +34,70 @@ use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params,
 /// The `train-bct` kind.
 pub struct TrainBct;
 
+/// What keeps the new model compatible with the old one: `method`, and for `bct` its
+/// `t_bct` and `new_classes` (see the module docs), read once into one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compatibility {
+    /// BCT's influence loss on the old training classes (`t_bct = "old"`).
+    BctOld,
+    /// BCT on all new training data, the old classifier extended by synthesised rows.
+    BctNewSynthesised,
+    /// BCT on all new training data, new classes by distillation (`new_classes = "kd"`).
+    BctNewKd,
+    /// The L2 baseline.
+    L2,
+    /// The learning-without-forgetting baseline.
+    Lwf,
+}
+
+impl Compatibility {
+    /// The spellings of `method`, `t_bct` and `new_classes`.
+    pub const METHODS: &'static [&'static str] = &["bct", "l2", "lwf"];
+    pub const T_BCT: &'static [&'static str] = &["old", "new"];
+    pub const NEW_CLASSES: &'static [&'static str] = &["synthesised", "kd"];
+
+    /// The stage's three parameters as one value; `None` for a spelling not declared.
+    pub fn from_params(params: &Params) -> Result<Option<Compatibility>, crate::kind::StageError> {
+        Ok(
+            match (
+                params.str("method")?,
+                params.str("t_bct")?,
+                params.str("new_classes")?,
+            ) {
+                ("bct", "old", _) => Some(Compatibility::BctOld),
+                ("bct", "new", "synthesised") => Some(Compatibility::BctNewSynthesised),
+                ("bct", "new", "kd") => Some(Compatibility::BctNewKd),
+                ("l2", _, _) => Some(Compatibility::L2),
+                ("lwf", _, _) => Some(Compatibility::Lwf),
+                _ => None,
+            },
+        )
+    }
+
+    /// The `method` spelling.
+    pub fn method(self) -> &'static str {
+        match self {
+            Compatibility::BctOld | Compatibility::BctNewSynthesised | Compatibility::BctNewKd => {
+                "bct"
+            }
+            Compatibility::L2 => "l2",
+            Compatibility::Lwf => "lwf",
+        }
+    }
+
+    /// Whether training needs classes the old classifier knows (T_old not empty): every
+    /// method but BCT on T_new and LwF, whose terms also cover new classes.
+    pub fn needs_old_classes(self) -> bool {
+        matches!(self, Compatibility::BctOld | Compatibility::L2)
+    }
+}
+
 const OWN: &[ParamDecl] = &[
-    ParamDecl::optional("method", ParamType::Choice(&["bct", "l2", "lwf"]), "\"bct\"",
+    ParamDecl::optional("method", ParamType::Choice(Compatibility::METHODS), "\"bct\"",
         "bct: influence loss through the frozen old classifier; l2 / lwf: the baselines"),
-    ParamDecl::optional("t_bct", ParamType::Choice(&["old", "new"]), "\"old\"",
+    ParamDecl::optional("t_bct", ParamType::Choice(Compatibility::T_BCT), "\"old\"",
         "bct: images of the influence loss: the old training classes, or all new training data"),
-    ParamDecl::optional("new_classes", ParamType::Choice(&["synthesised", "kd"]), "\"synthesised\"",
+    ParamDecl::optional("new_classes", ParamType::Choice(Compatibility::NEW_CLASSES), "\"synthesised\"",
         "bct with t_bct = \"new\": classes the old classifier lacks get synthesised weights (mean old feature) or distillation"),
     ParamDecl::optional("lambda", ParamType::Float, "1.0", "weight of the influence (or baseline) term"),
     ParamDecl::optional("temperature", ParamType::Float, "2.0", "softmax temperature of kd and lwf"),
@@ -100,5 +158,49 @@ impl Stage for TrainBct {
 
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn compat(method: &str, t_bct: &str, new_classes: &str) -> Option<Compatibility> {
+        let mut p = Params::default();
+        p.0.insert("method".into(), json!(method));
+        p.0.insert("t_bct".into(), json!(t_bct));
+        p.0.insert("new_classes".into(), json!(new_classes));
+        Compatibility::from_params(&p).unwrap()
+    }
+
+    #[test]
+    fn the_three_parameters_read_as_one_compatibility() {
+        use Compatibility::*;
+        assert_eq!(
+            compat("bct", "old", "kd"),
+            Some(BctOld),
+            "new_classes is for t_bct = new"
+        );
+        assert_eq!(compat("bct", "new", "synthesised"), Some(BctNewSynthesised));
+        assert_eq!(compat("bct", "new", "kd"), Some(BctNewKd));
+        assert_eq!(
+            compat("l2", "new", "kd"),
+            Some(L2),
+            "the baselines ignore both"
+        );
+        assert_eq!(compat("lwf", "old", "synthesised"), Some(Lwf));
+        assert_eq!(compat("bct", "newer", "kd"), None);
+        for &method in Compatibility::METHODS {
+            for &t_bct in Compatibility::T_BCT {
+                for &rule in Compatibility::NEW_CLASSES {
+                    let c = compat(method, t_bct, rule).expect("every declared spelling reads");
+                    assert_eq!(c.method(), method);
+                }
+            }
+        }
+        assert!(BctOld.needs_old_classes() && L2.needs_old_classes());
+        assert!(!BctNewSynthesised.needs_old_classes() && !BctNewKd.needs_old_classes());
+        assert!(!Lwf.needs_old_classes());
     }
 }

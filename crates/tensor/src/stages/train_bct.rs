@@ -35,6 +35,7 @@ use super::train_classifier::{finish, train, training_items, ClassList, Setup};
 use crate::data::{EvalLoader, EvalView};
 use crate::kind::{read_json, Run, StageContext, StageError};
 use crate::nn::{l2n, Classifier, ClassifierConfig, Model};
+use asymflow::stages::train_bct::Compatibility;
 use asymflow::stages::train_classifier::CLASSES_OUTPUT;
 
 /// How the influence term is computed. See the module docs.
@@ -331,9 +332,13 @@ impl Run for TrainBct {
                 format!("{temperature}: must be positive"),
             ));
         }
-        let method = params.str("method")?.to_string();
-        let t_bct = params.str("t_bct")?.to_string();
-        let rule = params.str("new_classes")?.to_string();
+        let compat = Compatibility::from_params(&params)?.ok_or_else(|| {
+            StageError::bad_param(
+                "method",
+                "method, t_bct and new_classes: use bct with t_bct old or new (new_classes synthesised or kd), l2 or lwf",
+            )
+        })?;
+        let method = compat.method();
         let old_set: std::collections::HashSet<i64> = old.classes.labels.iter().copied().collect();
         let new_labels: Vec<i64> = classes
             .labels
@@ -349,13 +354,13 @@ impl Run for TrainBct {
             new_labels.len(),
             setup.net.embed_dim
         ));
-        if shared == 0 && !(method == "bct" && t_bct == "new") && method != "lwf" {
+        if shared == 0 && compat.needs_old_classes() {
             return Err(StageError::bad_param(
                 "partition",
                 "no training class is known to the old classifier, so T_old is empty; train on a superset of the old model's classes",
             ));
         }
-        if method == "lwf" && new_labels.is_empty() {
+        if compat == Compatibility::Lwf && new_labels.is_empty() {
             return Err(StageError::bad_param(
                 "partition",
                 "every training class is known to the old classifier, so T_new \\ T_old is empty and the lwf term is always 0; train on classes the old model was not trained on",
@@ -366,18 +371,18 @@ impl Run for TrainBct {
             crate::worker::torch_device(ctx.device()),
         );
         let mut class_of = old.classes.index();
-        let kind = match (method.as_str(), t_bct.as_str(), rule.as_str()) {
-            ("bct", "new", "kd") => InfluenceKind::Kd { temperature },
-            ("bct", _, _) => InfluenceKind::Classifier,
-            ("l2", _, _) => InfluenceKind::L2,
-            _ => InfluenceKind::Lwf { temperature },
+        let kind = match compat {
+            Compatibility::BctNewKd => InfluenceKind::Kd { temperature },
+            Compatibility::BctOld | Compatibility::BctNewSynthesised => InfluenceKind::Classifier,
+            Compatibility::L2 => InfluenceKind::L2,
+            Compatibility::Lwf => InfluenceKind::Lwf { temperature },
         };
         let mut old_head = Classifier::from_tensors(
             old.head.config(),
             old.head.weight.shallow_clone(),
             old.head.bias.as_ref().map(Tensor::shallow_clone),
         );
-        if method == "bct" && t_bct == "new" && rule == "synthesised" && !new_labels.is_empty() {
+        if compat == Compatibility::BctNewSynthesised && !new_labels.is_empty() {
             let new_items: Vec<_> = items
                 .iter()
                 .filter(|i| !old_set.contains(&i.label))
