@@ -270,7 +270,13 @@ impl Distill {
                 crate::nn::checkpoint::copy_vars(&source.vs, &student.vs)?;
                 student
             }
-            _ => Model::new(ModelMeta::new(net, None), device),
+            "random" => Model::new(ModelMeta::new(net, None), device),
+            other => {
+                return Err(StageError::bad_param(
+                    "init",
+                    format!("unknown `{other}`; use teacher, imagenet, checkpoint or random"),
+                ))
+            }
         };
         Ok(student)
     }

@@ -58,7 +58,12 @@ impl Run for TrainTeacher {
         let head = match loss_name.as_str() {
             "triplet" => None,
             other => Some(ClassifierConfig {
-                kind: HeadKind::parse(other).unwrap_or(HeadKind::NormSoftmax),
+                kind: HeadKind::parse(other).ok_or_else(|| {
+                    StageError::bad_param(
+                        "loss",
+                        format!("unknown loss `{other}`; use triplet, norm-softmax or cosface"),
+                    )
+                })?,
                 classes: classes.len() as i64,
                 dim: net.embed_dim,
                 scale: p.float("scale")?,
@@ -91,7 +96,13 @@ impl Run for TrainTeacher {
             let per_class = per_class as usize;
             match p.str("small_classes")? {
                 "drop" => Sampling::ClassBalancedDropSmall { per_class },
-                _ => Sampling::ClassBalanced { per_class },
+                "repeat" => Sampling::ClassBalanced { per_class },
+                other => {
+                    return Err(StageError::bad_param(
+                        "small_classes",
+                        format!("expected \"repeat\" or \"drop\", got \"{other}\""),
+                    ))
+                }
             }
         } else {
             Sampling::Shuffle
