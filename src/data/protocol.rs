@@ -145,165 +145,213 @@ fn insert_nested_subsets(
     Ok(())
 }
 
-/// Splits `items` (each with its provided part) into partitions.
+/// Splits `items` (each with its provided part) into partitions: train and test by the
+/// protocol, then each optional partition the options ask for, in this order (later ones
+/// read earlier ones: open-set probes come from `query` / `gallery`).
 pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partitions, DataError> {
-    let mut out = Partitions::default();
-    let parts = &mut out.partitions;
-    match opts.protocol {
-        Protocol::HalfClasses => {
-            let usable: Vec<SplitItem> = items
-                .iter()
-                .filter(|(_, p)| *p != Part::Junk)
-                .map(|(i, _)| i.clone())
-                .collect();
-            let classes = classes_of(&usable);
-            if classes.len() < 2 {
-                return Err(DataError::config(format!(
-                    "half-classes needs at least 2 classes, the data set has {}",
-                    classes.len()
-                )));
-            }
-            if opts.train_fraction.is_nan()
-                || opts.train_fraction <= 0.0
-                || opts.train_fraction >= 1.0
-            {
-                return Err(DataError::config(format!(
-                    "train_fraction must be between 0 and 1 (exclusive), got {}",
-                    opts.train_fraction
-                )));
-            }
-            let n_train = ((classes.len() as f64 * opts.train_fraction).round() as usize)
-                .clamp(1, classes.len() - 1);
-            let train: BTreeSet<i64> = classes[..n_train].iter().copied().collect();
-            let (tr, te): (Vec<_>, Vec<_>) =
-                usable.into_iter().partition(|i| train.contains(&i.label));
-            parts.insert("train".into(), tr);
-            parts.insert("test".into(), te);
-        }
-        Protocol::Provided => {
-            let mut by_part: BTreeMap<Part, Vec<SplitItem>> = BTreeMap::new();
-            for (item, part) in items {
-                by_part.entry(*part).or_default().push(item.clone());
-            }
-            if by_part.contains_key(&Part::Unsplit) || !by_part.contains_key(&Part::Train) {
-                return Err(DataError::config(
-                    "this data set has no provided split (only sop and market1501 do); \
-                     use protocol = \"half-classes\"",
-                ));
-            }
-            for (part, name) in [
-                (Part::Train, "train"),
-                (Part::Test, "test"),
-                (Part::Query, "query"),
-                (Part::Gallery, "gallery"),
-                (Part::Junk, "junk"),
-            ] {
-                if let Some(v) = by_part.remove(&part) {
-                    parts.insert(name.into(), v);
-                }
-            }
-        }
-    }
-
+    let mut parts = match opts.protocol {
+        Protocol::HalfClasses => half_classes(items, opts.train_fraction)?,
+        Protocol::Provided => provided(items)?,
+    };
     let train = parts["train"].clone();
-    let train_classes = classes_of(&train);
-
-    insert_nested_subsets(parts, "train", &train, &opts.subsets, rng(opts.seed, 1))?;
-
+    insert_nested_subsets(
+        &mut parts,
+        "train",
+        &train,
+        &opts.subsets,
+        rng(opts.seed, 1),
+    )?;
     if opts.validation {
-        if train_classes.len() < 2 {
-            return Err(DataError::config(
-                "validation needs at least 2 training classes",
-            ));
-        }
-        let half = train_classes.len() / 2;
-        let first: BTreeSet<i64> = train_classes[..half].iter().copied().collect();
-        let (a, b): (Vec<_>, Vec<_>) = train
-            .iter()
-            .cloned()
-            .partition(|i| first.contains(&i.label));
-        // The same subsets inside val-train, so a protocol that trains on `train-<p>` (BCT's
-        // old model) can be rehearsed on the validation split: `val-train-<p>`.
-        insert_nested_subsets(parts, "val-train", &a, &opts.subsets, rng(opts.seed, 3))?;
-        parts.insert("val-train".into(), a);
-        parts.insert("val-test".into(), b);
+        insert_validation(&mut parts, &train, opts)?;
     }
-
     if opts.gallery_per_class > 0 {
-        if parts.contains_key("query") {
-            return Err(DataError::config(
-                "gallery_per_class: this data set provides its own query and gallery; set it to 0",
-            ));
-        }
-        let test = parts.get("test").cloned().unwrap_or_default();
-        let mut by_class: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
-        for (i, item) in test.iter().enumerate() {
-            by_class.entry(item.label).or_default().push(i);
-        }
-        let mut in_gallery = vec![false; test.len()];
-        for (label, mut members) in by_class {
-            members.shuffle(&mut rng(opts.seed ^ (label as u64).wrapping_mul(31), 2));
-            // Every class keeps at least one query.
-            let k = opts.gallery_per_class.min(members.len().saturating_sub(1));
-            for &i in &members[..k] {
-                in_gallery[i] = true;
-            }
-        }
-        // Both keep the test partition's order.
-        let (gallery, query): (Vec<_>, Vec<_>) = test
-            .into_iter()
-            .enumerate()
-            .partition(|(i, _)| in_gallery[*i]);
-        parts.insert(
-            "query".into(),
-            query.into_iter().map(|(_, item)| item).collect(),
-        );
-        parts.insert(
-            "gallery".into(),
-            gallery.into_iter().map(|(_, item)| item).collect(),
-        );
+        insert_query_gallery(&mut parts, opts)?;
     }
-
     if opts.non_mated.is_nan() || opts.non_mated < 0.0 {
         return Err(DataError::config("non_mated must be a fraction in 0..1"));
     }
     if opts.non_mated > 0.0 {
-        if opts.non_mated >= 1.0 {
-            return Err(DataError::config("non_mated must be a fraction below 1"));
-        }
-        let (Some(query), Some(gallery)) = (parts.get("query"), parts.get("gallery")) else {
-            return Err(DataError::config(
-                "non_mated needs a query and a gallery: set gallery_per_class (or use a data set \
-                 that provides them)",
-            ));
-        };
-        let mut order = classes_of(query);
-        order.shuffle(&mut rng(opts.seed, 3));
-        let n = (order.len() as f64 * opts.non_mated).round() as usize;
-        let left_out: BTreeSet<i64> = order[..n].iter().copied().collect();
-        let enrolled: Vec<SplitItem> = gallery
-            .iter()
-            .filter(|i| !left_out.contains(&i.label))
-            .cloned()
-            .collect();
-        let (non_mated, mated): (Vec<_>, Vec<_>) = query
-            .iter()
-            .cloned()
-            .partition(|i| left_out.contains(&i.label));
-        parts.insert("probe-gallery".into(), enrolled);
-        parts.insert("probe-mated".into(), mated);
-        parts.insert("probe-non-mated".into(), non_mated);
+        insert_open_set(&mut parts, opts)?;
     }
-
-    if opts.pairs_per_class > 0 {
+    let pairs = if opts.pairs_per_class > 0 {
         let test = parts.get("test").ok_or_else(|| {
             DataError::config(
                 "pairs_per_class needs a `test` partition (not provided by this data set)",
             )
         })?;
-        out.pairs = verification_pairs(test, opts.pairs_per_class, opts.seed)?;
+        verification_pairs(test, opts.pairs_per_class, opts.seed)?
+    } else {
+        Vec::new()
+    };
+    Ok(Partitions {
+        partitions: parts,
+        pairs,
+    })
+}
+
+/// `half-classes`: the first `train_fraction` of the classes (in class-id order) train, the
+/// rest test; junk items are left out.
+fn half_classes(
+    items: &[(SplitItem, Part)],
+    train_fraction: f64,
+) -> Result<BTreeMap<String, Vec<SplitItem>>, DataError> {
+    let mut parts = BTreeMap::new();
+    let usable: Vec<SplitItem> = items
+        .iter()
+        .filter(|(_, p)| *p != Part::Junk)
+        .map(|(i, _)| i.clone())
+        .collect();
+    let classes = classes_of(&usable);
+    if classes.len() < 2 {
+        return Err(DataError::config(format!(
+            "half-classes needs at least 2 classes, the data set has {}",
+            classes.len()
+        )));
     }
-    Ok(out)
+    if train_fraction.is_nan() || train_fraction <= 0.0 || train_fraction >= 1.0 {
+        return Err(DataError::config(format!(
+            "train_fraction must be between 0 and 1 (exclusive), got {}",
+            train_fraction
+        )));
+    }
+    let n_train =
+        ((classes.len() as f64 * train_fraction).round() as usize).clamp(1, classes.len() - 1);
+    let train: BTreeSet<i64> = classes[..n_train].iter().copied().collect();
+    let (tr, te): (Vec<_>, Vec<_>) = usable.into_iter().partition(|i| train.contains(&i.label));
+    parts.insert("train".into(), tr);
+    parts.insert("test".into(), te);
+    Ok(parts)
+}
+
+/// `provided`: the data set's own parts, under their partition names.
+fn provided(items: &[(SplitItem, Part)]) -> Result<BTreeMap<String, Vec<SplitItem>>, DataError> {
+    let mut parts = BTreeMap::new();
+    let mut by_part: BTreeMap<Part, Vec<SplitItem>> = BTreeMap::new();
+    for (item, part) in items {
+        by_part.entry(*part).or_default().push(item.clone());
+    }
+    if by_part.contains_key(&Part::Unsplit) || !by_part.contains_key(&Part::Train) {
+        return Err(DataError::config(
+            "this data set has no provided split (only sop and market1501 do); \
+             use protocol = \"half-classes\"",
+        ));
+    }
+    for (part, name) in [
+        (Part::Train, "train"),
+        (Part::Test, "test"),
+        (Part::Query, "query"),
+        (Part::Gallery, "gallery"),
+        (Part::Junk, "junk"),
+    ] {
+        if let Some(v) = by_part.remove(&part) {
+            parts.insert(name.into(), v);
+        }
+    }
+    Ok(parts)
+}
+
+/// `val-train` / `val-test`: the first and second half of the training classes, with the
+/// same nested subsets inside val-train.
+fn insert_validation(
+    parts: &mut BTreeMap<String, Vec<SplitItem>>,
+    train: &[SplitItem],
+    opts: &SplitOptions,
+) -> Result<(), DataError> {
+    let train_classes = classes_of(train);
+    if train_classes.len() < 2 {
+        return Err(DataError::config(
+            "validation needs at least 2 training classes",
+        ));
+    }
+    let half = train_classes.len() / 2;
+    let first: BTreeSet<i64> = train_classes[..half].iter().copied().collect();
+    let (a, b): (Vec<_>, Vec<_>) = train
+        .iter()
+        .cloned()
+        .partition(|i| first.contains(&i.label));
+    // The same subsets inside val-train, so a protocol that trains on `train-<p>` (BCT's
+    // old model) can be rehearsed on the validation split: `val-train-<p>`.
+    insert_nested_subsets(parts, "val-train", &a, &opts.subsets, rng(opts.seed, 3))?;
+    parts.insert("val-train".into(), a);
+    parts.insert("val-test".into(), b);
+    Ok(())
+}
+
+/// `query` / `gallery` from `test`: `gallery_per_class` random images of each class in the
+/// gallery, at least one left as a query.
+fn insert_query_gallery(
+    parts: &mut BTreeMap<String, Vec<SplitItem>>,
+    opts: &SplitOptions,
+) -> Result<(), DataError> {
+    if parts.contains_key("query") {
+        return Err(DataError::config(
+            "gallery_per_class: this data set provides its own query and gallery; set it to 0",
+        ));
+    }
+    let test = parts.get("test").cloned().unwrap_or_default();
+    let mut by_class: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, item) in test.iter().enumerate() {
+        by_class.entry(item.label).or_default().push(i);
+    }
+    let mut in_gallery = vec![false; test.len()];
+    for (label, mut members) in by_class {
+        members.shuffle(&mut rng(opts.seed ^ (label as u64).wrapping_mul(31), 2));
+        // Every class keeps at least one query.
+        let k = opts.gallery_per_class.min(members.len().saturating_sub(1));
+        for &i in &members[..k] {
+            in_gallery[i] = true;
+        }
+    }
+    // Both keep the test partition's order.
+    let (gallery, query): (Vec<_>, Vec<_>) = test
+        .into_iter()
+        .enumerate()
+        .partition(|(i, _)| in_gallery[*i]);
+    parts.insert(
+        "query".into(),
+        query.into_iter().map(|(_, item)| item).collect(),
+    );
+    parts.insert(
+        "gallery".into(),
+        gallery.into_iter().map(|(_, item)| item).collect(),
+    );
+    Ok(())
+}
+
+/// Open-set identification: a `non_mated` share of the query classes left out of
+/// `probe-gallery`; their queries are `probe-non-mated`, the rest `probe-mated`.
+fn insert_open_set(
+    parts: &mut BTreeMap<String, Vec<SplitItem>>,
+    opts: &SplitOptions,
+) -> Result<(), DataError> {
+    if opts.non_mated >= 1.0 {
+        return Err(DataError::config("non_mated must be a fraction below 1"));
+    }
+    let (Some(query), Some(gallery)) = (parts.get("query"), parts.get("gallery")) else {
+        return Err(DataError::config(
+            "non_mated needs a query and a gallery: set gallery_per_class (or use a data set \
+             that provides them)",
+        ));
+    };
+    let mut order = classes_of(query);
+    // Salt 3 is also val-train's subsets': the two shuffle different class lists, and a new
+    // salt here would redraw the probes of every split already cached.
+    order.shuffle(&mut rng(opts.seed, 3));
+    let n = (order.len() as f64 * opts.non_mated).round() as usize;
+    let left_out: BTreeSet<i64> = order[..n].iter().copied().collect();
+    let enrolled: Vec<SplitItem> = gallery
+        .iter()
+        .filter(|i| !left_out.contains(&i.label))
+        .cloned()
+        .collect();
+    let (non_mated, mated): (Vec<_>, Vec<_>) = query
+        .iter()
+        .cloned()
+        .partition(|i| left_out.contains(&i.label));
+    parts.insert("probe-gallery".into(), enrolled);
+    parts.insert("probe-mated".into(), mated);
+    parts.insert("probe-non-mated".into(), non_mated);
+    Ok(())
 }
 
 /// For each class with at least two images, `per_class` genuine pairs (two distinct images of
