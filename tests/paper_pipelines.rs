@@ -8,7 +8,8 @@
 //! the stage templates into a temporary project, writes a fixture where the pipeline's
 //! `vars.root` points, shrinks the pipeline through one `--set vars.NAME=...` per scale var
 //! (width 8, one epoch, 16-32 px, one seed, tiny batches), runs it, and checks that every
-//! instance ran and that each table holds its labelled rows.
+//! instance ran, that each result records only the metrics its kind declares, and that each
+//! table holds its labelled rows.
 
 use std::path::{Path, PathBuf};
 
@@ -106,6 +107,12 @@ impl Project {
             let shared = inst["status"] == "cached" && ran.contains(&&inst["key"]);
             assert!(inst["status"] == "ran" || shared, "{inst}");
         }
+        let checked = crate::support::assert_recorded_metrics_are_declared(&self.path("cache"));
+        assert!(
+            checked >= ran.len(),
+            "{checked} results for {} ran",
+            ran.len()
+        );
     }
 
     /// Asserts that the report stage `table` published a table holding every row of `rows`,

@@ -69,6 +69,11 @@ fn a_declined_metric_is_a_dash_with_a_footnote_giving_the_reason() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert_eq!(
+        crate::support::assert_recorded_metrics_are_declared(&p.path().join("cache")),
+        5,
+        "import x 2, evaluate x 2, report"
+    );
     let table = std::fs::read_to_string(p.path().join("reports/fn/table/table.md")).unwrap();
     let id_line = table.lines().find(|l| l.starts_with("| id ")).unwrap();
     let ver_line = table.lines().find(|l| l.starts_with("| ver ")).unwrap();
@@ -136,4 +141,46 @@ fn an_instance_not_run_yet_is_footnoted_by_report() {
         ),
         "{text}"
     );
+}
+
+/// A retrieval evaluation's metrics, `map_noninterp` (the standard AP's name since `map_std`
+/// became its alias) among them, may be named in a report: plan-time checks read each kind's
+/// declared metrics, and `evaluate` declares every name it records.
+#[test]
+fn a_report_may_name_every_metric_a_retrieval_records() {
+    let p = project();
+    let names = [
+        "map",
+        "map_noninterp",
+        "map_std",
+        "r1",
+        "r5",
+        "queries",
+        "query_gflops",
+    ];
+    let pipeline = PIPELINE
+        .replace(
+            "params = { protocol = \"verification\", far = 1e-4 }",
+            "params = { protocol = \"retrieval\", ks = [1, 5] }",
+        )
+        .replace(
+            "metrics = [\"tpir_at_fpir\", \"tar_at_far\", \"r1\"]",
+            &format!("metrics = {names:?}"),
+        )
+        .replace("results = [\"id\", \"ver\"]", "results = [\"ver\"]");
+    p.write("pipelines/fn.toml", &pipeline);
+    let out = p.run(&["plan", "pipelines/fn.toml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    p.write(
+        "pipelines/fn.toml",
+        &pipeline.replace("\"map_noninterp\"", "\"map_nonint\""),
+    );
+    let out = p.run(&["plan", "pipelines/fn.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("did you mean `map_noninterp`?"), "{err}");
 }

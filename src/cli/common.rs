@@ -76,7 +76,7 @@ pub(crate) fn load_plan_of(
         spec.stages.retain(|s| keep.contains(&s.name));
     }
     let plan = Plan::build(spec)?;
-    crate::report::check::check_reports(&plan)?;
+    crate::report::check::check_reports(&plan, registry)?;
     Ok(plan)
 }
 

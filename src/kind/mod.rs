@@ -135,6 +135,13 @@ pub trait Stage: Send + Sync {
     /// records) is of a type the slot accepts.
     fn outputs(&self) -> &'static [OutputDecl];
 
+    /// The metric names an instance with `params` records; a name may start or end in `*`
+    /// for a family (`diff_*`, `*_images`). Report layouts are checked against these before
+    /// anything runs; `None` (not declared) leaves the metrics a layout names unchecked.
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        None
+    }
+
     /// Axes this kind gathers by default (`report` gathers every axis: `["*"]`).
     fn default_gather(&self) -> &'static [&'static str] {
         &[]
@@ -169,6 +176,25 @@ pub trait Stage: Send + Sync {
 pub trait Run: Send + Sync {
     /// Does the work.
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError>;
+}
+
+/// The names of registry entries, as [`Stage::records`] lists them.
+pub fn metric_names(defs: &[crate::metrics::registry::MetricDef]) -> Vec<String> {
+    defs.iter().map(|d| d.name.to_string()).collect()
+}
+
+/// Whether `name` is one of `declared` ([`Stage::records`]: exact, or in a `prefix*` or
+/// `*suffix` family).
+pub fn declares_metric(declared: &[String], name: &str) -> bool {
+    declared.iter().any(|pattern| {
+        if let Some(prefix) = pattern.strip_suffix('*') {
+            name.starts_with(prefix) && name.len() > prefix.len()
+        } else if let Some(suffix) = pattern.strip_prefix('*') {
+            name.ends_with(suffix) && name.len() > suffix.len()
+        } else {
+            pattern == name
+        }
+    })
 }
 
 /// The parameter declaration `name` of `stage`, if declared.
@@ -234,5 +260,21 @@ impl Registry {
     /// Every kind name.
     pub fn names(&self) -> Vec<&'static str> {
         self.kinds.iter().map(|k| k.kind()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::declares_metric;
+
+    #[test]
+    fn a_declared_family_matches_a_prefix_or_suffix_with_something_after() {
+        let declared = ["diff_*", "*_images", "map"].map(String::from);
+        assert!(declares_metric(&declared, "diff_map"));
+        assert!(!declares_metric(&declared, "diff_"));
+        assert!(declares_metric(&declared, "train_images"));
+        assert!(!declares_metric(&declared, "_images"));
+        assert!(declares_metric(&declared, "map"));
+        assert!(!declares_metric(&declared, "mAP"));
     }
 }

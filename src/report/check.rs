@@ -8,107 +8,23 @@
 //! written in the pipeline file or on the command line (not those inherited from a template)
 //! are checked here, before anything runs, against what the report's inputs provide: their
 //! sweep axes, parameters and tags for dimensions, and the metrics their kinds record
-//! ([`known_metrics`]) for metrics.
+//! ([`crate::kind::Stage::records`]) for metrics.
 
 use std::collections::BTreeSet;
 
 use super::layout::{Dimension, Layout};
 use super::ReportError;
 use crate::graph::{Instance, Plan};
+use crate::kind::{declares_metric, Registry};
 use crate::spec::{Loc, PipelineSpec, SpecError, StageSpec};
 
-/// The metric names an instance of `kind` records, given its parameters; a name ending in `*`
-/// stands for every name with that prefix (`diff_*`). `None` for a kind whose metrics are not
-/// known here (its metric names are then not checked).
-///
-/// This is the one list of metric names the checks use; it follows the `ctx.metric` calls of
-/// each kind.
-pub fn known_metrics(kind: &str, params: &crate::kind::Params) -> Option<Vec<String>> {
-    let list: Vec<String> = match kind {
-        "evaluate" => {
-            let protocol = params.str("protocol").unwrap_or("retrieval");
-            let mut names: Vec<String> = match protocol {
-                "verification" => vec![
-                    "tar_at_far".into(),
-                    "genuine_pairs".into(),
-                    "impostor_pairs".into(),
-                    "far_achieved".into(),
-                ],
-                "identification" => vec![
-                    "tpir_at_fpir".into(),
-                    "r1".into(),
-                    "mated_probes".into(),
-                    "non_mated_probes".into(),
-                    "fpir_achieved".into(),
-                ],
-                _ => {
-                    let mut v: Vec<String> = vec![
-                        "map".into(),
-                        "map_std".into(),
-                        "no_positive".into(),
-                        "queries".into(),
-                    ];
-                    let ks = params.ints("ks").unwrap_or_else(|_| vec![1]);
-                    v.extend(ks.iter().map(|k| format!("r{k}")));
-                    v
-                }
-            };
-            names.push("query_gflops".into());
-            names
-        }
-        "update-gain" => vec!["diff_*".into(), "criterion_*".into(), "gain_*".into()],
-        "embed" => vec!["gflops".into(), "resolution".into(), "count".into()],
-        "import" => vec!["count".into(), "gflops".into(), "resolution".into()],
-        "distill" | "train-teacher" => {
-            vec!["final_loss".into(), "gflops".into(), "resolution".into()]
-        }
-        "train-classifier" | "train-bct" => {
-            let mut v: Vec<String> = vec![
-                "train_loss".into(),
-                "train_accuracy".into(),
-                "train_seconds".into(),
-                "classes".into(),
-                "gflops".into(),
-            ];
-            if kind == "train-bct" {
-                v.extend([
-                    "influence_loss".into(),
-                    "old_classes".into(),
-                    "new_classes".into(),
-                ]);
-            }
-            v
-        }
-        "split" => vec!["*_images".into(), "*_classes".into()],
-        "report" => vec![
-            "cells".into(),
-            "cells_missing".into(),
-            "cells_partial".into(),
-            "instances_missing".into(),
-        ],
-        "test-echo" => vec!["value".into()],
-        "test-strict" => vec!["count".into()],
-        _ => return None,
-    };
-    Some(list)
-}
-
-fn matches(pattern: &str, name: &str) -> bool {
-    if let Some(prefix) = pattern.strip_suffix('*') {
-        name.starts_with(prefix) && name.len() > prefix.len()
-    } else if let Some(suffix) = pattern.strip_prefix('*') {
-        name.ends_with(suffix) && name.len() > suffix.len()
-    } else {
-        pattern == name
-    }
-}
-
-/// Checks every report stage of `plan` (kinds that publish, named `report`).
-pub fn check_reports(plan: &Plan) -> Result<(), SpecError> {
+/// Checks every report stage of `plan` (kinds that publish, named `report`), against the
+/// metrics the kinds of `registry` declare.
+pub fn check_reports(plan: &Plan, registry: &Registry) -> Result<(), SpecError> {
     let spec = plan.spec();
     for stage in spec.stages.iter().filter(|s| s.kind == "report") {
         for inst in plan.instances_of(&stage.name) {
-            check_instance(plan, spec, stage, inst)?;
+            check_instance(plan, registry, spec, stage, inst)?;
         }
     }
     Ok(())
@@ -124,6 +40,7 @@ fn written_by_user<'a>(spec: &PipelineSpec, stage: &'a StageSpec, param: &str) -
 
 fn check_instance(
     plan: &Plan,
+    registry: &Registry,
     spec: &PipelineSpec,
     stage: &StageSpec,
     inst: &Instance,
@@ -217,12 +134,13 @@ fn check_instance(
     // Metrics: only when every input's kind says what it records.
     let mut patterns: BTreeSet<String> = BTreeSet::new();
     for up in &ups {
-        match known_metrics(&up.kind, &up.params) {
+        match registry.get(&up.kind).and_then(|k| k.records(&up.params)) {
             Some(list) => patterns.extend(list),
             None => return Ok(()),
         }
     }
-    let known = |name: &str| patterns.iter().any(|p| matches(p, name));
+    let declared: Vec<String> = patterns.iter().cloned().collect();
+    let known = |name: &str| declares_metric(&declared, name);
     let listed = || patterns.iter().cloned().collect::<Vec<_>>().join(", ");
     if let Some(loc) = written_by_user(spec, stage, "metrics") {
         for metric in &layout.metrics {
@@ -280,36 +198,5 @@ fn unknown_metric(
             "did you mean `{best}`? its inputs record: {listed}"
         )),
         None => error.hint(format!("its inputs record: {listed}")),
-    }
-}
-
-/// A metric name as JSON, for tests of [`known_metrics`].
-#[cfg(test)]
-fn names(kind: &str, params: serde_json::Value) -> Vec<String> {
-    let params: crate::kind::Params = serde_json::from_value(params).unwrap();
-    known_metrics(kind, &params).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    #[test]
-    fn evaluate_metrics_follow_the_protocol_and_ks() {
-        let retrieval = super::names("evaluate", json!({"protocol": "retrieval", "ks": [1, 5]}));
-        assert!(retrieval.contains(&"map".to_string()));
-        assert!(retrieval.contains(&"r5".to_string()));
-        assert!(!retrieval.contains(&"r10".to_string()));
-        let verification = super::names("evaluate", json!({"protocol": "verification"}));
-        assert!(verification.contains(&"tar_at_far".to_string()));
-        assert!(!verification.contains(&"map".to_string()));
-    }
-
-    #[test]
-    fn wildcards_match_a_prefix_or_suffix_with_something_after() {
-        assert!(super::matches("diff_*", "diff_map"));
-        assert!(!super::matches("diff_*", "diff_"));
-        assert!(super::matches("*_images", "train_images"));
-        assert!(!super::matches("map", "mAP"));
     }
 }

@@ -89,6 +89,14 @@ impl Stage for Embed {
     fn outputs(&self) -> &'static [OutputDecl] {
         &[outputs::EMBEDDINGS]
     }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        Some(
+            ["gflops", "resolution", "count"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+        )
+    }
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device
     }

@@ -16,7 +16,9 @@
 //! a positive) is recorded as no number, with its reason in `reasons.json`.
 
 use super::outputs;
-use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Stage};
+use crate::kind::{
+    metric_names, Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage,
+};
 
 pub use super::embed::EMBEDDINGS_OUTPUT;
 
@@ -186,6 +188,29 @@ impl Stage for Evaluate {
     fn outputs(&self) -> &'static [OutputDecl] {
         &[outputs::EVALUATION, outputs::REASONS]
     }
+    fn records(&self, params: &Params) -> Option<Vec<String>> {
+        use crate::metrics::registry::*;
+        let protocol = params.str("protocol").ok().and_then(EvalProtocol::parse)?;
+        let mut names: Vec<String> = match protocol {
+            EvalProtocol::Verification => {
+                metric_names(&[TAR_AT_FAR, GENUINE_PAIRS, IMPOSTOR_PAIRS, FAR_ACHIEVED])
+            }
+            EvalProtocol::Identification => {
+                let mut names =
+                    metric_names(&[TPIR_AT_FPIR, MATED_PROBES, NON_MATED_PROBES, FPIR_ACHIEVED]);
+                names.push(RECALL_AT.named("1"));
+                names
+            }
+            EvalProtocol::Retrieval | EvalProtocol::Reid => {
+                let mut names = metric_names(&[MAP, MAP_NONINTERP, MAP_STD, NO_POSITIVE, QUERIES]);
+                let ks = params.ints("ks").ok()?;
+                names.extend(ks.iter().map(|k| RECALL_AT.named(&k.to_string())));
+                names
+            }
+        };
+        names.push(QUERY_GFLOPS.name.to_string());
+        Some(names)
+    }
 }
 
 #[cfg(test)]
@@ -203,5 +228,35 @@ mod tests {
         }
         assert_eq!(EvalProtocol::parse("retrieval "), None);
         assert_eq!(ExcludeSelf::parse("sometimes"), None);
+    }
+
+    fn records(params: serde_json::Value) -> Vec<String> {
+        let params: Params = serde_json::from_value(params).unwrap();
+        Evaluate.records(&params).unwrap()
+    }
+
+    #[test]
+    fn the_declared_metrics_follow_the_protocol_and_ks() {
+        let retrieval = records(serde_json::json!({"protocol": "retrieval", "ks": [1, 5]}));
+        for name in [
+            "map",
+            "map_noninterp",
+            "map_std",
+            "r1",
+            "r5",
+            "query_gflops",
+        ] {
+            assert!(
+                retrieval.contains(&name.to_string()),
+                "{name}: {retrieval:?}"
+            );
+        }
+        assert!(!retrieval.contains(&"r10".to_string()));
+        let verification = records(serde_json::json!({"protocol": "verification"}));
+        assert!(verification.contains(&"tar_at_far".to_string()));
+        assert!(!verification.contains(&"map".to_string()));
+        let identification = records(serde_json::json!({"protocol": "identification"}));
+        assert!(identification.contains(&"tpir_at_fpir".to_string()));
+        assert!(identification.contains(&"r1".to_string()));
     }
 }

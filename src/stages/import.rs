@@ -66,6 +66,14 @@ impl Stage for Import {
     fn outputs(&self) -> &'static [OutputDecl] {
         &[outputs::EMBEDDINGS]
     }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        Some(
+            ["count", "gflops", "resolution"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+        )
+    }
     fn fingerprint(
         &self,
         params: &Params,

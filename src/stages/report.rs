@@ -118,6 +118,20 @@ impl Stage for Report {
     fn outputs(&self) -> &'static [OutputDecl] {
         OUTPUTS
     }
+    fn records(&self, _params: &crate::kind::Params) -> Option<Vec<String>> {
+        Some(
+            [
+                "cells",
+                "cells_missing",
+                "cells_partial",
+                "instances_missing",
+                "plots",
+            ]
+            .iter()
+            .map(|n| n.to_string())
+            .collect(),
+        )
+    }
 
     fn default_gather(&self) -> &'static [&'static str] {
         &["*"]

@@ -182,6 +182,14 @@ impl Stage for Split {
     fn outputs(&self) -> &'static [OutputDecl] {
         &[outputs::SPLIT]
     }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        Some(
+            ["*_images", "*_classes"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+        )
+    }
 
     fn fingerprint(
         &self,

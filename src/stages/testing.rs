@@ -98,6 +98,14 @@ impl Stage for Train {
     fn outputs(&self) -> &'static [OutputDecl] {
         &[super::outputs::LOSSES]
     }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        Some(
+            ["map", "final_loss"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+        )
+    }
 }
 
 impl Run for Train {
@@ -161,6 +169,9 @@ impl Stage for Strict {
     }
     fn outputs(&self) -> &'static [OutputDecl] {
         &[]
+    }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        Some(["count"].iter().map(|n| n.to_string()).collect())
     }
 }
 
@@ -272,6 +283,9 @@ impl Stage for Echo {
     }
     fn outputs(&self) -> &'static [OutputDecl] {
         ECHO_OUTPUTS
+    }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        Some(["value"].iter().map(|n| n.to_string()).collect())
     }
     fn resource(&self, params: &Params) -> Resource {
         if params.bool("device").unwrap_or(false) {

@@ -28,7 +28,7 @@
 //! its features computed in eval mode without gradient.
 
 use super::outputs;
-use super::train_classifier::CLASSIFIER_PARAMS;
+use super::train_classifier::{CLASSIFIER_METRICS, CLASSIFIER_PARAMS};
 use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage};
 
 /// The `train-bct` kind.
@@ -154,6 +154,16 @@ impl Stage for TrainBct {
             outputs::CLASSES,
             outputs::LOSSES,
         ]
+    }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        let own = ["influence_loss", "old_classes", "new_classes"];
+        Some(
+            CLASSIFIER_METRICS
+                .iter()
+                .chain(&own)
+                .map(|n| n.to_string())
+                .collect(),
+        )
     }
 
     fn resource(&self, _params: &Params) -> Resource {

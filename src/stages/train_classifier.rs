@@ -97,6 +97,15 @@ const INPUTS: &[InputDecl] = &[InputDecl {
 /// The output holding the per-epoch losses.
 pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;
 
+/// The metrics every classifier training (`train-classifier`, `train-bct`) records.
+pub(crate) const CLASSIFIER_METRICS: &[&str] = &[
+    "train_loss",
+    "train_accuracy",
+    "train_seconds",
+    "classes",
+    "gflops",
+];
+
 impl Stage for TrainClassifier {
     fn kind(&self) -> &'static str {
         "train-classifier"
@@ -128,6 +137,9 @@ impl Stage for TrainClassifier {
             outputs::CLASSES,
             outputs::LOSSES,
         ]
+    }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        Some(CLASSIFIER_METRICS.iter().map(|n| n.to_string()).collect())
     }
 
     fn resource(&self, _params: &Params) -> Resource {

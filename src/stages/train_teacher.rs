@@ -173,6 +173,14 @@ impl Stage for TrainTeacher {
     fn outputs(&self) -> &'static [OutputDecl] {
         &[outputs::MODEL_WEIGHTS, outputs::MODEL_META, outputs::LOSSES]
     }
+    fn records(&self, _params: &Params) -> Option<Vec<String>> {
+        Some(
+            ["final_loss", "gflops", "resolution"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+        )
+    }
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device
     }

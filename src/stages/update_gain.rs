@@ -93,6 +93,10 @@ impl Stage for UpdateGainStage {
     fn outputs(&self) -> &'static [OutputDecl] {
         &[outputs::UPDATE_GAIN, outputs::REASONS]
     }
+    fn records(&self, _params: &crate::kind::Params) -> Option<Vec<String>> {
+        let (diff, criterion, gain) = (registry::DIFF, registry::CRITERION, registry::GAIN);
+        Some(vec![diff.named("*"), criterion.named("*"), gain.named("*")])
+    }
 }
 
 /// A compared metric of one evaluation: its value, or why the evaluation has none.
