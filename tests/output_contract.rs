@@ -85,7 +85,7 @@ fn a_run_breaking_its_output_contract_in_a_worker_fails_and_records_nothing() {
 }
 
 #[test]
-fn kinds_marks_optional_outputs() {
+fn kinds_marks_optional_outputs_and_lists_the_metrics_recorded() {
     let p = Project::new();
     let out = p.run(&["kinds", "evaluate"]);
     assert!(out.status.success());
@@ -100,6 +100,16 @@ fn kinds_marks_optional_outputs() {
         .find(|l| l.trim_start().starts_with("evaluation.json"))
         .unwrap();
     assert!(!evaluation.contains("(optional)"), "{evaluation}");
+    let metrics = text
+        .lines()
+        .find(|l| l.starts_with("metrics (with the default params"))
+        .unwrap_or_else(|| panic!("no metrics line in:\n{text}"));
+    assert!(
+        metrics.ends_with(
+            "map, map_noninterp, map_std, no_positive, queries, r1, r5, r10, query_gflops"
+        ),
+        "{metrics}"
+    );
 }
 
 /// The same check on a job that ran as a (fake) Slurm job through `asymflow exec`: the job

@@ -57,6 +57,18 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    let mut defaults = crate::kind::Params::default();
+    for decl in stage.params() {
+        if let Some(v) = decl.default_value() {
+            defaults.0.insert(decl.name.to_string(), v);
+        }
+    }
+    if let Some(metrics) = stage.records(&defaults) {
+        println!(
+            "\nmetrics (with the default params; `*` stands for a family): {}",
+            metrics.join(", ")
+        );
+    }
     let own: Vec<&ParamDecl> = stage
         .params()
         .iter()
