@@ -225,6 +225,92 @@ fn text_or_list(value: &Value, param: &str) -> Result<Vec<String>, ReportError> 
     }
 }
 
+/// Each dimension named once in `rows` and `cols`, and none of them the `over` axis.
+fn check_dimensions(rows: &[Dimension], cols: &[Dimension], over: &str) -> Result<(), ReportError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for dim in rows.iter().chain(cols.iter()) {
+        if seen.contains(&dim.name()) {
+            return Err(ReportError::layout(
+                "rows",
+                format!(
+                    "`{}` appears twice in `rows`/`cols`; name each dimension once",
+                    dim.name()
+                ),
+            ));
+        }
+        if dim.name() == over {
+            return Err(ReportError::layout(
+                "over",
+                format!(
+                    "`{over}` is aggregated in each cell and cannot also be a row or column; \
+                     remove it from `rows`/`cols` or set `over` to another axis"
+                ),
+            ));
+        }
+        seen.push(dim.name());
+    }
+    Ok(())
+}
+
+/// `expected`: the results per cell (0 or absent: count them).
+fn expected(value: &Value) -> Result<Option<usize>, ReportError> {
+    Ok(match value.as_i64() {
+        Some(n) if n > 0 => Some(n as usize),
+        Some(0) | None => None,
+        Some(n) => {
+            return Err(ReportError::layout(
+                "expected",
+                format!("{n} is negative; give the results expected per cell, or 0 to count them"),
+            ))
+        }
+    })
+}
+
+/// A table of `param` whose values are strings or numbers, as text.
+fn text_table(value: &Value, param: &str) -> Result<BTreeMap<String, String>, ReportError> {
+    let mut out = BTreeMap::new();
+    for (k, v) in table(value, param)? {
+        out.insert(k.clone(), scalar_text(v, &format!("{param}.{k}"))?);
+    }
+    Ok(out)
+}
+
+/// A table of `param` whose values are a text or a list of texts.
+fn list_table(value: &Value, param: &str) -> Result<BTreeMap<String, Vec<String>>, ReportError> {
+    let mut out = BTreeMap::new();
+    for (k, v) in table(value, param)? {
+        out.insert(k.clone(), text_or_list(v, &format!("{param}.{k}"))?);
+    }
+    Ok(out)
+}
+
+/// `plot_xy`: two metric names, or none for no plot.
+fn plot_xy(value: &Value) -> Result<Option<(String, String)>, ReportError> {
+    match names(value, "plot_xy")?.as_slice() {
+        [] => Ok(None),
+        [x, y] => Ok(Some((x.clone(), y.clone()))),
+        _ => Err(ReportError::layout(
+            "plot_xy",
+            "expected two metric names [x, y], e.g. [\"query_gflops\", \"map\"], or [] for no plot",
+        )),
+    }
+}
+
+/// `plot_size`: `[width, height]` in pixels, each 64 to 4096.
+fn plot_size(value: &Value) -> Result<(u32, u32), ReportError> {
+    let size: Vec<i64> = value
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default();
+    match size.as_slice() {
+        [w, h] if (64..=4096).contains(w) && (64..=4096).contains(h) => Ok((*w as u32, *h as u32)),
+        _ => Err(ReportError::layout(
+            "plot_size",
+            "expected [width, height] in pixels, each 64 to 4096, e.g. [640, 480]",
+        )),
+    }
+}
+
 impl Layout {
     /// Reads a layout from the `report` stage's parameters, with [`PARAMS`]' defaults for any
     /// that are absent.
@@ -257,28 +343,7 @@ impl Layout {
         }
         let over = get("over").as_str().unwrap_or("seed").to_string();
 
-        let mut seen: Vec<&str> = Vec::new();
-        for dim in rows.iter().chain(cols.iter()) {
-            if seen.contains(&dim.name()) {
-                return Err(ReportError::layout(
-                    "rows",
-                    format!(
-                        "`{}` appears twice in `rows`/`cols`; name each dimension once",
-                        dim.name()
-                    ),
-                ));
-            }
-            if dim.name() == over {
-                return Err(ReportError::layout(
-                    "over",
-                    format!(
-                        "`{over}` is aggregated in each cell and cannot also be a row or column; \
-                         remove it from `rows`/`cols` or set `over` to another axis"
-                    ),
-                ));
-            }
-            seen.push(dim.name());
-        }
+        check_dimensions(&rows, &cols, &over)?;
         if !rows.contains(&Dimension::Metric) && !cols.contains(&Dimension::Metric) {
             cols.push(Dimension::Metric);
         }
@@ -286,40 +351,15 @@ impl Layout {
             rows.push(Dimension::Stage);
         }
 
-        let expected = match get("expected").as_i64() {
-            Some(n) if n > 0 => Some(n as usize),
-            Some(0) | None => None,
-            Some(n) => {
-                return Err(ReportError::layout(
-                    "expected",
-                    format!(
-                        "{n} is negative; give the results expected per cell, or 0 to count them"
-                    ),
-                ))
-            }
-        };
+        let expected = expected(&get("expected"))?;
 
-        let mut labels = BTreeMap::new();
-        for (k, v) in table(&get("labels"), "labels")? {
-            labels.insert(k.clone(), scalar_text(v, &format!("labels.{k}"))?);
-        }
+        let labels = text_table(&get("labels"), "labels")?;
         let mut tags = BTreeMap::new();
         for (stage, fields) in table(&get("tags"), "tags")? {
-            let param = format!("tags.{stage}");
-            let mut map = BTreeMap::new();
-            for (k, v) in table(fields, &param)? {
-                map.insert(k.clone(), scalar_text(v, &format!("{param}.{k}"))?);
-            }
-            tags.insert(stage.clone(), map);
+            tags.insert(stage.clone(), text_table(fields, &format!("tags.{stage}"))?);
         }
-        let mut filter = BTreeMap::new();
-        for (k, v) in table(&get("filter"), "filter")? {
-            filter.insert(k.clone(), text_or_list(v, &format!("filter.{k}"))?);
-        }
-        let mut order = BTreeMap::new();
-        for (k, v) in table(&get("order"), "order")? {
-            order.insert(k.clone(), text_or_list(v, &format!("order.{k}"))?);
-        }
+        let filter = list_table(&get("filter"), "filter")?;
+        let order = list_table(&get("order"), "order")?;
 
         let format = NumberFormat::parse(get("format").as_str().unwrap_or("percent:1"), "format")?;
         let mut formats = BTreeMap::new();
@@ -331,30 +371,9 @@ impl Layout {
             formats.insert(k.clone(), NumberFormat::parse(text, &param)?);
         }
 
-        let plot_xy = match names(&get("plot_xy"), "plot_xy")?.as_slice() {
-            [] => None,
-            [x, y] => Some((x.clone(), y.clone())),
-            _ => {
-                return Err(ReportError::layout(
-                    "plot_xy",
-                    "expected two metric names [x, y], e.g. [\"query_gflops\", \"map\"], or [] for no plot",
-                ))
-            }
-        };
+        let plot_xy = plot_xy(&get("plot_xy"))?;
         let heatmap = get("heatmap").as_bool().unwrap_or(false);
-        let size: Vec<i64> = get("plot_size")
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_i64).collect())
-            .unwrap_or_default();
-        let plot_size = match size.as_slice() {
-            [w, h] if (64..=4096).contains(w) && (64..=4096).contains(h) => (*w as u32, *h as u32),
-            _ => {
-                return Err(ReportError::layout(
-                    "plot_size",
-                    "expected [width, height] in pixels, each 64 to 4096, e.g. [640, 480]",
-                ))
-            }
-        };
+        let plot_size = plot_size(&get("plot_size"))?;
 
         Ok(Layout {
             title,
