@@ -183,6 +183,11 @@ pub fn metric_names(defs: &[crate::metrics::registry::MetricDef]) -> Vec<String>
     defs.iter().map(|d| d.name.to_string()).collect()
 }
 
+/// `names` as [`Stage::records`] returns them.
+pub fn declared(names: &[&str]) -> Option<Vec<String>> {
+    Some(names.iter().map(|n| n.to_string()).collect())
+}
+
 /// Whether `name` is one of `declared` ([`Stage::records`]: exact, or in a `prefix*` or
 /// `*suffix` family).
 pub fn declares_metric(declared: &[String], name: &str) -> bool {

@@ -90,12 +90,7 @@ impl Stage for Embed {
         &[outputs::EMBEDDINGS]
     }
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
-        Some(
-            ["gflops", "resolution", "count"]
-                .iter()
-                .map(|n| n.to_string())
-                .collect(),
-        )
+        crate::kind::declared(&["gflops", "resolution", "count"])
     }
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device

@@ -67,12 +67,7 @@ impl Stage for Import {
         &[outputs::EMBEDDINGS]
     }
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
-        Some(
-            ["count", "gflops", "resolution"]
-                .iter()
-                .map(|n| n.to_string())
-                .collect(),
-        )
+        crate::kind::declared(&["count", "gflops", "resolution"])
     }
     fn fingerprint(
         &self,

@@ -119,18 +119,13 @@ impl Stage for Report {
         OUTPUTS
     }
     fn records(&self, _params: &crate::kind::Params) -> Option<Vec<String>> {
-        Some(
-            [
-                "cells",
-                "cells_missing",
-                "cells_partial",
-                "instances_missing",
-                "plots",
-            ]
-            .iter()
-            .map(|n| n.to_string())
-            .collect(),
-        )
+        crate::kind::declared(&[
+            "cells",
+            "cells_missing",
+            "cells_partial",
+            "instances_missing",
+            "plots",
+        ])
     }
 
     fn default_gather(&self) -> &'static [&'static str] {

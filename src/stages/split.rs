@@ -183,12 +183,7 @@ impl Stage for Split {
         &[outputs::SPLIT]
     }
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
-        Some(
-            ["*_images", "*_classes"]
-                .iter()
-                .map(|n| n.to_string())
-                .collect(),
-        )
+        crate::kind::declared(&["*_images", "*_classes"])
     }
 
     fn fingerprint(

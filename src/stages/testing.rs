@@ -99,12 +99,7 @@ impl Stage for Train {
         &[super::outputs::LOSSES]
     }
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
-        Some(
-            ["map", "final_loss"]
-                .iter()
-                .map(|n| n.to_string())
-                .collect(),
-        )
+        crate::kind::declared(&["map", "final_loss"])
     }
 }
 
@@ -171,7 +166,7 @@ impl Stage for Strict {
         &[]
     }
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
-        Some(["count"].iter().map(|n| n.to_string()).collect())
+        crate::kind::declared(&["count"])
     }
 }
 
@@ -285,7 +280,7 @@ impl Stage for Echo {
         ECHO_OUTPUTS
     }
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
-        Some(["value"].iter().map(|n| n.to_string()).collect())
+        crate::kind::declared(&["value"])
     }
     fn resource(&self, params: &Params) -> Resource {
         if params.bool("device").unwrap_or(false) {

@@ -139,7 +139,7 @@ impl Stage for TrainClassifier {
         ]
     }
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
-        Some(CLASSIFIER_METRICS.iter().map(|n| n.to_string()).collect())
+        crate::kind::declared(CLASSIFIER_METRICS)
     }
 
     fn resource(&self, _params: &Params) -> Resource {

@@ -174,12 +174,7 @@ impl Stage for TrainTeacher {
         &[outputs::MODEL_WEIGHTS, outputs::MODEL_META, outputs::LOSSES]
     }
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
-        Some(
-            ["final_loss", "gflops", "resolution"]
-                .iter()
-                .map(|n| n.to_string())
-                .collect(),
-        )
+        crate::kind::declared(&["final_loss", "gflops", "resolution"])
     }
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device
