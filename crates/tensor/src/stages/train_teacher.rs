@@ -50,63 +50,13 @@ impl Run for TrainTeacher {
         } = Batching::read(&p)?;
         let accumulate = positive(&p, "accumulate")?;
         let resolution = p.resolution("resolution")?;
-        let per_class = p.int("per_class")?;
         let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
         let (_, classes) = dense_labels(&items);
 
         let loss_name = p.str("loss")?.to_string();
-        let head = match loss_name.as_str() {
-            "triplet" => None,
-            other => Some(ClassifierConfig {
-                kind: HeadKind::parse(other).ok_or_else(|| {
-                    StageError::bad_param(
-                        "loss",
-                        format!("unknown loss `{other}`; use triplet, norm-softmax or cosface"),
-                    )
-                })?,
-                classes: classes.len() as i64,
-                dim: net.embed_dim,
-                scale: p.float("scale")?,
-                margin: p.float("cos_margin")?,
-            }),
-        };
-        let loss = match head {
-            None => {
-                if per_class < 2 {
-                    return Err(StageError::bad_param(
-                        "per_class",
-                        "the triplet loss needs at least 2 images per class in a batch",
-                    ));
-                }
-                TeacherLoss::Triplet {
-                    margin: p.float("margin")?,
-                    negatives: p.int("negatives")?.max(1),
-                }
-            }
-            Some(_) => TeacherLoss::Classifier,
-        };
+        let (head, loss) = teacher_loss(&p, &loss_name, &net, classes.len())?;
         let pool_mining = pool_mining(&p, &loss_name)?;
-        let sampling = if per_class > 0 {
-            if batch_size % per_class as usize != 0 || batch_size < 2 * per_class as usize {
-                return Err(StageError::bad_param(
-                    "batch_size",
-                    format!("must be a multiple of per_class ({per_class}) holding at least two classes"),
-                ));
-            }
-            let per_class = per_class as usize;
-            match p.str("small_classes")? {
-                "drop" => Sampling::ClassBalancedDropSmall { per_class },
-                "repeat" => Sampling::ClassBalanced { per_class },
-                other => {
-                    return Err(StageError::bad_param(
-                        "small_classes",
-                        format!("expected \"repeat\" or \"drop\", got \"{other}\""),
-                    ))
-                }
-            }
-        } else {
-            Sampling::Shuffle
-        };
+        let sampling = sampling(&p, batch_size)?;
 
         let device = crate::worker::torch_device(ctx.device());
         let precision = precision_param(&p)?;
@@ -253,6 +203,76 @@ impl Run for TrainTeacher {
         ctx.metric("resolution", f64::from(resolution.height));
         Ok(())
     }
+}
+
+/// The classifier head (none for the triplet loss) and the loss `loss_name` trains with.
+fn teacher_loss(
+    p: &Params,
+    loss_name: &str,
+    net: &crate::nn::NetConfig,
+    classes: usize,
+) -> Result<(Option<ClassifierConfig>, TeacherLoss), StageError> {
+    let per_class = p.int("per_class")?;
+    let head = match loss_name {
+        "triplet" => None,
+        other => Some(ClassifierConfig {
+            kind: HeadKind::parse(other).ok_or_else(|| {
+                StageError::bad_param(
+                    "loss",
+                    format!("unknown loss `{other}`; use triplet, norm-softmax or cosface"),
+                )
+            })?,
+            classes: classes as i64,
+            dim: net.embed_dim,
+            scale: p.float("scale")?,
+            margin: p.float("cos_margin")?,
+        }),
+    };
+    let loss = match head {
+        None => {
+            if per_class < 2 {
+                return Err(StageError::bad_param(
+                    "per_class",
+                    "the triplet loss needs at least 2 images per class in a batch",
+                ));
+            }
+            TeacherLoss::Triplet {
+                margin: p.float("margin")?,
+                negatives: p.int("negatives")?.max(1),
+            }
+        }
+        Some(_) => TeacherLoss::Classifier,
+    };
+    Ok((head, loss))
+}
+
+/// How batches are drawn: `per_class` images of each class (whole classes that are too small
+/// repeated or dropped, as `small_classes` says), or plain shuffling for `per_class = 0`.
+fn sampling(p: &Params, batch_size: usize) -> Result<Sampling, StageError> {
+    let per_class = p.int("per_class")?;
+    Ok(if per_class > 0 {
+        if batch_size % per_class as usize != 0 || batch_size < 2 * per_class as usize {
+            return Err(StageError::bad_param(
+                "batch_size",
+                format!(
+                    "must be a multiple of per_class ({per_class}) holding at least two classes"
+                ),
+            ));
+        }
+        let per_class = per_class as usize;
+        match p.str("small_classes")? {
+            "drop" => Sampling::ClassBalancedDropSmall { per_class },
+            "repeat" => Sampling::ClassBalanced { per_class },
+            other => {
+                return Err(StageError::bad_param(
+                    "small_classes",
+                    format!("expected \"repeat\" or \"drop\", got \"{other}\""),
+                ))
+            }
+        }
+    } else {
+        Sampling::Shuffle
+    })
 }
 
 /// `mining` and `pool_size`: `Some` when negatives are mined from a pool, which only the
