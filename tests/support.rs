@@ -205,36 +205,31 @@ pub fn assert_recorded_metrics_are_declared(cache: &Path) -> usize {
     let registry = asymflow_tensor::stages::registry();
     let db = rusqlite::Connection::open(cache.join("index.sqlite")).unwrap();
     let mut runs = db
-        .prepare("SELECT key, kind, key_json FROM runs WHERE status = 'ok'")
+        .prepare("SELECT key FROM runs WHERE status = 'ok'")
         .unwrap();
-    let rows: Vec<(String, String, String)> = runs
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let keys: Vec<String> = runs
+        .query_map([], |r| r.get(0))
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    for (key, kind, key_json) in &rows {
+    let index = asymflow::cache::Cache::new(cache).index().unwrap();
+    for key in &keys {
+        let record = index.lookup(key).unwrap().expect("a successful run");
+        let kind = &record.kind;
         let stage = registry.get(kind).unwrap_or_else(|| panic!("kind {kind}"));
-        let key_doc: Value = serde_json::from_str(key_json).unwrap();
+        let key_doc: Value = serde_json::from_str(&record.key_json).unwrap();
         let params: asymflow::kind::Params =
             serde_json::from_value(key_doc["params"].clone()).unwrap();
         let Some(declared) = stage.records(&params) else {
             panic!("kind `{kind}` declares no metrics");
         };
-        let mut names = db
-            .prepare("SELECT name FROM metrics WHERE key = ?1")
-            .unwrap();
-        let recorded: Vec<String> = names
-            .query_map([key], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        for name in recorded {
+        for name in record.metrics.keys() {
             assert!(
-                asymflow::kind::declares_metric(&declared, &name),
+                asymflow::kind::declares_metric(declared.iter().map(String::as_str), name),
                 "a `{kind}` result records `{name}`, which the kind does not declare \
                  (Stage::records: {declared:?})"
             );
         }
     }
-    rows.len()
+    keys.len()
 }

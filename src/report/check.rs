@@ -139,8 +139,7 @@ fn check_instance(
             None => return Ok(()),
         }
     }
-    let declared: Vec<String> = patterns.iter().cloned().collect();
-    let known = |name: &str| declares_metric(&declared, name);
+    let known = |name: &str| declares_metric(patterns.iter().map(String::as_str), name);
     let listed = || patterns.iter().cloned().collect::<Vec<_>>().join(", ");
     if let Some(loc) = written_by_user(spec, stage, "metrics") {
         for metric in &layout.metrics {
