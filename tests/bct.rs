@@ -319,7 +319,12 @@ fn bct_quickstart_plans_nine_models_and_the_whole_chain_per_seed() {
     for (model, epochs) in [("phi1", 20), ("phi2", 20), ("phi3", 15), ("new", 10)] {
         assert_eq!(one[model][0].int("epochs").unwrap(), epochs, "{model}");
     }
-    for (model, scale) in [("phi1", 12.0), ("phi2", 12.0), ("phi3", 12.0), ("old", 16.0)] {
+    for (model, scale) in [
+        ("phi1", 12.0),
+        ("phi2", 12.0),
+        ("phi3", 12.0),
+        ("old", 16.0),
+    ] {
         assert_eq!(one[model][0].float("scale").unwrap(), scale, "{model}");
     }
     let chain = one.keys().filter(|s| s.starts_with("eval-phi")).count();
