@@ -76,7 +76,7 @@ pub(crate) fn load_plan_of(
         spec.stages.retain(|s| keep.contains(&s.name));
     }
     let plan = Plan::build(spec)?;
-    crate::report::check::check_reports(&plan, registry)?;
+    crate::report::check::check_reports(&plan, registry, crate::stages::report::KIND)?;
     Ok(plan)
 }
 

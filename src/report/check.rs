@@ -18,11 +18,12 @@ use crate::graph::{Instance, Plan};
 use crate::kind::{declares_metric, Registry};
 use crate::spec::{Loc, PipelineSpec, SpecError, StageSpec};
 
-/// Checks every report stage of `plan` (kinds that publish, named `report`), against the
+/// Checks every stage of `plan` whose kind is `layout_kind` (the kind whose parameters are a
+/// [`Layout`]: this layer knows the layout, not which stage kind carries it), against the
 /// metrics the kinds of `registry` declare.
-pub fn check_reports(plan: &Plan, registry: &Registry) -> Result<(), SpecError> {
+pub fn check_reports(plan: &Plan, registry: &Registry, layout_kind: &str) -> Result<(), SpecError> {
     let spec = plan.spec();
-    for stage in spec.stages.iter().filter(|s| s.kind == "report") {
+    for stage in spec.stages.iter().filter(|s| s.kind == layout_kind) {
         for inst in plan.instances_of(&stage.name) {
             check_instance(plan, registry, spec, stage, inst)?;
         }

@@ -31,6 +31,9 @@ use crate::kind::{
 #[derive(Clone)]
 pub struct Report;
 
+/// The kind's name, as pipeline files write it.
+pub const KIND: &str = "report";
+
 const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "results",
@@ -93,7 +96,7 @@ fn write(ctx: &StageContext<'_>, name: &str, text: &str) -> Result<(), StageErro
 
 impl Stage for Report {
     fn kind(&self) -> &'static str {
-        "report"
+        KIND
     }
 
     fn impl_version(&self) -> u32 {

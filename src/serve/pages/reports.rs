@@ -134,7 +134,7 @@ pub fn render(state: &PipelineState) -> String {
         .plan
         .instances()
         .iter()
-        .filter(|i| i.kind == "report")
+        .filter(|i| i.kind == crate::stages::report::KIND)
         .collect();
     if reports.is_empty() {
         body.push_str("<p>This pipeline has no report stage. Add one with <code>kind = \"report\"</code> (see <code>asymflow kinds report</code>).</p>");
