@@ -295,6 +295,7 @@ fn raml_validation_pipelines_read_no_test_image() {
                 "student-chosen",
                 "student-epochs",
                 "student-draw",
+                "student-pass",
             ][..],
         ),
     ] {
@@ -320,16 +321,22 @@ fn raml_validation_pipelines_read_no_test_image() {
         }
         assert!(trained > 0, "{file}");
         if file.ends_with("-data.toml") {
-            for (param, quickstart, stage) in [
-                ("detail_scale", "split", "split"),
-                ("epochs", "student", "student-epochs"),
-                ("epochs", "teacher", "teacher-draw"),
-                ("epochs", "teacher-q", "teacher-q-draw"),
+            for (params, quickstart, stage) in [
+                (&["detail_scale"][..], "split", "split"),
+                (
+                    &["epochs", "images_per_epoch"][..],
+                    "student",
+                    "student-pass",
+                ),
+                (&["epochs"][..], "teacher", "teacher-draw"),
+                (&["epochs"][..], "teacher-q", "teacher-q-draw"),
             ] {
-                let chosen = test[quickstart][0].get(param);
+                let chosen: Vec<_> = params.iter().map(|p| test[quickstart][0].get(p)).collect();
                 assert!(
-                    val[stage].iter().any(|p| p.get(param) == chosen),
-                    "the quickstart's {param} {chosen:?} is a candidate of {file}"
+                    val[stage]
+                        .iter()
+                        .any(|c| params.iter().map(|p| c.get(p)).eq(chosen.iter().cloned())),
+                    "the quickstart's {params:?} {chosen:?} is a candidate of {file}: {stage}"
                 );
             }
         }
@@ -339,14 +346,16 @@ fn raml_validation_pipelines_read_no_test_image() {
             ("teacher-chosen", "teacher"),
             ("teacher-draw", "teacher"),
             ("teacher-q-draw", "teacher-q"),
+            ("teacher-pass", "teacher"),
+            ("teacher-q-pass", "teacher-q"),
         ];
         let networks = teachers
             .into_iter()
             .filter(|(stage, _)| val.contains_key(*stage))
             .chain(students.iter().map(|s| (*s, "student")));
-        // Epochs are not compared: they are candidates of rounds 5 (the student's) and 6 (the
-        // labelled networks'), checked above, and rounds 1 to 5 trained the labelled networks
-        // for the template's 12.
+        // Epochs are not compared: they are candidates of rounds 7 (the student's, with its
+        // images per epoch) and 6 (the labelled networks'), checked above; earlier rounds trained
+        // other budgets.
         for (stage, quickstart) in networks {
             for param in ["arch", "width", "batch_size", "lr", "precision"] {
                 for p in &val[stage] {
