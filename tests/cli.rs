@@ -148,6 +148,33 @@ fn run_named_stages_runs_only_them_and_what_they_need() {
     );
 }
 
+/// `plan STAGE...` narrows exactly as `run STAGE...` does: the named stages and what they need.
+#[test]
+fn plan_named_stages_lists_only_them_and_what_they_need() {
+    let p = project();
+    let out = p.run(&["plan", "pipelines/cli.toml", "other", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let labels: Vec<&str> = plan["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["data", "other"]);
+    let text = stdout(&p.run(&["plan", "pipelines/cli.toml", "table"]));
+    assert!(text.contains("model[") && text.contains("table"), "{text}");
+    assert!(!text.contains("other"), "{text}");
+    let out = p.run(&["plan", "pipelines/cli.toml", "modle"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        stderr(&out).contains("did you mean `model`?"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!p.path().join("cache").exists(), "plan created a cache");
+}
+
 #[test]
 fn force_recomputes_a_cached_stage() {
     let p = project();

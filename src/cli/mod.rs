@@ -333,6 +333,9 @@ pub struct PlanArgs {
     /// resources (partition, gres or gpus, time, mem), per the `[executor.slurm]` profile.
     #[arg(long, value_enum, default_value_t = run::ExecutorChoice::Local)]
     pub executor: run::ExecutorChoice,
+    /// Plan only these stages and what they need, as `run STAGE...` would run them.
+    #[arg(value_name = "STAGE")]
+    pub stages: Vec<String>,
 }
 
 /// `asymflow run`.

@@ -1,4 +1,7 @@
-//! `asymflow plan FILE`: every instance, cached or to run, and why, without running anything.
+//! `asymflow plan FILE [STAGE...]`: every instance, cached or to run, and why, without running
+//! anything. Named stages narrow it to them and what they need, exactly as `run` narrows (one
+//! function, `load_plan_of`, does both), so a plan of a large validation pipeline can show the
+//! one round a run is about to compute.
 //!
 //! It says what it can know before running: an instance whose data cannot be read (a missing
 //! weight file or data folder its params name) is "cannot run", and the command then exits
@@ -9,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use super::common::{cache_for, load_plan, planning_cache, print_json, registry};
+use super::common::{cache_for, load_plan_of, planning_cache, print_json, registry};
 use super::run::{slurm_profile, ExecutorChoice};
 use super::{exit, output, PlanArgs};
 use crate::exec::plan_status::{cannot_run, PlannedInstance};
@@ -22,9 +25,10 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let PlanArgs {
         pipeline: args,
         executor,
+        stages,
     } = args;
     let registry = registry();
-    let plan = load_plan(&args, &registry)?;
+    let plan = load_plan_of(&args, &registry, &stages)?;
     let profile = match executor {
         ExecutorChoice::Local => None,
         ExecutorChoice::Slurm => Some(slurm_profile(&plan.spec().project_dir)?),
