@@ -139,11 +139,16 @@ fn run_named_stages_runs_only_them_and_what_they_need() {
     assert_eq!(ran.keys().collect::<Vec<_>>(), ["data", "other"]);
     let ran = p.run_json("pipelines/cli.toml", &["model[seed=0,width=8,depth=1]"]);
     assert!(ran.contains_key("model[depth=1,seed=0,width=8]"), "{ran:?}");
-    let out = p.run(&["run", "pipelines/cli.toml", "modle"]);
-    assert_eq!(out.status.code(), Some(3));
+    refuses_a_misspelt_stage(&p, "run");
+}
+
+/// `COMMAND pipelines/cli.toml modle` is a bad-file error (exit 3) that suggests `model`.
+fn refuses_a_misspelt_stage(p: &Project, command: &str) {
+    let out = p.run(&[command, "pipelines/cli.toml", "modle"]);
+    assert_eq!(out.status.code(), Some(3), "{command}");
     assert!(
         stderr(&out).contains("did you mean `model`?"),
-        "{}",
+        "{command}: {}",
         stderr(&out)
     );
 }
@@ -165,13 +170,7 @@ fn plan_named_stages_lists_only_them_and_what_they_need() {
     let text = stdout(&p.run(&["plan", "pipelines/cli.toml", "table"]));
     assert!(text.contains("model[") && text.contains("table"), "{text}");
     assert!(!text.contains("other"), "{text}");
-    let out = p.run(&["plan", "pipelines/cli.toml", "modle"]);
-    assert_eq!(out.status.code(), Some(3));
-    assert!(
-        stderr(&out).contains("did you mean `model`?"),
-        "{}",
-        stderr(&out)
-    );
+    refuses_a_misspelt_stage(&p, "plan");
     assert!(!p.path().join("cache").exists(), "plan created a cache");
 }
 
