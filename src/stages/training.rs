@@ -1,11 +1,13 @@
 //! What the network stages (`train-teacher`, `distill`, `embed`) share besides the parameter
 //! groups of [`super::groups`]: the single shared parameters (`precision`, `accumulate`, GeM's
 //! learning rate), opening the split, fingerprinting weight files, and the per-epoch loss
-//! curve written as `loss.json`.
+//! curve written as `loss.json`, with the bookkeeping of one epoch ([`Epoch`]: the batches'
+//! means, a non-finite loss refused) that `train-teacher` and `distill` share.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -146,18 +148,72 @@ impl LossCurve {
     pub fn write(&self, ctx: &StageContext<'_>) -> Result<(), StageError> {
         ctx.write_json(LOSS_OUTPUT, self)
     }
+
+    /// Ends `epoch`: adds its mean loss and terms to the curve, with the learning rate at its
+    /// end, and returns the mean loss.
+    pub fn end_epoch(&mut self, epoch: Epoch, lr: Option<f64>) -> f64 {
+        let mut terms = epoch.means.means();
+        let loss = terms.remove(TOTAL).unwrap_or(f64::NAN);
+        self.epochs.push(EpochLoss {
+            epoch: epoch.index + 1,
+            loss,
+            terms,
+            lr,
+            seconds: epoch.start.elapsed().as_secs_f64(),
+        });
+        loss
+    }
+}
+
+/// The name of the total loss among an epoch's means.
+const TOTAL: &str = "loss";
+
+/// One epoch of a training loop that records a [`LossCurve`] (`train-teacher`, `distill`): the
+/// running means of its batches' losses, and when it began. [`LossCurve::end_epoch`] ends it.
+#[derive(Debug)]
+pub struct Epoch {
+    index: usize,
+    start: Instant,
+    means: Means,
+}
+
+impl Epoch {
+    /// Begins the epoch of 0-based `index`.
+    pub fn begin(index: usize) -> Self {
+        Epoch {
+            index,
+            start: Instant::now(),
+            means: Means::default(),
+        }
+    }
+
+    /// Adds one batch: its total loss and the terms it is made of (none for a single loss). A
+    /// total that is not finite stops the stage, naming the epoch and the fix.
+    pub fn add(&mut self, total: f64, terms: &[(&str, f64)]) -> Result<(), StageError> {
+        if !total.is_finite() {
+            return Err(StageError::Other(format!(
+                "the loss became {total} in epoch {}; lower `lr`",
+                self.index + 1
+            )));
+        }
+        let mut values = Vec::with_capacity(terms.len() + 1);
+        values.push((TOTAL, total));
+        values.extend_from_slice(terms);
+        self.means.add(&values);
+        Ok(())
+    }
 }
 
 /// A running mean of named values over the batches of an epoch.
 #[derive(Debug, Default)]
-pub struct Means {
+struct Means {
     sums: BTreeMap<String, f64>,
     count: usize,
 }
 
 impl Means {
     /// Adds one batch's values.
-    pub fn add(&mut self, values: &[(&str, f64)]) {
+    fn add(&mut self, values: &[(&str, f64)]) {
         for (k, v) in values {
             *self.sums.entry((*k).to_string()).or_default() += v;
         }
@@ -165,7 +221,7 @@ impl Means {
     }
 
     /// The means.
-    pub fn means(&self) -> BTreeMap<String, f64> {
+    fn means(&self) -> BTreeMap<String, f64> {
         let n = self.count.max(1) as f64;
         self.sums.iter().map(|(k, v)| (k.clone(), v / n)).collect()
     }
@@ -192,5 +248,43 @@ mod tests {
         let means = m.means();
         assert_eq!(means["loss"], 2.0);
         assert_eq!(means["abs"], 1.0);
+    }
+
+    #[test]
+    fn an_epoch_ends_as_its_mean_loss_and_terms_on_the_curve() {
+        let mut curve = LossCurve::default();
+        let mut single = Epoch::begin(0);
+        single.add(1.0, &[]).unwrap();
+        single.add(2.0, &[]).unwrap();
+        assert_eq!(curve.end_epoch(single, Some(0.1)), 1.5);
+        let mut several = Epoch::begin(1);
+        several.add(3.0, &[("abs", 1.0), ("rel_ts", 2.0)]).unwrap();
+        several.add(5.0, &[("abs", 3.0), ("rel_ts", 2.0)]).unwrap();
+        assert_eq!(curve.end_epoch(several, None), 4.0);
+        let [first, second] = &curve.epochs[..] else {
+            panic!("{curve:?}")
+        };
+        assert_eq!((first.epoch, first.loss, first.lr), (1, 1.5, Some(0.1)));
+        assert!(first.terms.is_empty(), "a single loss has no terms");
+        assert_eq!(second.epoch, 2);
+        assert_eq!(second.terms["abs"], 2.0);
+        assert_eq!(second.terms["rel_ts"], 2.0);
+        assert!(
+            !second.terms.contains_key("loss"),
+            "the total is not a term"
+        );
+    }
+
+    #[test]
+    fn a_loss_that_is_not_finite_stops_the_stage_naming_the_epoch() {
+        let mut epoch = Epoch::begin(2);
+        let err = epoch.add(f64::NAN, &[("abs", 1.0)]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the loss became NaN in epoch 3; lower `lr`"),
+            "{err}"
+        );
+        let err = Epoch::begin(0).add(f64::INFINITY, &[]).unwrap_err();
+        assert!(err.to_string().contains("became inf in epoch 1"), "{err}");
     }
 }

@@ -14,11 +14,9 @@
 //! one box for both, so R and r must share their aspect ratio; `resolution` (the metric) is
 //! r's height, as `embed` reports it.
 
-use std::time::Instant;
-
 use super::training::{
-    augment_config, gem_group, open_partition, optim_config, positive, resolve, Batching,
-    EpochLoss, LossCurve, Means,
+    augment_config, gem_group, open_partition, optim_config, positive, resolve, Batching, Epoch,
+    LossCurve,
 };
 use crate::data::{device_feed, DistillConfig, DistillLoader, Resolution};
 use crate::kind::{Params, Run, StageContext, StageError};
@@ -147,38 +145,22 @@ impl Run for Distill {
         let mut images = 0;
         ctx.progress_start(epochs as u64, "epochs");
         for epoch in 0..epochs {
-            let start = Instant::now();
-            let mut means = Means::default();
+            let mut record = Epoch::begin(epoch);
             let mut batches = device_feed(loader.epoch(epoch as u64), device);
             while let Some(batch) = times.data(|| batches.next()) {
                 ctx.check_cancelled()?;
                 let batch = batch?;
                 images += batch.indices.len();
                 let terms = step.batch(&batch.teacher, &batch.student);
-                let total = terms.total.double_value(&[]);
-                if !total.is_finite() {
-                    return Err(StageError::Other(format!(
-                        "the loss became {total} in epoch {}; lower `lr`",
-                        epoch + 1
-                    )));
-                }
-                let mut values = vec![("loss", total)];
-                values.extend(terms.abs.map(|v| ("abs", v)));
-                values.extend(terms.rel_ts.map(|v| ("rel_ts", v)));
-                values.extend(terms.rel_ss.map(|v| ("rel_ss", v)));
-                means.add(&values);
+                let mut parts = Vec::with_capacity(3);
+                parts.extend(terms.abs.map(|v| ("abs", v)));
+                parts.extend(terms.rel_ts.map(|v| ("rel_ts", v)));
+                parts.extend(terms.rel_ss.map(|v| ("rel_ss", v)));
+                record.add(terms.total.double_value(&[]), &parts)?;
             }
             step.flush();
-            let mut terms = means.means();
-            let loss = terms.remove("loss").unwrap_or(f64::NAN);
+            let loss = curve.end_epoch(record, step.lr());
             ctx.log(format!("epoch {}: loss {loss:.5}", epoch + 1));
-            curve.epochs.push(EpochLoss {
-                epoch: epoch + 1,
-                loss,
-                terms,
-                lr: step.lr(),
-                seconds: start.elapsed().as_secs_f64(),
-            });
             ctx.progress_tick();
         }
         curve.write(ctx)?;

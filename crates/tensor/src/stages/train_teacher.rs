@@ -19,7 +19,7 @@ use tch::Tensor;
 
 use super::training::{
     augment_config, gem_group, net_config, open_partition, optim_config, positive, resolve,
-    Batching, EpochLoss, LossCurve, Means,
+    Batching, Epoch, LossCurve,
 };
 use crate::data::negatives::NegativeLoader;
 use crate::data::{
@@ -125,8 +125,7 @@ impl Run for TrainTeacher {
         let mut images = 0;
         ctx.progress_start(epochs as u64, "epochs");
         for epoch in 0..epochs {
-            let start = Instant::now();
-            let mut means = Means::default();
+            let mut record = Epoch::begin(epoch);
             let mut negatives = match &pool_mining {
                 Some(mining) => {
                     let mined = Instant::now();
@@ -174,24 +173,11 @@ impl Run for TrainTeacher {
                     }
                     None => step.batch(&batch.images, &labels),
                 };
-                if !value.is_finite() {
-                    return Err(StageError::Other(format!(
-                        "the loss became {value} in epoch {}; lower `lr`",
-                        epoch + 1
-                    )));
-                }
-                means.add(&[("loss", value)]);
+                record.add(value, &[])?;
             }
             step.flush();
-            let loss = means.means().get("loss").copied().unwrap_or(f64::NAN);
+            let loss = curve.end_epoch(record, step.lr());
             ctx.log(format!("epoch {}: loss {loss:.4}", epoch + 1));
-            curve.epochs.push(EpochLoss {
-                epoch: epoch + 1,
-                loss,
-                terms: Default::default(),
-                lr: step.lr(),
-                seconds: start.elapsed().as_secs_f64(),
-            });
             ctx.progress_tick();
         }
         curve.write(ctx)?;
