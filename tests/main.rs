@@ -15,6 +15,7 @@ mod data_split;
 mod freshness;
 mod gem_p;
 mod gpu_check;
+mod keyed_outputs;
 mod mining_pool;
 mod output_contract;
 mod paper_pipelines;

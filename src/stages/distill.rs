@@ -174,7 +174,9 @@ impl Stage for Distill {
         // 3: `precision` and `chunks` (the key gains them; fp32, chunks = 1 are bit-identical).
         // 4: `gem_p_lr_scale`, `gem_p_decay` (the key gains them; the defaults train as 3).
         // 5: channels-last backbone (nn/resnet.rs): faster; the last bits of every result move.
-        5
+        // 6: `loss.json` no longer holds each epoch's wall-clock `seconds` (now in the log), so
+        //    a bit-identical retrain cuts off early below it.
+        6
     }
     fn summary(&self) -> &'static str {
         "distil a small-resolution student from a frozen teacher, without labels"

@@ -159,7 +159,9 @@ impl Stage for TrainTeacher {
         // 4: `gem_p_lr_scale`, `gem_p_decay` (the key gains them; the defaults train as 3).
         // 5: `mining`, `pool_size` (the key gains them; `mining = "batch"` trains as 4).
         // 6: channels-last backbone (nn/resnet.rs): faster; the last bits of every result move.
-        6
+        // 7: `loss.json` no longer holds each epoch's wall-clock `seconds` (now in the log), so
+        //    a bit-identical retrain cuts off early below it.
+        7
     }
     fn summary(&self) -> &'static str {
         "train the database network (triplet or cosine-classifier loss) at the large resolution"

@@ -3,6 +3,12 @@
 //! learning rate), opening the split, fingerprinting weight files, and the per-epoch loss
 //! curve written as `loss.json`, with the bookkeeping of one epoch ([`Epoch`]: the batches'
 //! means, a non-finite loss refused) that `train-teacher` and `distill` share.
+//!
+//! `loss.json` is a keyed output: its digest enters every consumer's key, so it holds only what
+//! the key determines (losses, terms, learning rates). An epoch's wall-clock time is returned
+//! to the caller for the log ([`EpochEnd::seconds`]), never written into the curve: a
+//! bit-identical retrain must leave everything downstream cached, and two caches that trained
+//! the same pipeline must agree on every key.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -132,7 +138,15 @@ pub struct EpochLoss {
     pub terms: BTreeMap<String, f64>,
     /// Learning rate at the end of the epoch.
     pub lr: Option<f64>,
-    /// Seconds the epoch took.
+}
+
+/// What ending an epoch returns: its mean loss (on the curve) and how long it took (for the
+/// log only; see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpochEnd {
+    /// Mean batch loss (the weighted total).
+    pub loss: f64,
+    /// Wall-clock seconds the epoch took.
     pub seconds: f64,
 }
 
@@ -150,8 +164,9 @@ impl LossCurve {
     }
 
     /// Ends `epoch`: adds its mean loss and terms to the curve, with the learning rate at its
-    /// end, and returns the mean loss.
-    pub fn end_epoch(&mut self, epoch: Epoch, lr: Option<f64>) -> f64 {
+    /// end, and returns the mean loss with the epoch's wall-clock time (which stays off the
+    /// curve).
+    pub fn end_epoch(&mut self, epoch: Epoch, lr: Option<f64>) -> EpochEnd {
         let mut terms = epoch.means.means();
         let loss = terms.remove(TOTAL).unwrap_or(f64::NAN);
         self.epochs.push(EpochLoss {
@@ -159,9 +174,11 @@ impl LossCurve {
             loss,
             terms,
             lr,
-            seconds: epoch.start.elapsed().as_secs_f64(),
         });
-        loss
+        EpochEnd {
+            loss,
+            seconds: epoch.start.elapsed().as_secs_f64(),
+        }
     }
 }
 
@@ -256,11 +273,11 @@ mod tests {
         let mut single = Epoch::begin(0);
         single.add(1.0, &[]).unwrap();
         single.add(2.0, &[]).unwrap();
-        assert_eq!(curve.end_epoch(single, Some(0.1)), 1.5);
+        assert_eq!(curve.end_epoch(single, Some(0.1)).loss, 1.5);
         let mut several = Epoch::begin(1);
         several.add(3.0, &[("abs", 1.0), ("rel_ts", 2.0)]).unwrap();
         several.add(5.0, &[("abs", 3.0), ("rel_ts", 2.0)]).unwrap();
-        assert_eq!(curve.end_epoch(several, None), 4.0);
+        assert_eq!(curve.end_epoch(several, None).loss, 4.0);
         let [first, second] = &curve.epochs[..] else {
             panic!("{curve:?}")
         };
@@ -272,6 +289,21 @@ mod tests {
         assert!(
             !second.terms.contains_key("loss"),
             "the total is not a term"
+        );
+    }
+
+    #[test]
+    fn the_written_curve_holds_no_wall_clock_time() {
+        let mut curve = LossCurve::default();
+        let mut epoch = Epoch::begin(0);
+        epoch.add(1.0, &[("abs", 1.0)]).unwrap();
+        let end = curve.end_epoch(epoch, Some(0.1));
+        assert!(end.seconds >= 0.0);
+        let written = serde_json::to_value(&curve).unwrap();
+        assert_eq!(
+            written,
+            serde_json::json!({"epochs": [{"epoch": 1, "loss": 1.0, "terms": {"abs": 1.0}, "lr": 0.1}]}),
+            "loss.json is keyed: only what the key determines"
         );
     }
 

@@ -159,8 +159,13 @@ impl Run for Distill {
                 record.add(terms.total.double_value(&[]), &parts)?;
             }
             step.flush();
-            let loss = curve.end_epoch(record, step.lr());
-            ctx.log(format!("epoch {}: loss {loss:.5}", epoch + 1));
+            let end = curve.end_epoch(record, step.lr());
+            ctx.log(format!(
+                "epoch {}: loss {:.5} in {:.1} s",
+                epoch + 1,
+                end.loss,
+                end.seconds
+            ));
             ctx.progress_tick();
         }
         curve.write(ctx)?;

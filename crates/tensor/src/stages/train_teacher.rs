@@ -176,8 +176,13 @@ impl Run for TrainTeacher {
                 record.add(value, &[])?;
             }
             step.flush();
-            let loss = curve.end_epoch(record, step.lr());
-            ctx.log(format!("epoch {}: loss {loss:.4}", epoch + 1));
+            let end = curve.end_epoch(record, step.lr());
+            ctx.log(format!(
+                "epoch {}: loss {:.4} in {:.1} s",
+                epoch + 1,
+                end.loss,
+                end.seconds
+            ));
             ctx.progress_tick();
         }
         curve.write(ctx)?;
