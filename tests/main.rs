@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one file per theme.
 
 mod support;
+mod source_graph;
 
 mod artifact_contract;
 mod bct;
