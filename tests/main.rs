@@ -13,6 +13,7 @@ mod crash_safety;
 mod data_fixtures;
 mod data_loaders;
 mod data_split;
+mod docs;
 mod freshness;
 mod gem_p;
 mod gpu_check;
