@@ -22,6 +22,7 @@ mod mining_pool;
 mod output_contract;
 mod paper_pipelines;
 mod param_groups;
+mod publish_safety;
 mod raml;
 mod reliability;
 mod remote;

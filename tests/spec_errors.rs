@@ -163,3 +163,175 @@ fn a_bad_override_points_at_the_command_line() {
         "{e}"
     );
 }
+
+#[test]
+fn issue28_out_of_range_values_are_plan_errors_with_a_place() {
+    let e = error_of("[stages.split]\nkind = \"split\"\nparams = { classes = -5 }\n");
+    assert_at(
+        &e,
+        "3:22",
+        "parameter `classes` of kind `split` must be >= 2, found -5",
+    );
+    let e = error_of("[stages.split]\nkind = \"split\"\nparams = { detail_scale = 0 }\n");
+    assert_at(
+        &e,
+        "3:27",
+        "parameter `detail_scale` of kind `split` must be in [0.25, 16], found 0",
+    );
+    // Each number of a list, and a value reached through a sweep axis.
+    let e = error_of("[stages.split]\nkind = \"split\"\nparams = { subsets = [25, 0] }\n");
+    assert_at(
+        &e,
+        "3:22",
+        "each number of parameter `subsets` of kind `split` must be in [1, 100], found 0",
+    );
+    let e = error_of(
+        "[sweep]\nf = [0.5, 1.0]\n[stages.split]\nkind = \"split\"\nparams = { train_fraction = \"${sweep.f}\" }\n",
+    );
+    assert_at(
+        &e,
+        "5:29",
+        "parameter `train_fraction` of kind `split` must be in (0, 1), found 1 (with f = 1.0)",
+    );
+}
+
+#[test]
+fn issue28_out_of_range_overrides_point_at_the_command_line() {
+    let p = Project::new();
+    p.write("pipelines/ok.toml", "[stages.split]\nkind = \"split\"\n");
+    let out = p.run(&[
+        "plan",
+        "pipelines/ok.toml",
+        "--set",
+        "stages.split.params.classes=-5",
+    ]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        e.contains("<command line --set>:1:29: parameter `classes` of kind `split` must be >= 2"),
+        "{e}"
+    );
+}
+
+#[test]
+fn issue28_every_default_is_inside_its_declared_range() {
+    let mut registry = asymflow::stages::registry();
+    asymflow::stages::testing::register(&mut registry);
+    for kind in registry.kinds() {
+        for decl in kind.params() {
+            let (Some(range), Some(default)) = (decl.range, decl.default_value()) else {
+                continue;
+            };
+            let numbers: Vec<f64> = match &default {
+                serde_json::Value::Array(items) => {
+                    items.iter().filter_map(|v| v.as_f64()).collect()
+                }
+                other => other.as_f64().into_iter().collect(),
+            };
+            for n in numbers {
+                assert!(
+                    range.contains(n),
+                    "{}.{}: default {n} outside {}",
+                    kind.kind(),
+                    decl.name,
+                    range.describe()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn issue28_a_pipeline_that_is_not_utf8_gets_a_position() {
+    let p = Project::new();
+    let path = p.path().join("pipelines/bad.toml");
+    std::fs::write(&path, b"[stages.a]\nkind = \"test-echo\"\n# caf\xe9\n").unwrap();
+    let out = p.run(&["plan", "pipelines/bad.toml"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        e.contains("pipelines/bad.toml:3:6: byte 0xe9 is not UTF-8 text"),
+        "{e}"
+    );
+    // In a template, the place is the template's.
+    std::fs::write(
+        p.path().join("stages/t.toml"),
+        b"kind = \"test-echo\"\xff\n",
+    )
+    .unwrap();
+    p.write(
+        "pipelines/ok.toml",
+        "[stages.a]\nextends = \"stages/t.toml\"\n",
+    );
+    let out = p.run(&["plan", "pipelines/ok.toml"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("stages/t.toml:1:19: byte 0xff is not UTF-8 text"),
+        "{e}"
+    );
+}
+
+/// `asymflow ARGS` in `p`, killed and failed if it takes more than 20 s.
+fn run_bounded(p: &Project, args: &[&str]) -> std::process::Output {
+    let mut child = p
+        .cmd(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("asymflow {args:?} blocked");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn issue28_extends_to_a_fifo_or_a_device_says_so_and_never_blocks() {
+    let p = Project::new();
+    mkfifo(&p.path().join("stages/fifo.toml"));
+    std::os::unix::fs::symlink("/dev/zero", p.path().join("stages/zero.toml")).unwrap();
+    p.write(
+        "pipelines/fifo.toml",
+        "[stages.a]\nextends = \"stages/fifo.toml\"\n",
+    );
+    let out = run_bounded(&p, &["plan", "pipelines/fifo.toml"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        e.contains("pipelines/fifo.toml:2:11: cannot read template `stages/fifo.toml`: it is a FIFO (named pipe), not a regular file"),
+        "{e}"
+    );
+    p.write(
+        "pipelines/zero.toml",
+        "[stages.a]\nextends = \"stages/zero.toml\"\n",
+    );
+    let out = run_bounded(&p, &["plan", "pipelines/zero.toml"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        e.contains("pipelines/zero.toml:2:11: cannot read template `stages/zero.toml`: it is a device, not a regular file"),
+        "{e}"
+    );
+    assert!(!e.contains("not found"), "{e}");
+    // The pipeline file itself.
+    mkfifo(&p.path().join("pipelines/pipe.toml"));
+    let out = run_bounded(&p, &["plan", "pipelines/pipe.toml"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("cannot read pipeline file pipelines/pipe.toml: it is a FIFO (named pipe), not a regular file"),
+        "{e}"
+    );
+}

@@ -48,6 +48,19 @@ pub enum ObjectError {
         /// Where it was found (`manifest abc...`, `outputs of KEY`).
         place: String,
     },
+    /// An output recorded as a folder whose object is not a folder manifest (a tampered or
+    /// foreign index: every folder output is stored as a manifest).
+    #[error("object {digest} is recorded as a folder but holds a file, not a folder manifest; the cache index may have been tampered with: run `asymflow cache verify`")]
+    NotAManifest {
+        /// The object's digest.
+        digest: String,
+    },
+    /// An output recorded as a file whose object is a folder manifest.
+    #[error("object {digest} is recorded as a file but holds a folder manifest; the cache index may have been tampered with: run `asymflow cache verify`")]
+    ManifestAsFile {
+        /// The object's digest.
+        digest: String,
+    },
     /// A file-system error.
     #[error("{path}: {source}")]
     Io {
@@ -102,8 +115,11 @@ pub(crate) fn check_relative_path(path: &str, place: &str) -> Result<(), ObjectE
     Ok(())
 }
 
-/// A directory output: relative path -> digest of each file.
+/// A directory output: relative path -> digest of each file. Serialised as
+/// `{"entries":[["path","digest"],...]}` and nothing else, so a file object can be told from a
+/// manifest ([`ObjectStore::open_file`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// (relative path with `/` separators, digest), sorted by path.
     pub entries: Vec<(String, String)>,
@@ -174,16 +190,37 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
     fn read_manifest(&self, digest: &str) -> Result<Manifest, ObjectError> {
         let path = self.open_verified(digest)?;
         let bytes = fs::read(&path).map_err(io_err(&path))?;
-        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| ObjectError::Io {
-            path,
-            source: io::Error::new(io::ErrorKind::InvalidData, e),
-        })?;
+        let manifest: Manifest =
+            serde_json::from_slice(&bytes).map_err(|_| ObjectError::NotAManifest {
+                digest: digest.to_string(),
+            })?;
         let place = format!("manifest {digest}");
         for (rel, file_digest) in &manifest.entries {
             check_relative_path(rel, &place)?;
             check_digest(file_digest)?;
         }
         Ok(manifest)
+    }
+
+    /// The verified path of a file output's object, refusing a folder manifest recorded as a
+    /// file: a manifest is `{"entries":[...]}` naming objects the store holds, which a file
+    /// output that happened to hold the same text could only do by quoting the store itself.
+    fn open_file(&self, digest: &str) -> Result<PathBuf, ObjectError> {
+        let path = self.open_verified(digest)?;
+        let mut head = [0u8; MANIFEST_HEAD.len()];
+        let starts_like_a_manifest = File::open(&path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok_and(|()| head[..] == *MANIFEST_HEAD);
+        if starts_like_a_manifest {
+            if let Ok(manifest) = self.read_manifest(digest) {
+                if manifest.entries.iter().all(|(_, d)| self.contains(d)) {
+                    return Err(ObjectError::ManifestAsFile {
+                        digest: digest.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(path)
     }
 
     /// Copies a directory output out of the store into `dest`, verifying every file.
@@ -205,6 +242,9 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
         Ok(())
     }
 }
+
+/// How every serialised [`Manifest`] begins.
+const MANIFEST_HEAD: &[u8] = b"{\"entries\":[";
 
 /// The content-addressed store in a local cache folder: `objects/ab/cdef...`.
 #[derive(Debug, Clone)]

@@ -130,6 +130,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
                     cache.dir().display()
                 );
             }
+            crate::exec::publish::check_outside_cache(dir, cache.dir())?;
             let mut written = 0usize;
             for w in walked.iter().filter(|w| wanted.contains(&w.index)) {
                 let inst = &plan.instances()[w.index];
@@ -139,7 +140,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
                 } else {
                     dir.join(label(stage, &inst.binding))
                 };
-                written += publish(&cache, record, &dest)?.len();
+                written += publish(&cache, record, &dest, &inst.label())?.len();
                 println!("{}", dest.display());
             }
             eprintln!("exported {written} outputs of {stage} to {}", dir.display());

@@ -120,7 +120,8 @@ pub enum Command {
         /// The pipeline and overrides.
         #[command(flatten)]
         pipeline: PipelineArgs,
-        /// Publish into this folder instead of `reports/PIPELINE/`.
+        /// Publish into this folder instead of `reports/PIPELINE/`; only folders asymflow
+        /// published there (they hold `.asymflow-published`) are replaced.
         #[arg(long, value_name = "DIR")]
         reports: Option<PathBuf>,
     },
@@ -370,7 +371,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "STAGE")]
     pub force: Vec<String>,
     /// Publish reports into this folder instead of `reports/PIPELINE/` (or
-    /// `reports/PIPELINE+HASH/` for a run with overrides).
+    /// `reports/PIPELINE+HASH/` for a run with overrides); only folders asymflow published
+    /// there (they hold `.asymflow-published`) are replaced.
     #[arg(long, value_name = "DIR")]
     pub reports: Option<PathBuf>,
     /// Run only these stages (or instances) and what they need.

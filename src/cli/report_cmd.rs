@@ -44,6 +44,7 @@ pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<Exit
         &args.overrides,
         reports,
     );
+    publish::check_outside_cache(&root, cache.dir())?;
     let done = render(&plan, &registry, &cache, &root, &args.overrides, &[])?;
     let command = compute_command(&plan, &args.overrides);
     if args.json {
@@ -144,10 +145,8 @@ pub fn render(
             }
             inputs.insert(slot.clone(), list);
         }
-        let dest = root.join(publish::folder_name(&super::run::folder(
-            &inst.stage,
-            &inst.binding,
-        )));
+        let dest = super::run::report_folder(root, &inst.stage, &inst.binding);
+        publish::check_replaceable(&dest)?;
         let staging = publish::staging_dir(&dest)?;
         let cancel = AtomicBool::new(false);
         let mut ctx = StageContext::new(
@@ -168,7 +167,13 @@ pub fn render(
         drop(ctx);
         let _ = std::fs::remove_file(staging.path().join(crate::kind::LOG_OUTPUT));
         note_overrides(staging.path(), overrides)?;
-        publish::install_dir(staging, &dest)?;
+        let instance = inst.label();
+        let origin = publish::Origin {
+            pipeline: &plan.spec().name,
+            instance: &instance,
+            key: None,
+        };
+        publish::install_dir(staging, &dest, &origin)?;
         done.rendered += 1;
         if let Ok(table) = std::fs::read_to_string(dest.join("table.md")) {
             done.tables

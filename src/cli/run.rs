@@ -32,6 +32,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let plan = load_plan_of(&args.pipeline, &registry, &args.stages)?;
     let cache = cache_for(&args.pipeline.cache, &plan.spec().project_dir);
     let force = forced_instances(&plan, &args.force)?;
+    // Where the reports go, checked before anything runs: a destination that is not ours
+    // fails now, not after hours of training (and is checked again when publishing).
+    let overrides = &args.pipeline.overrides;
+    let root = reports_dir(
+        &plan.spec().project_dir,
+        &plan.spec().name,
+        overrides,
+        args.reports.as_deref(),
+    );
+    check_report_folders(&plan, &registry, &cache, &root)?;
     let cancel = Arc::new(AtomicBool::new(false));
     install_ctrl_c(&cancel);
     let options = RunOptions {
@@ -61,13 +71,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     // Publish reports and show their tables. A failed publish is reported after the summary,
     // which is never lost.
-    let overrides = &args.pipeline.overrides;
-    let root = reports_dir(
-        &plan.spec().project_dir,
-        &plan.spec().name,
-        overrides,
-        args.reports.as_deref(),
-    );
     let index = cache.index()?;
     let mut published =
         publish_reports(&plan, &registry, &cache, &index, &summary, &root, overrides)?;
@@ -194,11 +197,9 @@ fn publish_reports(
                 .push(label(&outcome.stage, &outcome.binding));
             continue;
         };
-        let dest = root.join(exec::publish::folder_name(&folder(
-            &outcome.stage,
-            &outcome.binding,
-        )));
-        let written = match publish(cache, &record, &dest) {
+        let dest = report_folder(root, &outcome.stage, &outcome.binding);
+        let instance = label(&outcome.stage, &outcome.binding);
+        let written = match publish(cache, &record, &dest, &instance) {
             Ok(written) => written,
             Err(e) => {
                 published.errors.push(e);
@@ -218,6 +219,38 @@ fn publish_reports(
         }
     }
     Ok(published)
+}
+
+/// Refuses, when the plan has reports, a reports root inside the cache and report folders
+/// asymflow did not publish.
+fn check_report_folders(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    root: &Path,
+) -> anyhow::Result<()> {
+    let folders: Vec<PathBuf> = plan
+        .instances()
+        .iter()
+        .filter(|inst| registry.get(&inst.kind).is_some_and(|k| k.publishes()))
+        .map(|inst| report_folder(root, &inst.stage, &inst.binding))
+        .collect();
+    if !folders.is_empty() {
+        exec::publish::check_outside_cache(root, cache.dir())?;
+    }
+    for folder in &folders {
+        exec::publish::check_replaceable(folder)?;
+    }
+    Ok(())
+}
+
+/// The folder of one report instance under `root`.
+pub(crate) fn report_folder(
+    root: &Path,
+    stage: &str,
+    binding: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> PathBuf {
+    root.join(exec::publish::folder_name(&folder(stage, binding)))
 }
 
 /// Each instance's status with `--verbose`, then the one-line count (unless `--quiet`).

@@ -9,7 +9,12 @@
 //! one just filled. A failed publish leaves the previous folder as it was; when it failed
 //! because an object is corrupt or missing, the result is forgotten so the next run recomputes
 //! it.
-
+//!
+//! Only what asymflow published is ever replaced. Every published folder holds a marker file,
+//! [`MARKER`] (`.asymflow-published`: a line saying so, then the pipeline, the instance and the
+//! result's key). A destination that is a file, a link, or a non-empty folder without the
+//! marker is the user's: publishing refuses with [`PublishError::NotOurs`] and changes nothing.
+//! Reports are never published inside the cache folder ([`check_outside_cache`]).
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -22,10 +27,12 @@ use crate::cache::{Cache, ObjectError, RunRecord};
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
     /// An output could not be read from the cache.
-    #[error("publishing {dest}: {source}{}", if *.forgotten { "; the result was forgotten, so the next run recomputes it" } else { "" })]
+    #[error("publishing {dest}: output `{name}`: {source}{}", if *.forgotten { "; the result was forgotten, so the next run recomputes it" } else { "" })]
     Object {
         /// The report folder.
         dest: PathBuf,
+        /// The output.
+        name: String,
         /// The cause.
         source: ObjectError,
         /// Whether the result was forgotten.
@@ -42,6 +49,148 @@ pub enum PublishError {
     /// The destination is not a plain folder under the reports folder.
     #[error("refusing to publish into {0}: a report folder must be one plain folder name")]
     UnsafeDest(PathBuf),
+    /// Something asymflow did not publish is where a folder would go.
+    #[error(
+        "refusing to replace {dest}: it is {what}, and asymflow replaces only the folders it \
+         published (they hold `{MARKER}`); nothing was changed\n  hint: publish elsewhere \
+         (another `--reports DIR`, another export folder, or rename the report stage) or move \
+         {dest} away. If an asymflow older than this marker published it, check that it holds \
+         nothing of yours, delete it (`rm -r {dest}`) and run again"
+    )]
+    NotOurs {
+        /// The destination.
+        dest: PathBuf,
+        /// What is there (`a file`, `a folder asymflow did not publish`).
+        what: &'static str,
+    },
+    /// A reports folder inside the cache folder.
+    #[error(
+        "refusing to publish into {root}: it is inside the cache folder {cache}, which only \
+         asymflow's index and objects may hold\n  hint: pick a `--reports` folder outside the \
+         cache (the default is reports/PIPELINE/ in the project)"
+    )]
+    InsideCache {
+        /// The reports folder.
+        root: PathBuf,
+        /// The cache folder.
+        cache: PathBuf,
+    },
+}
+
+/// The marker file in every folder asymflow publishes; see the module docs.
+pub const MARKER: &str = ".asymflow-published";
+
+/// The first line of every [`MARKER`]: what tells asymflow's marker from a stray file.
+const MARKER_HEAD: &str = "asymflow published this folder";
+
+/// What a [`MARKER`] names: the published instance and, for a result, its key.
+#[derive(Debug, Clone, Copy)]
+pub struct Origin<'a> {
+    /// The pipeline's name.
+    pub pipeline: &'a str,
+    /// The instance's label (`report`, `eval[seed=1]`).
+    pub instance: &'a str,
+    /// The result's key; `None` for a report rendered from partial results.
+    pub key: Option<&'a str>,
+}
+
+impl Origin<'_> {
+    /// The marker file's text.
+    fn marker_text(&self) -> String {
+        format!(
+            "{MARKER_HEAD}; it replaces the folder on the next publish. Delete this file to keep \
+             the folder: asymflow then refuses to replace it.\npipeline: {}\ninstance: {}\nkey: {}\n",
+            self.pipeline,
+            self.instance,
+            self.key.unwrap_or("(rendered from partial results)")
+        )
+    }
+}
+
+/// Whether `dest` may be replaced: a plain folder name ([`PublishError::UnsafeDest`]
+/// otherwise) where there is nothing, an empty folder, or a folder holding asymflow's
+/// [`MARKER`]. Links are never followed.
+pub fn check_replaceable(dest: &Path) -> Result<(), PublishError> {
+    checked_parent(dest)?;
+    let not_ours = |what| {
+        Err(PublishError::NotOurs {
+            dest: dest.to_path_buf(),
+            what,
+        })
+    };
+    let meta = match std::fs::symlink_metadata(dest) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(dest)(e)),
+        Ok(meta) => meta,
+    };
+    if meta.file_type().is_symlink() {
+        return not_ours("a link");
+    }
+    if !meta.is_dir() {
+        return not_ours("a file");
+    }
+    if has_marker(dest) {
+        return Ok(());
+    }
+    let empty = std::fs::read_dir(dest)
+        .map_err(io_err(dest))?
+        .next()
+        .is_none();
+    if empty {
+        Ok(())
+    } else {
+        not_ours("a folder asymflow did not publish (no marker in it)")
+    }
+}
+
+/// Whether `dir` holds a regular-file [`MARKER`] that begins as asymflow writes it.
+fn has_marker(dir: &Path) -> bool {
+    use std::io::Read;
+    let path = dir.join(MARKER);
+    let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+    let mut head = [0u8; MARKER_HEAD.len()];
+    regular
+        && File::open(&path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok_and(|()| head[..] == *MARKER_HEAD.as_bytes())
+}
+
+/// Refuses a reports folder that is the cache folder or inside it (links resolved), where a
+/// publish could replace the index or objects.
+pub fn check_outside_cache(root: &Path, cache: &Path) -> Result<(), PublishError> {
+    if resolved(root).starts_with(resolved(cache)) {
+        return Err(PublishError::InsideCache {
+            root: root.to_path_buf(),
+            cache: cache.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// `path` made absolute with links resolved as far as it exists (a `..` applies to the
+/// resolved folder, as the kernel would), the rest appended.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            Component::ParentDir => {
+                out = std::fs::canonicalize(&out).unwrap_or(out);
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    for existing in out.ancestors() {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let rest = out.strip_prefix(existing).unwrap_or(Path::new(""));
+            return real.join(rest);
+        }
+    }
+    out
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PublishError + '_ {
@@ -70,23 +219,28 @@ pub fn folder_name(label: &str) -> String {
     }
 }
 
-/// Writes `record`'s outputs into `dest` (replacing what was there), verifying each object.
+/// Writes `record`'s outputs into `dest` (replacing a folder asymflow published there, never
+/// anything else), verifying each object and that each is the file or folder the record says.
 /// Returns the paths written (their final place in `dest`).
 pub fn publish(
     cache: &Cache,
     record: &RunRecord,
     dest: &Path,
+    instance: &str,
 ) -> Result<Vec<PathBuf>, PublishError> {
+    check_replaceable(dest)?;
     let staging = staging_dir(dest)?;
     let mut written = Vec::new();
+    let mut current = String::new();
     let filled = (|| {
         for (name, output) in &record.outputs {
+            current.clone_from(name);
             check_relative_path(name, "the outputs of a result")?;
             let target = staging.path().join(name);
             if output.is_dir {
                 cache.objects().materialise_dir(&output.digest, &target)?;
             } else {
-                let src = cache.objects().open_verified(&output.digest)?;
+                let src = cache.objects().open_file(&output.digest)?;
                 std::fs::copy(&src, &target).map_err(|source| ObjectError::Io {
                     path: target.clone(),
                     source,
@@ -103,17 +257,25 @@ pub fn publish(
                 | ObjectError::Missing { .. }
                 | ObjectError::BadDigest { .. }
                 | ObjectError::UnsafePath { .. }
+                | ObjectError::NotAManifest { .. }
+                | ObjectError::ManifestAsFile { .. }
         ) && cache
             .index()
             .and_then(|mut index| index.forget(&record.key))
             .is_ok();
         return Err(PublishError::Object {
             dest: dest.to_path_buf(),
+            name: current,
             source,
             forgotten,
         });
     }
-    install_dir(staging, dest)?;
+    let origin = Origin {
+        pipeline: &record.pipeline,
+        instance,
+        key: Some(&record.key),
+    };
+    install_dir(staging, dest, &origin)?;
     Ok(written)
 }
 
@@ -127,11 +289,20 @@ pub(crate) fn staging_dir(dest: &Path) -> Result<tempfile::TempDir, PublishError
         .map_err(io_err(parent))
 }
 
-/// Puts the filled `staging` folder at `dest` atomically, under the lock of `dest`'s parent;
-/// the previous folder, if any, is deleted afterwards.
-pub(crate) fn install_dir(staging: tempfile::TempDir, dest: &Path) -> Result<(), PublishError> {
+/// Marks the filled `staging` folder as published from `origin` and puts it at `dest`
+/// atomically, under the lock of `dest`'s parent; the previous folder, if any, is deleted
+/// afterwards. Under the lock, `dest` is checked again ([`check_replaceable`]): nothing that
+/// appeared there since is replaced.
+pub(crate) fn install_dir(
+    staging: tempfile::TempDir,
+    dest: &Path,
+    origin: &Origin<'_>,
+) -> Result<(), PublishError> {
+    let marker = staging.path().join(MARKER);
+    std::fs::write(&marker, origin.marker_text()).map_err(io_err(&marker))?;
     let parent = checked_parent(dest)?;
     let _lock = lock_folder(parent)?;
+    check_replaceable(dest)?;
     let staged = staging.keep();
     let result = swap_into_place(&staged, dest);
     // After an exchange `staged` holds the old folder; after a failure, the new one.
@@ -143,11 +314,10 @@ fn swap_into_place(staged: &Path, dest: &Path) -> io::Result<()> {
     match std::fs::symlink_metadata(dest) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::rename(staged, dest),
         Err(e) => Err(e),
-        Ok(meta) if !meta.is_dir() => {
-            // A file or a link where the folder belongs: replace it, never follow it.
-            std::fs::remove_file(dest)?;
-            std::fs::rename(staged, dest)
-        }
+        Ok(meta) if !meta.is_dir() => Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "a file or link is where the folder belongs",
+        )),
         Ok(_) => match exchange(staged, dest) {
             Ok(()) => Ok(()),
             // File systems without RENAME_EXCHANGE: move the old folder aside, then rename.
@@ -257,7 +427,7 @@ mod tests {
                 std::thread::spawn(move || {
                     let rec = record(&cache, format!("table {i}").as_bytes());
                     for _ in 0..20 {
-                        publish(&cache, &rec, &dest).unwrap();
+                        publish(&cache, &rec, &dest, "report").unwrap();
                     }
                 })
             })
@@ -265,11 +435,12 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        let names: Vec<_> = std::fs::read_dir(&dest)
+        let mut names: Vec<_> = std::fs::read_dir(&dest)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, vec!["table.md"]);
+        names.sort();
+        assert_eq!(names, vec![MARKER, "table.md"]);
         let leftovers: Vec<_> = std::fs::read_dir(dest.parent().unwrap())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -284,7 +455,7 @@ mod tests {
         let cache = Cache::new(&dir.path().join("cache"));
         let dest = dir.path().join("reports/p/report");
         let good = record(&cache, b"good table");
-        publish(&cache, &good, &dest).unwrap();
+        publish(&cache, &good, &dest, "report").unwrap();
         let bad = record(&cache, b"new table");
         let mut index = cache.index().unwrap();
         index
@@ -295,7 +466,7 @@ mod tests {
             .open_verified(&bad.outputs["table.md"].digest)
             .unwrap();
         std::fs::write(path, b"new tablX").unwrap();
-        let err = publish(&cache, &bad, &dest).unwrap_err();
+        let err = publish(&cache, &bad, &dest, "report").unwrap_err();
         assert!(
             matches!(
                 err,
@@ -321,12 +492,110 @@ mod tests {
         let out = rec.outputs.remove("table.md").unwrap();
         rec.outputs.insert("../../escaped".into(), out);
         let dest = dir.path().join("reports/p/report");
-        assert!(publish(&cache, &rec, &dest).is_err());
+        assert!(publish(&cache, &rec, &dest, "report").is_err());
         assert!(!dir.path().join("escaped").exists());
         assert!(!dir.path().join("reports/escaped").exists());
         let rec = record(&cache, b"x");
-        let err = publish(&cache, &rec, &dir.path().join("reports/p/..")).unwrap_err();
+        let err = publish(&cache, &rec, &dir.path().join("reports/p/.."), "report").unwrap_err();
         assert!(matches!(err, PublishError::UnsafeDest(_)), "{err}");
         assert_eq!(folder_name("eval[name=../../etc]"), "eval[name=.._.._etc]");
+    }
+
+    #[test]
+    fn issue28_only_marked_or_empty_folders_are_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(&dir.path().join("cache"));
+        let rec = record(&cache, b"table");
+        let dest = dir.path().join("paper/notes");
+        std::fs::create_dir_all(&dest).unwrap();
+        std::fs::write(dest.join("chapter1.tex"), "mine").unwrap();
+        let err = publish(&cache, &rec, &dest, "notes").unwrap_err();
+        assert!(matches!(err, PublishError::NotOurs { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(dest.join("chapter1.tex")).unwrap(),
+            "mine"
+        );
+        // A stray file named like the marker is not asymflow's marker.
+        std::fs::write(dest.join(MARKER), "").unwrap();
+        assert!(publish(&cache, &rec, &dest, "notes").is_err());
+        // An empty folder is taken; what asymflow published is replaced.
+        let fresh = dir.path().join("paper/fresh");
+        std::fs::create_dir_all(&fresh).unwrap();
+        publish(&cache, &rec, &fresh, "fresh").unwrap();
+        publish(&cache, &rec, &fresh, "fresh").unwrap();
+        let marker = std::fs::read_to_string(fresh.join(MARKER)).unwrap();
+        assert!(marker.contains(&format!("key: {}", rec.key)), "{marker}");
+        // Links are refused, never followed.
+        let link = dir.path().join("paper/link");
+        std::os::unix::fs::symlink(&fresh, &link).unwrap();
+        let err = publish(&cache, &rec, &link, "link").unwrap_err();
+        assert!(err.to_string().contains("it is a link"), "{err}");
+    }
+
+    #[test]
+    fn issue28_reports_inside_the_cache_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        for inside in ["cache", "cache/r", "cache/x/../y", "other/../cache/r"] {
+            let root = dir.path().join(inside);
+            assert!(check_outside_cache(&root, &cache).is_err(), "{inside}");
+        }
+        for outside in ["reports", "cache2", "cache/../reports"] {
+            let root = dir.path().join(outside);
+            assert!(check_outside_cache(&root, &cache).is_ok(), "{outside}");
+        }
+    }
+
+    #[test]
+    fn issue28_a_flipped_is_dir_flag_is_named_and_forgets_the_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(&dir.path().join("cache"));
+        let dest = dir.path().join("reports/p/report");
+        // A file recorded as a folder.
+        let mut rec = record(&cache, b"table");
+        rec.outputs.get_mut("table.md").unwrap().is_dir = true;
+        let err = publish(&cache, &rec, &dest, "report").unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                PublishError::Object {
+                    source: ObjectError::NotAManifest { .. },
+                    name,
+                    ..
+                } if name == "table.md"
+            ),
+            "{err}"
+        );
+        // A folder recorded as a file.
+        let folder = dir.path().join("plots");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("a.svg"), "<svg/>").unwrap();
+        let (digest, _, _) = cache.objects().put_dir(&folder).unwrap();
+        let mut rec = record(&cache, b"table");
+        rec.outputs.insert(
+            "plots".into(),
+            OutputRef {
+                digest,
+                is_dir: false,
+            },
+        );
+        let err = publish(&cache, &rec, &dest, "report").unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                PublishError::Object {
+                    source: ObjectError::ManifestAsFile { .. },
+                    name,
+                    ..
+                } if name == "plots"
+            ),
+            "{err}"
+        );
+        assert!(!dest.exists(), "nothing is published");
+        // The flags as recorded publish the folder as a folder.
+        rec.outputs.get_mut("plots").unwrap().is_dir = true;
+        publish(&cache, &rec, &dest, "report").unwrap();
+        assert!(dest.join("plots/a.svg").is_file());
     }
 }

@@ -79,38 +79,108 @@ impl ParamType {
 }
 
 /// The values a number parameter may take (`epochs >= 1`, `0 < crop_min <= 1`), checked when
-/// the pipeline is resolved, so `epochs = 0` is a mistake in the file, not a failed stage.
+/// the pipeline is resolved, so `epochs = 0` is a mistake in the file (with its line and
+/// column), not a failed stage. A list's range holds for each of its numbers. Declared once,
+/// with the parameter, from what the code that reads it needs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Range {
     /// The lowest value.
     pub low: f64,
     /// Whether `low` itself is excluded.
     pub low_open: bool,
-    /// The highest value (inclusive; infinite for none).
+    /// The highest value (infinite for none).
     pub high: f64,
+    /// Whether `high` itself is excluded.
+    pub high_open: bool,
 }
 
 impl Range {
-    /// Whether `value` is in the range.
+    /// `low` and above.
+    pub const fn at_least(low: f64) -> Range {
+        Range {
+            low,
+            low_open: false,
+            high: f64::INFINITY,
+            high_open: false,
+        }
+    }
+
+    /// Above `low` (`lr > 0`).
+    pub const fn above(low: f64) -> Range {
+        Range {
+            low,
+            low_open: true,
+            high: f64::INFINITY,
+            high_open: false,
+        }
+    }
+
+    /// From `low` to `high`, both included (`jitter` in `[0, 1]`).
+    pub const fn closed(low: f64, high: f64) -> Range {
+        Range {
+            low,
+            low_open: false,
+            high,
+            high_open: false,
+        }
+    }
+
+    /// Above `low`, at most `high` (a share or a rate: `(0, 1]`).
+    pub const fn above_to(low: f64, high: f64) -> Range {
+        Range {
+            low,
+            low_open: true,
+            high,
+            high_open: false,
+        }
+    }
+
+    /// From `low` (included) to below `high` (`non_mated` in `[0, 1)`).
+    pub const fn from_below(low: f64, high: f64) -> Range {
+        Range {
+            low,
+            low_open: false,
+            high,
+            high_open: true,
+        }
+    }
+
+    /// Strictly between `low` and `high` (`train_fraction` in `(0, 1)`).
+    pub const fn between(low: f64, high: f64) -> Range {
+        Range {
+            low,
+            low_open: true,
+            high,
+            high_open: true,
+        }
+    }
+
+    /// Whether `value` is in the range (never a NaN or an infinity).
     pub fn contains(&self, value: f64) -> bool {
         let above = if self.low_open {
             value > self.low
         } else {
             value >= self.low
         };
-        above && value <= self.high
+        let below = if self.high_open {
+            value < self.high
+        } else {
+            value <= self.high
+        };
+        value.is_finite() && above && below
     }
 
-    /// `>= 1`, `in (0, 1]`.
+    /// `>= 1`, `> 0`, `in (0, 1]`.
     pub fn describe(&self) -> String {
         if self.high.is_infinite() {
             format!("{} {}", if self.low_open { ">" } else { ">=" }, self.low)
         } else {
             format!(
-                "in {}{}, {}]",
+                "in {}{}, {}{}",
                 if self.low_open { "(" } else { "[" },
                 self.low,
-                self.high
+                self.high,
+                if self.high_open { ")" } else { "]" }
             )
         }
     }
@@ -128,7 +198,7 @@ pub struct ParamDecl {
     pub default: Option<&'static str>,
     /// One line for `asymflow kinds KIND`.
     pub doc: &'static str,
-    /// The values a number may take, when limited.
+    /// The values a number (or each number of a list) may take, when limited.
     pub range: Option<Range>,
     /// The shared group it belongs to (`"optimiser and schedule"`), for `asymflow kinds`;
     /// `None` for a kind's own parameter.
@@ -195,28 +265,22 @@ impl ParamDecl {
         }
     }
 
-    /// Limits a number to `low` and above (`epochs`: 1).
-    pub const fn at_least(self, low: f64) -> Self {
+    /// Limits a number (or each number of a list) to `range`.
+    pub const fn within(self, range: Range) -> Self {
         ParamDecl {
-            range: Some(Range {
-                low,
-                low_open: false,
-                high: f64::INFINITY,
-            }),
+            range: Some(range),
             ..self
         }
     }
 
+    /// Limits a number to `low` and above (`epochs`: 1).
+    pub const fn at_least(self, low: f64) -> Self {
+        self.within(Range::at_least(low))
+    }
+
     /// Limits a number to a share: above 0, at most 1 (`crop_min`).
     pub const fn share(self) -> Self {
-        ParamDecl {
-            range: Some(Range {
-                low: 0.0,
-                low_open: true,
-                high: 1.0,
-            }),
-            ..self
-        }
+        self.within(Range::above_to(0.0, 1.0))
     }
 
     /// Marks it as a member of the shared group `group`.

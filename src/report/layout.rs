@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{value_text, NumberFormat, ReportError};
-use crate::kind::{InputArtifact, ParamDecl, ParamType, Params};
+use crate::kind::{InputArtifact, ParamDecl, ParamType, Params, Range};
 
 /// The parameters of the `report` kind, with their defaults. [`Layout::from_params`] fills in
 /// these defaults for parameters that are absent, so tests may give only what they change.
@@ -57,7 +57,8 @@ pub const PARAMS: &[ParamDecl] = &[
         ParamType::Int,
         "0",
         "Results expected per cell; 0 counts the instances of the `over` axis that reach the cell.",
-    ),
+    )
+    .at_least(0.0),
     ParamDecl::optional(
         "labels",
         ParamType::Any,
@@ -111,7 +112,8 @@ pub const PARAMS: &[ParamDecl] = &[
         ParamType::List(&ParamType::Int),
         "[640, 480]",
         "Width and height of every plot, in pixels.",
-    ),
+    )
+    .within(Range::closed(64.0, 4096.0)),
 ];
 
 /// One dimension of a table's rows or columns. See the module docs.

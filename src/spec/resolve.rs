@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -13,7 +12,7 @@ use super::error::SpecError;
 use super::model::{string_list, RawPipeline, RawStage};
 use super::names::check_name;
 use super::overrides::Override;
-use super::source::{Loc, SourceFile};
+use super::source::{describe_file_type, Loc, ReadError, SourceFile};
 use super::sweep::read_axes;
 use super::template::{Tpl, Vars};
 use super::value::{parse_document, SKey, SKind, SValue};
@@ -29,14 +28,14 @@ pub fn load(
     overrides: &[Override],
     registry: &Registry,
 ) -> Result<PipelineSpec, SpecError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        SpecError::nowhere(format!("cannot read pipeline file {}: {e}", path.display()))
-            .hint("give the path of a .toml file, e.g. pipelines/quickstart.toml")
+    let file = SourceFile::read(path, path).map_err(|e| match e {
+        ReadError::NotUtf8(located) => *located,
+        other => SpecError::nowhere(format!(
+            "cannot read pipeline file {}: {other}",
+            path.display()
+        ))
+        .hint("give the path of a .toml file, e.g. pipelines/quickstart.toml"),
     })?;
-    let file = Arc::new(SourceFile {
-        path: path.to_path_buf(),
-        text,
-    });
     let mut raw = RawPipeline::parse(file)?;
     for o in overrides {
         o.apply(&mut raw)?;
@@ -247,7 +246,8 @@ fn apply_templates(
         ));
     }
     let candidates = [pipeline_dir.join(rel), project_dir.join(rel)];
-    let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
+    // Whatever exists counts as found (a FIFO, a folder), so the error says what it is.
+    let found = candidates.iter().find(|p| p.exists()).ok_or_else(|| {
         SpecError::at(&extends.loc, format!("template file `{rel}` not found")).hint(format!(
             "looked in {} and {}",
             pipeline_dir.display(),
@@ -258,24 +258,39 @@ fn apply_templates(
     // must be a .toml text file too, or its content could end up in an error message.
     let real = std::fs::canonicalize(found)
         .map_err(|e| SpecError::at(&extends.loc, format!("cannot read `{rel}`: {e}")))?;
+    let kind = std::fs::metadata(&real)
+        .map_err(|e| SpecError::at(&extends.loc, format!("cannot read `{rel}`: {e}")))?
+        .file_type();
+    if !kind.is_file() {
+        return Err(SpecError::at(
+            &extends.loc,
+            format!(
+                "cannot read template `{rel}`: it is {}, not a regular file",
+                describe_file_type(kind)
+            ),
+        )
+        .hint("`extends` names a stage template: a .toml text file"));
+    }
     if real.extension().is_none_or(|x| x != "toml") {
         return Err(SpecError::at(
             &extends.loc,
             format!("template `{rel}` is a link to a file that is not a .toml file"),
         ));
     }
-    let text = std::fs::read_to_string(&real)
-        .map_err(|e| SpecError::at(&extends.loc, format!("cannot read `{rel}`: {e}")))?;
-    if text.contains('\0') {
+    let file = SourceFile::read(&real, Path::new(rel)).map_err(|e| match e {
+        ReadError::NotUtf8(located) => *located,
+        other => SpecError::at(
+            &extends.loc,
+            format!("cannot read template `{rel}`: {other}"),
+        )
+        .hint("`extends` names a stage template: a .toml text file"),
+    })?;
+    if file.text.contains('\0') {
         return Err(SpecError::at(
             &extends.loc,
             format!("template `{rel}` is not a text file"),
         ));
     }
-    let file = Arc::new(SourceFile {
-        path: PathBuf::from(rel),
-        text,
-    });
     let entries = parse_document(&file)?;
     let table = SValue {
         kind: SKind::Table(entries),
@@ -636,17 +651,29 @@ fn check_type(
             )
             .hint(decl.doc.to_string()));
         }
-        if let (Some(range), Some(number)) = (decl.range, bound.as_f64()) {
-            if !range.contains(number) {
+        if let Some(range) = decl.range {
+            let out = match &bound {
+                Value::Array(items) => items
+                    .iter()
+                    .filter_map(Value::as_f64)
+                    .find(|n| !range.contains(*n)),
+                other => other.as_f64().filter(|n| !range.contains(*n)),
+            };
+            if let Some(number) = out {
                 let via = binding
                     .iter()
                     .map(|(k, v)| format!("{k} = {v}"))
                     .collect::<Vec<_>>()
                     .join(", ");
+                let each = if bound.is_array() {
+                    "each number of "
+                } else {
+                    ""
+                };
                 return Err(SpecError::at(
                     &value.loc,
                     format!(
-                        "parameter `{}` of kind `{kind}` must be {}, found {number}{}",
+                        "{each}parameter `{}` of kind `{kind}` must be {}, found {number}{}",
                         decl.name,
                         range.describe(),
                         if via.is_empty() {

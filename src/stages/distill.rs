@@ -70,7 +70,8 @@ const OWN: &[ParamDecl] = &[
         ParamType::Int,
         "0",
         "student base channels (0: the teacher's)",
-    ),
+    )
+    .at_least(0.0),
     ParamDecl::optional(
         "stem",
         ParamType::Choice(&["teacher", "imagenet", "small"]),
@@ -95,7 +96,8 @@ const OWN: &[ParamDecl] = &[
         ParamType::Float,
         "0.2",
         "mixup Beta(alpha, alpha) (0: off)",
-    ),
+    )
+    .at_least(0.0),
     ParamDecl::optional(
         "losses",
         ParamType::List(&ParamType::Choice(LOSS_TERMS)),

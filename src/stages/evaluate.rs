@@ -106,25 +106,29 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::List(&ParamType::Int),
         "[1, 5, 10]",
         "k of each R@k (retrieval, reid); recorded as r1, r5, ...",
-    ),
+    )
+    .at_least(1.0),
     ParamDecl::optional(
         "far",
         ParamType::Float,
         "1e-4",
         "verification: the FAR of TAR@FAR",
-    ),
+    )
+    .share(),
     ParamDecl::optional(
         "fpir",
         ParamType::Float,
         "1e-2",
         "identification: the FPIR of TPIR@FPIR",
-    ),
+    )
+    .share(),
     ParamDecl::optional(
         "template_size",
         ParamType::Int,
         "1",
         "verification/identification: images per template (mean embedding); 0 = one per identity",
-    ),
+    )
+    .at_least(0.0),
     ParamDecl::optional(
         "exclude_self",
         ParamType::Choice(ExcludeSelf::NAMES),

@@ -17,8 +17,8 @@ use crate::data::{
     SyntheticDataset, SyntheticParams, MANIFEST_OUTPUT,
 };
 use crate::kind::{
-    FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Run, Stage, StageContext,
-    StageError,
+    FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Range, Run, Stage,
+    StageContext, StageError,
 };
 
 /// The `split` stage kind.
@@ -38,15 +38,20 @@ const PARAMS: &[ParamDecl] = &[
         "\"\"",
         "folder of a real data set (relative to the project, or absolute); not for synthetic",
     ),
-    ParamDecl::optional("classes", ParamType::Int, "96", "synthetic: number of classes"),
-    ParamDecl::optional("per_class", ParamType::Int, "40", "synthetic: images per class"),
-    ParamDecl::optional("image_size", ParamType::Int, "64", "synthetic: image side in pixels"),
+    // The ranges are the synthetic generator's (`SyntheticParams::validate`).
+    ParamDecl::optional("classes", ParamType::Int, "96", "synthetic: number of classes")
+        .at_least(2.0),
+    ParamDecl::optional("per_class", ParamType::Int, "40", "synthetic: images per class")
+        .at_least(1.0),
+    ParamDecl::optional("image_size", ParamType::Int, "64", "synthetic: image side in pixels")
+        .within(Range::closed(8.0, 2048.0)),
     ParamDecl::optional(
         "detail_scale",
         ParamType::Float,
         "1.0",
         "synthetic: fine-detail scale (stripe periods 2.3-5.5 px times this; 2 for 32-px identity sets)",
-    ),
+    )
+    .within(Range::closed(0.25, 16.0)),
     ParamDecl::optional("seed", ParamType::Int, "0", "synthetic: seed of the images"),
     ParamDecl::optional(
         "protocol",
@@ -59,7 +64,8 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::List(&ParamType::Int),
         "[]",
         "nested random subsets of the training classes, in percent: [25, 50] -> train-25, train-50",
-    ),
+    )
+    .within(Range::closed(1.0, 100.0)),
     ParamDecl::optional(
         "validation",
         ParamType::Bool,
@@ -71,26 +77,30 @@ const PARAMS: &[ParamDecl] = &[
         ParamType::Int,
         "0",
         "draw query / gallery from test: this many gallery images per class, the rest queries",
-    ),
+    )
+    .at_least(0.0),
     ParamDecl::optional(
         "non_mated",
         ParamType::Float,
         "0.0",
         "open-set identification: fraction of query classes left out of probe-gallery",
-    ),
+    )
+    .within(Range::from_below(0.0, 1.0)),
     ParamDecl::optional(
         "pairs_per_class",
         ParamType::Int,
         "0",
         "verification: genuine (and as many impostor) pairs per test class",
-    ),
+    )
+    .at_least(0.0),
     ParamDecl::optional("split_seed", ParamType::Int, "0", "seed of the subsets, galleries and pairs"),
     ParamDecl::optional(
         "train_fraction",
         ParamType::Float,
         "0.5",
         "half-classes: the share of the classes (in class-id order) that train; 0.8 gives 400 / 100 of 500",
-    ),
+    )
+    .within(Range::between(0.0, 1.0)),
 ];
 
 fn usize_param(params: &Params, name: &str) -> Result<usize, StageError> {

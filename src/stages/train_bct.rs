@@ -29,7 +29,9 @@
 
 use super::outputs;
 use super::train_classifier::{CLASSIFIER_METRICS, CLASSIFIER_PARAMS};
-use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage};
+use crate::kind::{
+    Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Range, Resource, Stage,
+};
 
 /// The `train-bct` kind.
 pub struct TrainBct;
@@ -100,7 +102,8 @@ const OWN: &[ParamDecl] = &[
     ParamDecl::optional("new_classes", ParamType::Choice(Compatibility::NEW_CLASSES), "\"synthesised\"",
         "bct with t_bct = \"new\": classes the old classifier lacks get synthesised weights (mean old feature) or distillation"),
     ParamDecl::optional("lambda", ParamType::Float, "1.0", "weight of the influence (or baseline) term"),
-    ParamDecl::optional("temperature", ParamType::Float, "2.0", "softmax temperature of kd and lwf"),
+    ParamDecl::optional("temperature", ParamType::Float, "2.0", "softmax temperature of kd and lwf")
+        .within(Range::above(0.0)),
 ];
 
 const PARAMS: &[ParamDecl] = crate::param_list!(CLASSIFIER_PARAMS, OWN);

@@ -98,7 +98,8 @@ const OWN: &[ParamDecl] = &[
         ParamType::Int,
         "4",
         "images per class in a batch (0: plain shuffling)",
-    ),
+    )
+    .at_least(0.0),
     ParamDecl::optional(
         "small_classes",
         ParamType::Choice(&["repeat", "drop"]),

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::data::AugmentConfig;
-use crate::kind::{Alias, AliasRewrite, ParamDecl, ParamType, Params, StageError};
+use crate::kind::{Alias, AliasRewrite, ParamDecl, ParamType, Params, Range, StageError};
 
 /// The group's name in `asymflow kinds`.
 pub const NAME: &str = "augmentation";
@@ -68,6 +68,7 @@ pub const fn params(d: AugmentDefaults) -> [ParamDecl; 4] {
             d.jitter,
             "colour distortion strength in [0, 1] (0: off)",
         )
+        .within(Range::closed(0.0, 1.0))
         .in_group(NAME),
     ]
 }

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::kind::{Alias, AliasRewrite, ParamDecl, ParamType, Params, StageError};
+use crate::kind::{Alias, AliasRewrite, ParamDecl, ParamType, Params, Range, StageError};
 
 /// The group's name in `asymflow kinds`.
 pub const NAME: &str = "optimiser and schedule";
@@ -51,7 +51,9 @@ pub const fn params(d: OptimDefaults) -> [ParamDecl; 5] {
             "optimiser (AdamW: decoupled weight decay)",
         )
         .in_group(NAME),
-        ParamDecl::optional("lr", ParamType::Float, d.lr, "peak learning rate").in_group(NAME),
+        ParamDecl::optional("lr", ParamType::Float, d.lr, "peak learning rate")
+            .within(Range::above(0.0))
+            .in_group(NAME),
         ParamDecl::optional(
             "weight_decay",
             ParamType::Float,
@@ -74,6 +76,7 @@ pub const fn params(d: OptimDefaults) -> [ParamDecl; 5] {
             "25.0",
             "one-cycle: the first learning rate is lr / div_factor",
         )
+        .within(Range::above(0.0))
         .in_group(NAME),
     ]
 }
