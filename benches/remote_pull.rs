@@ -222,7 +222,7 @@ fn main() {
             ];
             if kind == "train-teacher" {
                 outputs.push(("model.json", format!("{{\"id\":{seed}}}").into_bytes()));
-                outputs.push(("losses.json", b"{\"epochs\":[]}".to_vec()));
+                outputs.push(("loss.json", b"{\"epochs\":[]}".to_vec()));
             }
             keys.push(record(&src, &id, kind, &outputs));
             files.push((format!("{id}.bin"), big));

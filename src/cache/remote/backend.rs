@@ -195,6 +195,7 @@ impl Backend {
 
     fn error(&self, what: &str, path: &str, e: object_store::Error) -> RemoteError {
         let error = RemoteError::from_store(&self.url, what, path, e);
+        // With no keys anywhere, whatever failed, the missing keys are the first thing to fix.
         match (error, &self.no_credentials) {
             (
                 RemoteError::Unavailable {
@@ -202,21 +203,16 @@ impl Backend {
                     what,
                     path,
                     problem,
-                    fix,
+                    ..
                 },
                 Some(note),
-            ) if fix.starts_with("check the credentials")
-                || problem.to_ascii_lowercase().contains("credential")
-                || problem.to_ascii_lowercase().contains("metadata") =>
-            {
-                RemoteError::Unavailable {
-                    url,
-                    what,
-                    path,
-                    problem,
-                    fix: note.clone(),
-                }
-            }
+            ) => RemoteError::Unavailable {
+                url,
+                what,
+                path,
+                problem,
+                fix: note.clone(),
+            },
             (error, _) => error,
         }
     }

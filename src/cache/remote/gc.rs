@@ -84,7 +84,7 @@ impl Remote {
         let mut blobs = Vec::new();
         for blob in self.backend.list_dated("cas")? {
             let digest = blob.path.strip_prefix("cas/").unwrap_or(&blob.path);
-            if named.contains(digest) || blob.modified >= recent {
+            if named.contains(digest) || blob.modified > recent {
                 report.blobs_kept += 1;
             } else {
                 report.bytes_removed += blob.size;
