@@ -21,11 +21,20 @@ use asymflow::cache::remote::Remote;
 use asymflow::cache::{Cache, OutputRef, RunRecord};
 use asymflow::config::ProjectConfig;
 
-/// (records, bytes of the big output per record, big output name).
-const SHAPE: &[(usize, usize, &str)] = &[
-    (9, 8 << 20, "model.safetensors"),
-    (18, 2 << 20, "embeddings.safetensors"),
+/// (records, bytes of the big output per record, big output name, the kind declaring it).
+const SHAPE: &[(usize, usize, &str, &str)] = &[
+    (9, 8 << 20, "model.safetensors", "train-teacher"),
+    (18, 2 << 20, "embeddings.safetensors", "embed"),
 ];
+
+/// `n` bytes of a safetensors file (a remote checks a `.safetensors` output's header).
+fn safetensors(seed: u64, n: usize) -> Vec<u8> {
+    let header = format!("{{\"w\":{{\"dtype\":\"U8\",\"shape\":[{n}],\"data_offsets\":[0,{n}]}}}}");
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend(bytes(seed, n));
+    out
+}
 
 fn bytes(seed: u64, n: usize) -> Vec<u8> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -39,9 +48,10 @@ fn bytes(seed: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Records a synthetic result with `files` (name, content) in `cache`; returns its key.
-fn record(cache: &Cache, id: &str, files: &[(&str, Vec<u8>)]) -> String {
-    let key_json = format!("{{\"bench\":\"remote_pull\",\"id\":\"{id}\"}}");
+/// Records a synthetic result of `kind` with `files` (name, content) in `cache`; returns its
+/// key.
+fn record(cache: &Cache, id: &str, kind: &str, files: &[(&str, Vec<u8>)]) -> String {
+    let key_json = format!("{{\"bench\":\"remote_pull\",\"id\":\"{id}\",\"kind\":\"{kind}\"}}");
     let key = blake3::hash(key_json.as_bytes()).to_hex().to_string();
     let mut outputs = BTreeMap::new();
     let mut sizes = Vec::new();
@@ -59,7 +69,7 @@ fn record(cache: &Cache, id: &str, files: &[(&str, Vec<u8>)]) -> String {
     let run = RunRecord {
         key: key.clone(),
         stage: id.into(),
-        kind: "bench".into(),
+        kind: kind.into(),
         pipeline: "bench".into(),
         binding: "{}".into(),
         key_json,
@@ -94,7 +104,11 @@ fn remote(endpoint: &str, url: &str) -> Remote {
         endpoint: Some(endpoint.into()),
         ..Default::default()
     };
-    Remote::from_config(&config).unwrap().unwrap()
+    let mut kinds = asymflow::stages::registry();
+    asymflow::stages::testing::register(&mut kinds);
+    Remote::from_config(&config, std::sync::Arc::new(kinds))
+        .unwrap()
+        .unwrap()
 }
 
 /// Pushes `keys` from `src`, then pulls them into a fresh cache: (pull time, bytes, objects).
@@ -194,22 +208,23 @@ fn main() {
     let mut keys = Vec::new();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut seed = 1u64;
-    for &(n, size, name) in SHAPE {
+    for &(n, size, name, kind) in SHAPE {
         for i in 0..n {
             seed += 1;
             let id = format!("{name}-{i}");
-            let big = bytes(seed, size);
+            let big = safetensors(seed, size);
             let log = bytes(seed + 1000, 2048);
             let metrics = format!("{{\"map\": 0.{seed}}}").into_bytes();
-            keys.push(record(
-                &src,
-                &id,
-                &[
-                    (name, big.clone()),
-                    ("log.txt", log.clone()),
-                    ("metrics.json", metrics.clone()),
-                ],
-            ));
+            let mut outputs = vec![
+                (name, big.clone()),
+                ("log.txt", log.clone()),
+                ("metrics.json", metrics.clone()),
+            ];
+            if kind == "train-teacher" {
+                outputs.push(("model.json", format!("{{\"id\":{seed}}}").into_bytes()));
+                outputs.push(("loss.json", b"{\"epochs\":[]}".to_vec()));
+            }
+            keys.push(record(&src, &id, kind, &outputs));
             files.push((format!("{id}.bin"), big));
             files.push((format!("{id}.log"), log));
             files.push((format!("{id}.json"), metrics));
@@ -232,10 +247,14 @@ fn main() {
     let mut small_keys = Vec::new();
     let mut small_files = Vec::new();
     for i in 0..300u64 {
-        let content = bytes(10_000 + i, 1024);
+        // 1 KiB of JSON (a `.json` output must parse).
+        let mut content = format!("{{\"i\":{i},\"pad\":\"").into_bytes();
+        content.resize(1022, b'x');
+        content.extend_from_slice(b"\"}");
         small_keys.push(record(
             &small,
             &format!("small-{i}"),
+            "test-echo",
             &[("value.json", content.clone())],
         ));
         small_files.push((format!("small-{i}.bin"), content));

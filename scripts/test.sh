@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: set up libtorch (once per machine), start the test
-# servers (an S3-compatible server, a single-node Slurm, headless Chromium), build, run every
+# servers (two S3-compatible servers, a single-node Slurm, headless Chromium), build, run every
 # unit and integration test of both crates, and stop the servers again.
 #   scripts/test.sh [more cargo test arguments]
 # A server that cannot start says so in one line (`NAME: unavailable (why)`); its tests then
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # integration tests also run tensor kinds in-process.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 
-services=(s3 slurm chromium)
+services=(s3 s3rver slurm chromium)
 stop_services() {
   for s in "${services[@]}"; do scripts/services/$s.sh down >/dev/null 2>&1 || true; done
 }

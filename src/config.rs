@@ -12,7 +12,7 @@
 //!
 //! | setting    | environment               |
 //! |------------|---------------------------|
-//! | `remote`   | `ASYMFLOW_REMOTE`         |
+//! | `remote`   | `ASYMFLOW_REMOTE` (set but empty: no remote) |
 //! | `push`     | `ASYMFLOW_PUSH` (`1`/`0`) |
 //! | `endpoint` | `ASYMFLOW_REMOTE_ENDPOINT`, else the AWS variables |
 //! | secret     | `ASYMFLOW_REMOTE_SECRET` only: a secret never lives in a file under version control |
@@ -104,8 +104,11 @@ impl ProjectConfig {
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<(), ConfigError> {
         let non_empty = |var: &str| get(var).filter(|v| !v.trim().is_empty());
-        if let Some(remote) = non_empty("ASYMFLOW_REMOTE") {
-            self.remote = Some(remote);
+        // Set but empty turns the remote off, whatever the file says.
+        match get("ASYMFLOW_REMOTE") {
+            Some(remote) if remote.trim().is_empty() => self.remote = None,
+            Some(remote) => self.remote = Some(remote),
+            None => {}
         }
         if let Some(endpoint) = non_empty("ASYMFLOW_REMOTE_ENDPOINT") {
             self.endpoint = Some(endpoint);

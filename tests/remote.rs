@@ -1,7 +1,9 @@
 //! The remote cache end to end, through the `asymflow` binary, against a shared-folder remote
-//! on a temp folder and a real S3-compatible server (moto, started by
+//! on a temp folder and two real S3-compatible servers: moto (started by
 //! `scripts/services/s3.sh up`, which exports `ASYMFLOW_TEST_S3_ENDPOINT` and the AWS
-//! variables). Each user is a project folder with its own local cache; the pipeline is a
+//! variables) and s3rver (`scripts/services/s3rver.sh up`: `ASYMFLOW_TEST_S3RVER_ENDPOINT` and
+//! its own keys, passed to asymflow for that server only), which behave differently (s3rver
+//! ignores `If-None-Match`). Each user is a project folder with its own local cache; the pipeline is a
 //! teacher, two students and a report of the engine's `test-echo` kind, whose `trace` file
 //! gets a line each time an instance really computes.
 
@@ -39,7 +41,14 @@ params = { metrics = ["value"], format = "fixed:1", plot_xy = [], title = "Team"
 /// Where the team's remote lives, and raw access to its objects (to break them on purpose).
 enum Store {
     Folder(tempfile::TempDir),
-    S3 { endpoint: String, bucket: String },
+    S3 {
+        endpoint: String,
+        bucket: String,
+        /// The server's own keys (s3rver), else the AWS variables of the environment.
+        keys: Option<(String, String)>,
+        /// `s3` (moto) or `s3rver`.
+        server: &'static str,
+    },
 }
 
 struct TeamRemote {
@@ -53,33 +62,73 @@ impl TeamRemote {
         }
     }
 
-    /// A fresh bucket on the test S3 server, or `None` (with the skip line) without one.
+    /// A fresh bucket on the moto test server, or `None` (with the skip line) without one.
     fn s3(test: &str) -> Option<TeamRemote> {
-        let Ok(endpoint) = std::env::var("ASYMFLOW_TEST_S3_ENDPOINT") else {
+        TeamRemote::server(test, "s3", "ASYMFLOW_TEST_S3_ENDPOINT", None)
+    }
+
+    /// A fresh bucket on the s3rver test server, or `None` (with the skip line) without one.
+    fn s3rver(test: &str) -> Option<TeamRemote> {
+        let keys = std::env::var("ASYMFLOW_TEST_S3RVER_KEY")
+            .ok()
+            .zip(std::env::var("ASYMFLOW_TEST_S3RVER_SECRET").ok());
+        TeamRemote::server(test, "s3rver", "ASYMFLOW_TEST_S3RVER_ENDPOINT", keys)
+    }
+
+    fn server(
+        test: &str,
+        server: &'static str,
+        var: &str,
+        keys: Option<(String, String)>,
+    ) -> Option<TeamRemote> {
+        let Ok(endpoint) = std::env::var(var) else {
             println!(
-                "skipped: s3 not available ({test}; run `eval \"$(scripts/services/s3.sh up)\"` first)"
+                "skipped: {server} not available ({test}; run `eval \"$(scripts/services/{server}.sh up)\"` first)"
             );
             return None;
         };
         let bucket = format!("asymflow-{:016x}", rand_u64());
         let (status, _) = http(&endpoint, "PUT", &format!("/{bucket}"), &[]);
-        assert!(status == 200, "creating bucket {bucket}: HTTP {status}");
+        assert!(
+            status == 200,
+            "creating bucket {bucket} on {server}: HTTP {status}"
+        );
         Some(TeamRemote {
-            store: Store::S3 { endpoint, bucket },
+            store: Store::S3 {
+                endpoint,
+                bucket,
+                keys,
+                server,
+            },
         })
     }
 
-    /// Both kinds this machine can run.
+    /// Every kind this machine can run: a folder, moto, s3rver.
     fn all(test: &str) -> Vec<TeamRemote> {
         let mut v = vec![TeamRemote::folder()];
         v.extend(TeamRemote::s3(test));
+        v.extend(TeamRemote::s3rver(test));
         v
     }
 
     fn name(&self) -> &'static str {
         match self.store {
             Store::Folder(_) => "folder",
-            Store::S3 { .. } => "s3",
+            Store::S3 { server, .. } => server,
+        }
+    }
+
+    /// The environment a command needs for this remote (the server's own keys).
+    fn env(&self) -> Vec<(&'static str, String)> {
+        match &self.store {
+            Store::S3 {
+                keys: Some((key, secret)),
+                ..
+            } => vec![
+                ("AWS_ACCESS_KEY_ID", key.clone()),
+                ("AWS_SECRET_ACCESS_KEY", secret.clone()),
+            ],
+            _ => Vec::new(),
         }
     }
 
@@ -87,9 +136,9 @@ impl TeamRemote {
     fn config(&self, push: bool) -> String {
         let location = match &self.store {
             Store::Folder(dir) => format!("remote = \"file://{}\"\n", dir.path().display()),
-            Store::S3 { endpoint, bucket } => {
-                format!("remote = \"s3://{bucket}/team\"\nendpoint = \"{endpoint}\"\n")
-            }
+            Store::S3 {
+                endpoint, bucket, ..
+            } => format!("remote = \"s3://{bucket}/team\"\nendpoint = \"{endpoint}\"\n"),
         };
         format!("{location}push = {push}\n")
     }
@@ -97,7 +146,7 @@ impl TeamRemote {
     fn get(&self, rel: &str) -> Option<Vec<u8>> {
         match &self.store {
             Store::Folder(dir) => std::fs::read(dir.path().join(rel)).ok(),
-            Store::S3 { endpoint, bucket } => s3_call(endpoint, bucket, |store| async move {
+            Store::S3 { .. } => self.s3_call(|store| async move {
                 let got = store
                     .get(&object_store::path::Path::from(format!("team/{rel}")))
                     .await;
@@ -112,10 +161,14 @@ impl TeamRemote {
 
     fn put(&self, rel: &str, bytes: &[u8]) {
         match &self.store {
-            Store::Folder(dir) => std::fs::write(dir.path().join(rel), bytes).unwrap(),
-            Store::S3 { endpoint, bucket } => {
+            Store::Folder(dir) => {
+                let path = dir.path().join(rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, bytes).unwrap()
+            }
+            Store::S3 { .. } => {
                 let bytes = bytes.to_vec();
-                s3_call(endpoint, bucket, |store| async move {
+                self.s3_call(|store| async move {
                     let path = object_store::path::Path::from(format!("team/{rel}"));
                     store.put(&path, bytes.into()).await.unwrap();
                 })
@@ -133,7 +186,7 @@ impl TeamRemote {
                         .collect()
                 })
                 .unwrap_or_default(),
-            Store::S3 { endpoint, bucket } => s3_call(endpoint, bucket, |store| async move {
+            Store::S3 { .. } => self.s3_call(|store| async move {
                 use futures::StreamExt;
                 let prefix = object_store::path::Path::from(format!("team/{prefix}"));
                 let metas: Vec<_> = store.list(Some(&prefix)).collect().await;
@@ -146,21 +199,46 @@ impl TeamRemote {
     }
 }
 
-/// Runs `f` against the test bucket with object_store (the server wants signed requests for
-/// objects).
+impl TeamRemote {
+    /// Runs `f` against the test bucket with object_store (the servers want signed requests
+    /// for objects).
+    fn s3_call<T, F: std::future::Future<Output = T>>(
+        &self,
+        f: impl FnOnce(std::sync::Arc<object_store::aws::AmazonS3>) -> F,
+    ) -> T {
+        let Store::S3 {
+            endpoint,
+            bucket,
+            keys,
+            ..
+        } = &self.store
+        else {
+            unreachable!("an S3 remote")
+        };
+        s3_call(endpoint, bucket, keys.as_ref(), f)
+    }
+}
+
+/// Runs `f` against `bucket` with object_store, with `keys` or the AWS variables.
 fn s3_call<T, F: std::future::Future<Output = T>>(
     endpoint: &str,
     bucket: &str,
+    keys: Option<&(String, String)>,
     f: impl FnOnce(std::sync::Arc<object_store::aws::AmazonS3>) -> F,
 ) -> T {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let store = object_store::aws::AmazonS3Builder::from_env()
+    let mut builder = object_store::aws::AmazonS3Builder::from_env()
         .with_bucket_name(bucket)
         .with_endpoint(endpoint)
         .with_virtual_hosted_style_request(false)
-        .with_client_options(object_store::ClientOptions::new().with_allow_http(true))
-        .build()
-        .unwrap();
+        .with_client_options(object_store::ClientOptions::new().with_allow_http(true));
+    if let Some((key, secret)) = keys {
+        builder = builder
+            .with_access_key_id(key)
+            .with_secret_access_key(secret)
+            .with_region("us-east-1");
+    }
+    let store = builder.build().unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -229,6 +307,7 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 struct User {
     dir: tempfile::TempDir,
     secret: Option<String>,
+    env: Vec<(&'static str, String)>,
 }
 
 impl User {
@@ -237,7 +316,11 @@ impl User {
         std::fs::create_dir_all(dir.path().join("pipelines")).unwrap();
         std::fs::write(dir.path().join("pipelines/team.toml"), PIPELINE).unwrap();
         std::fs::write(dir.path().join("asymflow.toml"), remote.config(push)).unwrap();
-        User { dir, secret: None }
+        User {
+            dir,
+            secret: None,
+            env: remote.env(),
+        }
     }
 
     fn with_secret(mut self, secret: &str) -> User {
@@ -257,7 +340,8 @@ impl User {
             .env_remove("ASYMFLOW_CACHE")
             .env_remove("ASYMFLOW_REMOTE")
             .env_remove("ASYMFLOW_PUSH")
-            .env_remove("ASYMFLOW_REMOTE_ENDPOINT");
+            .env_remove("ASYMFLOW_REMOTE_ENDPOINT")
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         match &self.secret {
             Some(s) => cmd.env("ASYMFLOW_REMOTE_SECRET", s),
             None => cmd.env_remove("ASYMFLOW_REMOTE_SECRET"),
@@ -468,8 +552,8 @@ fn remote_an_edited_or_unsigned_record_is_rejected_when_signing_is_on() {
         let path = format!("ac/{key}.json");
         let record = String::from_utf8(remote.get(&path).unwrap()).unwrap();
         assert!(record.contains("\"signature\":\""), "{record}");
-        // The teacher's metric, edited in the record's body.
-        let edited = record.replace("\\\"value\\\":10.0", "\\\"value\\\":99.0");
+        // The record's body edited (where it ran).
+        let edited = record.replace("\\\"device\\\":\\\"cpu\\\"", "\\\"device\\\":\\\"cuda\\\"");
         assert_ne!(edited, record, "the edit applies");
         remote.put(&path, edited.as_bytes());
 
@@ -563,10 +647,12 @@ fn remote_a_push_that_dies_halfway_leaves_no_visible_record() {
             "{}: a record without its blobs is visible",
             remote.name()
         );
-        // A teammate computes the teacher instead of using half a push.
+        // A teammate computes the teacher instead of using half a push. The students' pushes
+        // (side by side with the teacher's) are whole, and their keys hold for the teacher
+        // the teammate computes (the same bytes), so they are used.
         let b = User::new(&remote, false);
         let (statuses, _) = b.run_statuses(&[]);
-        assert!(statuses.iter().all(|(_, s)| s == "ran"), "{statuses:?}");
+        assert_eq!(b.trained(), ["teacher"], "{statuses:?}");
     }
 }
 
@@ -740,19 +826,71 @@ fn remote_pull_fetches_what_a_pipeline_needs_and_status_shows_it() {
     }
 }
 
-/// A result with one large output (over the multipart threshold) in a fresh local cache.
-fn large_result(dir: &Path) -> (asymflow::cache::Cache, asymflow::cache::RunRecord, Vec<u8>) {
-    let cache = asymflow::cache::Cache::new(dir);
-    let mut content = vec![0u8; (17 << 20) + 5];
-    for (i, b) in content.iter_mut().enumerate() {
-        *b = (i as u64).wrapping_mul(2_654_435_761).rotate_right(13) as u8;
+/// The kinds a remote checks records against: the built-in ones and the test kinds.
+fn kinds() -> std::sync::Arc<asymflow::kind::Registry> {
+    let mut kinds = asymflow::stages::registry();
+    asymflow::stages::testing::register(&mut kinds);
+    std::sync::Arc::new(kinds)
+}
+
+/// The library's view of `user`'s remote.
+fn library_remote(user: &User) -> asymflow::cache::remote::Remote {
+    for (k, v) in &user.env {
+        // The s3rver keys (object_store reads keys from the environment only). Every test
+        // sets the same values, and moto, the other server, accepts any keys, so changing them
+        // for the whole test process changes nothing for the others.
+        std::env::set_var(k, v);
     }
-    let (digest, size) = cache.objects().put_bytes(&content).unwrap();
-    let key_json = "{\"test\":\"large\"}".to_string();
+    let config = asymflow::config::ProjectConfig::load(user.path()).unwrap();
+    asymflow::cache::remote::Remote::from_config(&config, kinds())
+        .unwrap()
+        .unwrap()
+}
+
+/// `n` bytes of a safetensors file: its header, then `n` bytes of data.
+fn safetensors(n: usize, seed: u64) -> Vec<u8> {
+    let header = format!(r#"{{"w":{{"dtype":"U8","shape":[{n}],"data_offsets":[0,{n}]}}}}"#);
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend((0..n).map(|i| {
+        ((i as u64 ^ seed)
+            .wrapping_mul(2_654_435_761)
+            .rotate_right(13)) as u8
+    }));
+    out
+}
+
+/// A teacher's result (weights of `model_bytes`, metadata, losses) in a fresh local cache:
+/// (cache, record, the weights).
+fn teacher_result(
+    dir: &Path,
+    model_bytes: usize,
+) -> (asymflow::cache::Cache, asymflow::cache::RunRecord, Vec<u8>) {
+    let cache = asymflow::cache::Cache::new(dir);
+    let model = safetensors(model_bytes, 7);
+    let files: [(&str, Vec<u8>); 3] = [
+        ("model.safetensors", model.clone()),
+        ("model.json", br#"{"arch":"mlp","dim":8}"#.to_vec()),
+        ("loss.json", br#"{"epochs":[{"loss":0.5}]}"#.to_vec()),
+    ];
+    let mut outputs = std::collections::BTreeMap::new();
+    let mut sizes = Vec::new();
+    for (name, content) in &files {
+        let (digest, size) = cache.objects().put_bytes(content).unwrap();
+        sizes.push((digest.clone(), size));
+        outputs.insert(
+            name.to_string(),
+            asymflow::cache::OutputRef {
+                digest,
+                is_dir: false,
+            },
+        );
+    }
+    let key_json = format!("{{\"kind\":\"train-teacher\",\"test\":{model_bytes}}}");
     let run = asymflow::cache::RunRecord {
         key: blake3::hash(key_json.as_bytes()).to_hex().to_string(),
         stage: "teacher".into(),
-        kind: "test-echo".into(),
+        kind: "train-teacher".into(),
         pipeline: "large".into(),
         binding: "{}".into(),
         key_json,
@@ -760,22 +898,11 @@ fn large_result(dir: &Path) -> (asymflow::cache::Cache, asymflow::cache::RunReco
         finished: 2.0,
         duration: 1.0,
         device: "cpu".into(),
-        outputs: [(
-            "model.safetensors".to_string(),
-            asymflow::cache::OutputRef {
-                digest: digest.clone(),
-                is_dir: false,
-            },
-        )]
-        .into(),
+        outputs,
         metrics: Default::default(),
     };
-    cache
-        .index()
-        .unwrap()
-        .record_success(&run, &[(digest, size)])
-        .unwrap();
-    (cache, run, content)
+    cache.index().unwrap().record_success(&run, &sizes).unwrap();
+    (cache, run, model)
 }
 
 #[test]
@@ -783,18 +910,15 @@ fn remote_a_large_blob_goes_up_in_parts_and_comes_back_verified() {
     for remote in TeamRemote::all("remote_a_large_blob") {
         let dir = tempfile::tempdir().unwrap();
         let user = User::new(&remote, false);
-        let config = asymflow::config::ProjectConfig::load(user.path()).unwrap();
-        let r = asymflow::cache::remote::Remote::from_config(&config)
-            .unwrap()
-            .unwrap();
-        let (cache, run, content) = large_result(&dir.path().join("a"));
+        let r = library_remote(&user);
+        let (cache, run, content) = teacher_result(&dir.path().join("a"), 17 << 20);
         let stats = r.push(&cache, &run).unwrap();
         assert!(
-            stats.created && stats.blobs == 1,
+            stats.created && stats.blobs == 3,
             "{}: {stats:?}",
             remote.name()
         );
-        assert_eq!(stats.bytes, content.len() as u64);
+        assert!(stats.bytes > content.len() as u64);
         // A second push finds it there.
         assert!(!r.push(&cache, &run).unwrap().created);
         let digest = &run.outputs["model.safetensors"].digest;
@@ -802,9 +926,514 @@ fn remote_a_large_blob_goes_up_in_parts_and_comes_back_verified() {
 
         let fresh = asymflow::cache::Cache::new(&dir.path().join("b"));
         let fetched = r.fetch(&fresh, &run.key, None).unwrap().unwrap();
-        assert_eq!(fetched.bytes, content.len() as u64);
+        assert_eq!(fetched.blobs, 3);
+        assert_eq!(fetched.bytes, stats.bytes);
         let path = fresh.objects().open_verified(digest).unwrap();
         assert_eq!(std::fs::read(path).unwrap(), content);
         assert!(fresh.index().unwrap().lookup(&run.key).unwrap().is_some());
     }
+}
+
+// Issue 29: the team remote, hardened.
+
+/// `record` (an envelope's bytes) with its body edited by `edit`, unsigned.
+fn edit_record(record: &[u8], edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut envelope: Value = serde_json::from_slice(record).unwrap();
+    let mut body: Value = serde_json::from_str(envelope["body"].as_str().unwrap()).unwrap();
+    edit(&mut body);
+    envelope["body"] = Value::String(body.to_string());
+    envelope["signature"] = Value::Null;
+    serde_json::to_vec(&envelope).unwrap()
+}
+
+#[test]
+fn remote_issue29_a_raised_metric_in_an_unsigned_record_is_not_shown() {
+    for remote in TeamRemote::all("remote_issue29_a_raised_metric") {
+        let a = User::new(&remote, true);
+        a.ok(&["run", "pipelines/team.toml"]);
+        let key = a.key_of("teacher");
+        let path = format!("ac/{key}.json");
+        // The teacher's metric raised by 0.25 in its record (a format-1 record carried its
+        // metrics in the body; a newer one has none to edit, so the field is added).
+        let raised = edit_record(&remote.get(&path).unwrap(), |body| {
+            body["metrics"] = serde_json::json!({ "value": 10.25 });
+        });
+        remote.put(&path, &raised);
+
+        let b = User::new(&remote, false);
+        let (_, stderr) = b.ok(&["pull", "pipelines/team.toml"]);
+        assert!(
+            stderr.contains("pulled 4 records"),
+            "{}: {stderr}",
+            remote.name()
+        );
+        let (stdout, _) = b.ok(&["show", "pipelines/team.toml", "teacher", "--json"]);
+        let shown: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(
+            shown[0]["metrics"]["value"],
+            serde_json::json!(10.0),
+            "{}: the shown metric is the verified metrics.json's: {stdout}",
+            remote.name()
+        );
+        assert!(b.trained().is_empty(), "{}", remote.name());
+    }
+}
+
+#[test]
+fn remote_issue29_swapped_model_and_loss_digests_are_a_miss_and_nothing_is_cached() {
+    for remote in TeamRemote::all("remote_issue29_swapped_digests") {
+        let dir = tempfile::tempdir().unwrap();
+        let user = User::new(&remote, false);
+        let r = library_remote(&user);
+        let (cache, run, _) = teacher_result(&dir.path().join("a"), 4096);
+        r.push(&cache, &run).unwrap();
+        let model = run.outputs["model.safetensors"].digest.clone();
+        let losses = run.outputs["loss.json"].digest.clone();
+        let path = format!("ac/{}.json", run.key);
+        let swapped = edit_record(&remote.get(&path).unwrap(), |body| {
+            body["outputs"]["model.safetensors"]["digest"] = Value::String(losses.clone());
+            body["outputs"]["loss.json"]["digest"] = Value::String(model.clone());
+        });
+        remote.put(&path, &swapped);
+
+        let fresh = asymflow::cache::Cache::new(&dir.path().join("b"));
+        let r = library_remote(&user);
+        let err = r.fetch(&fresh, &run.key, None).unwrap_err();
+        assert!(
+            matches!(err, asymflow::cache::remote::RemoteError::Rejected { .. }),
+            "{}: {err}",
+            remote.name()
+        );
+        assert!(
+            err.to_string().contains("is not what its name says"),
+            "{}: {err}",
+            remote.name()
+        );
+        assert!(
+            fresh.index().unwrap().lookup(&run.key).unwrap().is_none(),
+            "{}: a record with the wrong bytes was cached",
+            remote.name()
+        );
+        assert!(!fresh.objects().contains(&model) && !fresh.objects().contains(&losses));
+    }
+}
+
+#[test]
+fn remote_issue29_a_puller_without_the_secret_is_told_the_records_are_signed() {
+    let remote = TeamRemote::folder();
+    let a = User::new(&remote, true).with_secret("team-secret");
+    a.ok(&["run", "pipelines/team.toml"]);
+    let b = User::new(&remote, false);
+    let (statuses, stderr) = b.run_statuses(&[]);
+    assert!(statuses.iter().all(|(_, s)| s == "cached"), "{statuses:?}");
+    assert_eq!(
+        stderr
+            .matches("are signed, but ASYMFLOW_REMOTE_SECRET is not set here")
+            .count(),
+        1,
+        "once, clearly:\n{stderr}"
+    );
+    // With the secret, or on an unsigned remote, nothing is said.
+    let c = User::new(&remote, false).with_secret("team-secret");
+    let (_, stderr) = c.run_statuses(&[]);
+    assert!(!stderr.contains("are signed"), "{stderr}");
+}
+
+/// A TCP server that accepts connections and never answers; its address.
+fn hung_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn remote_issue29_a_hung_remote_costs_seconds_and_plan_offline_works() {
+    let remote = TeamRemote::folder();
+    let user = User::new(&remote, true);
+    user.ok(&["run", "pipelines/team.toml", "--offline"]);
+    std::fs::write(
+        user.path().join("asymflow.toml"),
+        format!(
+            "remote = \"s3://team/asymflow\"\nendpoint = \"{}\"\npush = true\n",
+            hung_server()
+        ),
+    )
+    .unwrap();
+    let timed = |args: &[&str], env: &[(&str, &str)]| {
+        let clock = std::time::Instant::now();
+        let out = user
+            .cmd(args)
+            .env("AWS_ACCESS_KEY_ID", "k")
+            .env("AWS_SECRET_ACCESS_KEY", "s")
+            .env("AWS_REGION", "us-east-1")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (out, clock.elapsed())
+    };
+    let (out, took) = timed(&["run", "pipelines/team.toml", "--json"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "a fully cached run waited {took:?} on a hung remote"
+    );
+    assert!(
+        stderr.contains("timed out") && stderr.contains("going on without the remote"),
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["status"] == "cached"));
+
+    // `plan --offline`, as the warning suggests, and an empty ASYMFLOW_REMOTE: no remote.
+    let (out, took) = timed(&["plan", "pipelines/team.toml", "--offline"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "plan --offline: {stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let (out, took) = timed(&["run", "pipelines/team.toml"], &[("ASYMFLOW_REMOTE", "")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn remote_issue29_push_takes_the_overrides_of_the_run_and_says_when_nothing_matched() {
+    // The README's worked example on the test pipeline (the quickstart trains for minutes):
+    // alice runs and pushes, bob changes a student, pushes it, carol gets it without training.
+    for remote in TeamRemote::all("remote_issue29_push_overrides") {
+        let alice = User::new(&remote, true);
+        let bob = User::new(&remote, false);
+        let carol = User::new(&remote, false);
+        alice.ok(&["run", "pipelines/team.toml"]);
+        let (plan, _) = bob.ok(&["plan", "pipelines/team.toml"]);
+        assert!(plan.contains("4 on remote"), "{}: {plan}", remote.name());
+        bob.ok(&["run", "pipelines/team.toml"]);
+        assert!(bob.trained().is_empty());
+        let set = ["--set", "stages.student-a.params.value=5"];
+        bob.ok(&["run", "pipelines/team.toml", set[0], set[1]]);
+        assert_eq!(bob.trained(), ["student-a"], "{}", remote.name());
+
+        // Without the overrides: the plain pipeline, all on the remote; it says so.
+        let (_, stderr) = bob.ok(&["push", "pipelines/team.toml"]);
+        assert!(stderr.contains("pushed 0 records"), "{stderr}");
+        assert!(
+            stderr.contains("nothing new") && stderr.contains("--set"),
+            "{}: {stderr}",
+            remote.name()
+        );
+        // With them, as the run had them: the new student and the table.
+        let (stdout, stderr) = bob.ok(&["push", "pipelines/team.toml", set[0], set[1]]);
+        assert!(
+            stderr.contains("pushed 2 records"),
+            "{}: {stdout}\n{stderr}",
+            remote.name()
+        );
+        let (_, stderr) = carol.ok(&["pull", "pipelines/team.toml", set[0], set[1]]);
+        assert!(stderr.contains("pulled 4 records"), "{stderr}");
+        let (statuses, _) = carol.run_statuses(&[set[0], set[1], "--offline"]);
+        assert!(statuses.iter().all(|(_, s)| s == "cached"), "{statuses:?}");
+        assert!(carol.trained().is_empty());
+
+        // Nothing computed: it says so.
+        let dave = User::new(&remote, false);
+        let (_, stderr) = dave.ok(&["push", "pipelines/team.toml"]);
+        assert!(stderr.contains("nothing matched"), "{stderr}");
+    }
+}
+
+#[test]
+fn remote_issue29_a_server_ignoring_if_none_match_is_detected_and_a_no_op_push_sends_nothing() {
+    for remote in TeamRemote::all("remote_issue29_if_none_match") {
+        let a = User::new(&remote, false);
+        a.ok(&["run", "pipelines/team.toml"]);
+        let (_, stderr) = a.ok(&["push", "pipelines/team.toml"]);
+        let warned = stderr.contains("ignores create-only puts");
+        assert_eq!(
+            warned,
+            remote.name() == "s3rver",
+            "{}: detected once per remote, warned only where it fails:\n{stderr}",
+            remote.name()
+        );
+        assert!(
+            remote.list("probe").is_empty(),
+            "{}: the probe is removed",
+            remote.name()
+        );
+        // A push of what the remote has already sends nothing: on s3rver a second write of
+        // an object would show as a new modification time.
+        let modified_before = remote.modified();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let (stdout, stderr) = a.ok(&["push", "pipelines/team.toml"]);
+        assert_eq!(stdout.matches("already on remote").count(), 4, "{stdout}");
+        assert!(stderr.contains("pushed 0 records, 0 blobs"), "{stderr}");
+        assert_eq!(
+            remote.modified(),
+            modified_before,
+            "{}: a no-op push rewrote objects",
+            remote.name()
+        );
+    }
+}
+
+impl TeamRemote {
+    /// Every object's modification time, by name.
+    fn modified(&self) -> Vec<(String, i64)> {
+        let mut v: Vec<(String, i64)> = match &self.store {
+            Store::Folder(dir) => ["ac", "cas"]
+                .iter()
+                .flat_map(|p| {
+                    std::fs::read_dir(dir.path().join(p))
+                        .into_iter()
+                        .flatten()
+                        .map(|e| {
+                            let e = e.unwrap();
+                            let t = e.metadata().unwrap().modified().unwrap();
+                            (
+                                e.file_name().to_string_lossy().into_owned(),
+                                t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64,
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+            Store::S3 { .. } => self.s3_call(|store| async move {
+                use futures::StreamExt;
+                let prefix = object_store::path::Path::from("team");
+                let metas: Vec<_> = store.list(Some(&prefix)).collect().await;
+                metas
+                    .into_iter()
+                    .map(|m| {
+                        let m = m.unwrap();
+                        (m.location.to_string(), m.last_modified.timestamp_millis())
+                    })
+                    .collect()
+            }),
+        };
+        v.sort();
+        v
+    }
+}
+
+#[test]
+fn remote_issue29_gc_keeps_what_pipelines_need_and_removes_the_rest() {
+    for remote in TeamRemote::all("remote_issue29_gc") {
+        let a = User::new(&remote, true);
+        a.ok(&["run", "pipelines/team.toml"]);
+        a.ok(&[
+            "run",
+            "pipelines/team.toml",
+            "--set",
+            "stages.student-b.params.value=7",
+        ]);
+        assert_eq!(remote.list("ac").len(), 6, "{}", remote.name());
+        remote.put("quarantine/rotten", b"rotten");
+        let cas_before = remote.list("cas").len();
+
+        let out = a.run(&["remote", "gc"]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("needs to know what to keep"));
+
+        let gc = [
+            "remote",
+            "gc",
+            "pipelines/team.toml",
+            "--min-age-hours",
+            "0",
+        ];
+        let mut dry = gc.to_vec();
+        dry.push("--dry-run");
+        let (stdout, _) = a.ok(&dry);
+        assert!(
+            stdout.contains("would remove 2 records (4 kept)"),
+            "{}: {stdout}",
+            remote.name()
+        );
+        assert_eq!(remote.list("ac").len(), 6, "--dry-run removes nothing");
+        assert_eq!(remote.list("quarantine").len(), 1);
+
+        let (stdout, _) = a.ok(&gc);
+        assert!(
+            stdout.contains("removed 2 records (4 kept)"),
+            "{}: {stdout}",
+            remote.name()
+        );
+        assert_eq!(remote.list("ac").len(), 4);
+        assert!(remote.list("quarantine").is_empty(), "{}", remote.name());
+        let cas_after = remote.list("cas").len();
+        assert!(
+            cas_after < cas_before,
+            "{}: {cas_after} of {cas_before}",
+            remote.name()
+        );
+
+        // What the pipeline needs is whole; the removed variant computes again.
+        let b = User::new(&remote, false);
+        let (statuses, stderr) = b.run_statuses(&[]);
+        assert!(
+            statuses.iter().all(|(_, s)| s == "cached"),
+            "{statuses:?}\n{stderr}"
+        );
+        assert!(!stderr.contains("warning"), "{stderr}");
+        let (statuses, _) = b.run_statuses(&["--set", "stages.student-b.params.value=7"]);
+        assert!(statuses.iter().any(|(_, s)| s == "ran"), "{statuses:?}");
+        // --keep-days keeps what was pushed recently, whatever pipelines say.
+        let (stdout, _) = a.ok(&["remote", "gc", "--keep-days", "1", "--min-age-hours", "0"]);
+        assert!(stdout.contains("removed 0 records"), "{stdout}");
+    }
+}
+
+#[test]
+fn remote_issue29_plan_warns_about_a_rejected_record() {
+    let remote = TeamRemote::folder();
+    let a = User::new(&remote, true);
+    a.ok(&["run", "pipelines/team.toml"]);
+    let key = a.key_of("teacher");
+    let path = format!("ac/{key}.json");
+    let renamed = edit_record(&remote.get(&path).unwrap(), |body| {
+        let outputs = body["outputs"].as_object_mut().unwrap();
+        let value = outputs.remove("value.json").unwrap();
+        outputs.insert("payload.bin".into(), value);
+    });
+    remote.put(&path, &renamed);
+    let b = User::new(&remote, false);
+    let (stdout, _) = b.ok(&["plan", "pipelines/team.toml"]);
+    let line = stdout.lines().find(|l| l.contains("teacher")).unwrap();
+    assert!(
+        line.contains("warning: the remote's record is not used")
+            && line.contains("`payload.bin` is not declared"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn remote_issue29_missing_credentials_and_an_unknown_profile_are_named() {
+    let remote = TeamRemote::folder();
+    let user = User::new(&remote, false);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".aws")).unwrap();
+    std::fs::write(
+        home.path().join(".aws/credentials"),
+        "[lab]\naws_access_key_id = K\naws_secret_access_key = S\n",
+    )
+    .unwrap();
+    std::fs::write(
+        user.path().join("asymflow.toml"),
+        format!(
+            "remote = \"s3://team/x\"\nendpoint = \"{}\"\nregion = \"us-east-1\"\n",
+            hung_server()
+        ),
+    )
+    .unwrap();
+    let status = |profile: Option<&str>| {
+        let mut cmd = user.cmd(&["remote", "status"]);
+        cmd.env("HOME", home.path())
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+            .env_remove("AWS_CONFIG_FILE")
+            .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE")
+            .env_remove("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+            .env_remove("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+            .env("AWS_METADATA_ENDPOINT", "http://127.0.0.1:9");
+        match profile {
+            Some(p) => cmd.env("AWS_PROFILE", p),
+            None => cmd.env_remove("AWS_PROFILE"),
+        };
+        let clock = std::time::Instant::now();
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        (
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            clock.elapsed(),
+        )
+    };
+    let (stderr, _) = status(Some("lba"));
+    assert!(
+        stderr.contains("AWS_PROFILE=lba names no profile")
+            && stderr.contains("profiles there: lab"),
+        "{stderr}"
+    );
+    let (stderr, took) = status(None);
+    assert!(stderr.contains("no S3 credentials were found"), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+}
+
+#[test]
+fn remote_issue29_a_pull_reads_each_record_once() {
+    for remote in TeamRemote::all("remote_issue29_pull_reads_once") {
+        let a = User::new(&remote, true);
+        a.ok(&["run", "pipelines/team.toml"]);
+        let keys: Vec<String> = ["teacher", "student-a", "student-b", "table"]
+            .iter()
+            .map(|s| a.key_of(s))
+            .collect();
+        let b = User::new(&remote, false);
+        let r = library_remote(&b);
+        let dir = tempfile::tempdir().unwrap();
+        let cache = asymflow::cache::Cache::new(dir.path());
+        // As `pull FILE` does: look every key up (to walk the plan), then fetch them.
+        for key in &keys {
+            assert!(r.lookup(key).unwrap().is_some());
+        }
+        for fetched in r.fetch_many(&cache, &keys, 4, None) {
+            fetched.unwrap().unwrap();
+        }
+        assert_eq!(r.record_reads(), keys.len(), "{}", remote.name());
+    }
+}
+
+#[test]
+fn remote_issue29_import_accepts_a_tar_with_folder_entries() {
+    let remote = TeamRemote::folder();
+    let a = User::new(&remote, false);
+    a.ok(&["run", "pipelines/team.toml", "--offline"]);
+    let bundle = a.path().join("results.tar");
+    a.ok(&[
+        "export",
+        "pipelines/team.toml",
+        "-o",
+        bundle.to_str().unwrap(),
+    ]);
+    // Unpacked and packed again with tar(1), which writes `./`, `./ac/` and `./cas/`.
+    let unpacked = a.path().join("unpacked");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let tar = |args: &[&str]| {
+        let out = Command::new("tar").args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    tar(&[
+        "-xf",
+        bundle.to_str().unwrap(),
+        "-C",
+        unpacked.to_str().unwrap(),
+    ]);
+    let repacked = a.path().join("repacked.tar");
+    tar(&[
+        "-cf",
+        repacked.to_str().unwrap(),
+        "-C",
+        unpacked.to_str().unwrap(),
+        ".",
+    ]);
+    let b = User::new(&remote, false);
+    let (_, stderr) = b.ok(&["import", repacked.to_str().unwrap()]);
+    assert!(stderr.contains("imported 4 records"), "{stderr}");
+    let (statuses, _) = b.run_statuses(&["--offline"]);
+    assert!(statuses.iter().all(|(_, s)| s == "cached"), "{statuses:?}");
 }

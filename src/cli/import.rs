@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::common::cache_here;
+use super::common::{cache_here, registry};
 use super::CacheArgs;
 use crate::cache::remote::bundle;
 use crate::config::ProjectConfig;
@@ -26,7 +26,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let cache = cache_here(&args.cache)?;
     let project = super::remote::project_here()?;
     let secret = ProjectConfig::load(&project)?.secret;
-    let stats = bundle::import(&cache, &args.bundle, secret)?;
+    let stats = bundle::import(&cache, &args.bundle, secret, registry())?;
     for r in &stats.rejected {
         eprintln!("warning: {r}");
     }

@@ -14,6 +14,7 @@ mod plan;
 mod pull;
 mod push;
 mod remote;
+mod remote_gc;
 mod report_cmd;
 mod run;
 mod serve;
@@ -337,6 +338,9 @@ pub struct PlanArgs {
     /// Plan only these stages and what they need, as `run STAGE...` would run them.
     #[arg(value_name = "STAGE")]
     pub stages: Vec<String>,
+    /// Do not ask the team's remote cache what it holds.
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// `asymflow run`.

@@ -26,6 +26,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         pipeline: args,
         executor,
         stages,
+        offline,
     } = args;
     let registry = registry();
     let plan = load_plan_of(&args, &registry, &stages)?;
@@ -34,7 +35,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         ExecutorChoice::Slurm => Some(slurm_profile(&plan.spec().project_dir)?),
     };
     let (cache, scratch) = planning_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
-    let remote = super::remote::remote_for(&plan.spec().project_dir, false, false)?;
+    let remote = super::remote::remote_for(&plan.spec().project_dir, offline, false)?;
     let planned = plan_status_with(&plan, &registry, &cache, remote.as_deref())?;
     let blocked = planned.iter().filter(|p| cannot_run(p)).count();
     let code = if blocked > 0 {

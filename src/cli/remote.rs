@@ -1,5 +1,6 @@
-//! `asymflow remote status [FILE]`, and how every command finds the team's remote: from
-//! `asymflow.toml` beside `pipelines/` and the `ASYMFLOW_REMOTE*` variables.
+//! `asymflow remote status [FILE]`, `asymflow remote gc`, and how every command finds the
+//! team's remote: from `asymflow.toml` beside `pipelines/` and the `ASYMFLOW_REMOTE*`
+//! variables (an empty `ASYMFLOW_REMOTE` turns it off).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,6 +32,33 @@ pub enum RemoteCommand {
         #[command(flatten)]
         cache: CacheArgs,
     },
+    /// Remove what nobody needs from the remote: records neither needed by the named
+    /// pipelines nor pushed within --keep-days, the blobs only they named, quarantined blobs,
+    /// and (on a shared folder) unfinished uploads. Blobs younger than a day are kept (a push
+    /// in progress). At least one pipeline or --keep-days is required.
+    Gc {
+        /// Pipelines whose every instance's record is kept (with the overrides below).
+        files: Vec<PathBuf>,
+        /// Overrides applied to every named pipeline.
+        #[command(flatten)]
+        overrides: OverrideArgs,
+        /// Also keep records pushed within this many days.
+        #[arg(long, value_name = "N")]
+        keep_days: Option<u64>,
+        /// Keep blobs no record names (a push in progress), unfinished uploads and probes
+        /// younger than this.
+        #[arg(long, value_name = "H", default_value_t = 24)]
+        min_age_hours: u64,
+        /// Say what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The cache (to compute the pipelines' keys).
+        #[command(flatten)]
+        cache: CacheArgs,
+    },
 }
 
 /// The project around the current folder.
@@ -51,7 +79,7 @@ pub(super) fn remote_for(
         return Ok(None);
     }
     let config = ProjectConfig::load(project_dir)?;
-    let opened = Remote::from_config(&config).and_then(|remote| {
+    let opened = Remote::from_config(&config, registry()).and_then(|remote| {
         if let Some(r) = &remote {
             r.probe()?;
         }
@@ -75,7 +103,7 @@ pub(super) fn remote_for(
 /// The remote a command that needs one (`push`, `pull`, `remote status`) uses.
 pub(super) fn required_remote(project_dir: &Path) -> anyhow::Result<Remote> {
     let config = ProjectConfig::load(project_dir)?;
-    Remote::from_config(&config)?.ok_or_else(|| {
+    Remote::from_config(&config, registry())?.ok_or_else(|| {
         anyhow::anyhow!(
             "no remote is configured; set `remote = \"s3://bucket/prefix\"` (or \"file:///folder\") in {}, or ASYMFLOW_REMOTE",
             project_dir.join(crate::config::CONFIG_FILE).display()
@@ -85,12 +113,40 @@ pub(super) fn required_remote(project_dir: &Path) -> anyhow::Result<Remote> {
 
 /// Runs `asymflow remote ...`.
 pub fn dispatch(command: RemoteCommand) -> anyhow::Result<ExitCode> {
-    let RemoteCommand::Status {
-        file,
-        overrides,
-        json,
-        cache,
-    } = command;
+    match command {
+        RemoteCommand::Status {
+            file,
+            overrides,
+            json,
+            cache,
+        } => status(file, overrides, json, cache),
+        RemoteCommand::Gc {
+            files,
+            overrides,
+            keep_days,
+            min_age_hours,
+            dry_run,
+            json,
+            cache,
+        } => super::remote_gc::gc(super::remote_gc::GcArgs {
+            files,
+            overrides,
+            keep_days,
+            min_age_hours,
+            dry_run,
+            json,
+            cache,
+        }),
+    }
+}
+
+/// `asymflow remote status [FILE]`.
+fn status(
+    file: Option<PathBuf>,
+    overrides: OverrideArgs,
+    json: bool,
+    cache: CacheArgs,
+) -> anyhow::Result<ExitCode> {
     let pipeline = file.map(|file| PipelineArgs {
         file,
         overrides,

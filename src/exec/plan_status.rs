@@ -121,8 +121,13 @@ pub fn plan_status_with(
                                 ..planned
                             }
                         }
-                        _ => match remote.and_then(|r| r.lookup(&digest).ok().flatten()) {
-                            Some(record) => {
+                        _ => match remote.map(|r| r.lookup(&digest)).transpose() {
+                            Err(e) => PlannedInstance {
+                                key: Some(digest),
+                                reason: format!("warning: the remote's record is not used ({e}); run computes it"),
+                                ..planned
+                            },
+                            Ok(Some(Some(record))) => {
                                 records[i] = Some(record);
                                 PlannedInstance {
                                     key: Some(digest),
@@ -131,7 +136,7 @@ pub fn plan_status_with(
                                     ..planned
                                 }
                             }
-                            None => {
+                            Ok(_) => {
                                 let reasons =
                                     dirty_reasons(&index, cache, pipeline, inst, &key, &digest);
                                 PlannedInstance {

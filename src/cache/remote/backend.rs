@@ -5,10 +5,20 @@
 //! (`cas/<digest>`, `ac/<key>.json`); what those paths mean is the business of the files
 //! beside this one. Create-only puts (`PutMode::Create`) make "the first writer wins" a
 //! property of the store, not of a lock we would have to hold: an existing object is success.
+//! Some servers (s3rver, some MinIO set-ups) ignore `If-None-Match`; [`Backend::create_only_holds`]
+//! finds out, once, by writing a probe object twice.
+//!
+//! Every request has a limit sized for what it does, so a remote that stops answering costs
+//! seconds, not minutes: [`CONNECT`] to connect; [`SMALL`] for a HEAD, a record, a listing
+//! page, a delete; a small upload gets [`SMALL`] plus time for its bytes at a slow link's
+//! speed; a download or a part of a large upload is limited by its progress ([`STALL`] without
+//! a byte), not by its length, so a large model on a slow link still comes down.
 
+use std::future::Future;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use object_store::path::Path as StorePath;
@@ -23,12 +33,48 @@ pub(crate) const MULTIPART_FROM: u64 = 16 << 20;
 /// The size of one uploaded part.
 const PART_SIZE: usize = 8 << 20;
 
+/// The limit on connecting.
+pub(crate) const CONNECT: Duration = Duration::from_secs(3);
+
+/// The limit on a small request (a HEAD, a record, a listing page, a delete), retries included.
+pub(crate) const SMALL: Duration = Duration::from_secs(10);
+
+/// The limit on a download or upload making no progress.
+pub(crate) const STALL: Duration = Duration::from_secs(30);
+
+/// The slowest link an upload's limit allows for, in bytes per second.
+const SLOW_LINK: u64 = 256 << 10;
+
+/// The limit on uploading `bytes` in one request.
+fn upload_limit(bytes: u64) -> Duration {
+    SMALL + Duration::from_secs(bytes / SLOW_LINK)
+}
+
+/// `fut`, or a timeout error after `limit`.
+async fn within<T>(
+    limit: Duration,
+    fut: impl Future<Output = Result<T, object_store::Error>>,
+) -> Result<T, object_store::Error> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result,
+        Err(_) => Err(object_store::Error::Generic {
+            store: "remote",
+            source: format!("timed out: no answer within {} s", limit.as_secs()).into(),
+        }),
+    }
+}
+
 /// A remote store and the runtime that drives it.
 pub(crate) struct Backend {
     store: Arc<dyn ObjectStore>,
     runtime: tokio::runtime::Runtime,
     /// Where it points, for messages (`s3://bucket/prefix`, `file:///path`).
     pub(crate) url: String,
+    /// The shared folder of a `file://` remote (for what `object_store` does not show:
+    /// unfinished uploads).
+    pub(crate) folder: Option<PathBuf>,
+    /// Set when no S3 credentials were found, so a refusal can say so.
+    no_credentials: Option<String>,
 }
 
 /// The connection settings besides the URL.
@@ -52,6 +98,8 @@ impl Backend {
                 "{e}; write s3://bucket/prefix or file:///absolute/folder"
             ))
         })?;
+        let mut folder = None;
+        let mut no_credentials = None;
         let store: Arc<dyn ObjectStore> = match parsed.scheme() {
             "file" => {
                 let dir = parsed.to_file_path().map_err(|()| {
@@ -67,6 +115,7 @@ impl Backend {
                 let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir)
                     .map_err(|e| bad(e.to_string()))?
                     .with_automatic_cleanup(true);
+                folder = Some(dir);
                 Arc::new(fs)
             }
             "s3" => {
@@ -78,7 +127,10 @@ impl Backend {
                 let _ = rustls::crypto::ring::default_provider().install_default();
                 let mut builder =
                     object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
-                builder = super::credentials::apply_profile(builder);
+                let (with_profile, found) =
+                    super::credentials::apply_profile(builder).map_err(bad)?;
+                builder = with_profile;
+                no_credentials = found.missing_note();
                 if let Some(region) = &conn.region {
                     builder = builder.with_region(region);
                 }
@@ -88,9 +140,11 @@ impl Backend {
                     .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
                 // `with_client_options` replaces the builder's own `allow_http`, so it is
                 // set here, together with timeouts that let a dead remote fail in seconds.
+                // No flat limit on a request: each call below gets its own, sized for it.
                 let mut client = object_store::ClientOptions::new()
-                    .with_connect_timeout(std::time::Duration::from_secs(5))
-                    .with_timeout(std::time::Duration::from_secs(300));
+                    .with_connect_timeout(CONNECT)
+                    .with_timeout_disabled()
+                    .with_read_timeout(STALL);
                 if let Some(endpoint) = &endpoint {
                     builder = builder
                         .with_endpoint(endpoint)
@@ -103,7 +157,7 @@ impl Backend {
                         .with_client_options(client)
                         .with_retry(object_store::RetryConfig {
                             max_retries: 3,
-                            retry_timeout: std::time::Duration::from_secs(20),
+                            retry_timeout: SMALL,
                             ..Default::default()
                         });
                 let s3 = builder.build().map_err(|e| {
@@ -134,17 +188,74 @@ impl Backend {
             store,
             runtime,
             url: url.to_string(),
+            folder,
+            no_credentials,
         })
     }
 
     fn error(&self, what: &str, path: &str, e: object_store::Error) -> RemoteError {
-        RemoteError::from_store(&self.url, what, path, e)
+        let error = RemoteError::from_store(&self.url, what, path, e);
+        // With no keys anywhere, whatever failed, the missing keys are the first thing to fix.
+        match (error, &self.no_credentials) {
+            (
+                RemoteError::Unavailable {
+                    url,
+                    what,
+                    path,
+                    problem,
+                    ..
+                },
+                Some(note),
+            ) => RemoteError::Unavailable {
+                url,
+                what,
+                path,
+                problem,
+                fix: note.clone(),
+            },
+            (error, _) => error,
+        }
+    }
+
+    /// Whether create-only puts are honoured: a probe object under a unique name is written
+    /// twice, create-only; the second write must fail. The probe is deleted afterwards.
+    pub(crate) fn create_only_holds(&self) -> Result<bool, RemoteError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let path = format!(
+            "probe/create-only-{}-{}-{nanos}",
+            crate::cache::store::host_name()
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect::<String>(),
+            std::process::id()
+        );
+        self.put_bytes_create(&path, b"first".to_vec())?;
+        let overwrote = self.put_bytes_create(&path, b"second".to_vec())?;
+        let _ = self.delete(&path);
+        Ok(!overwrote)
+    }
+
+    /// Deletes an object (absent is fine).
+    pub(crate) fn delete(&self, path: &str) -> Result<(), RemoteError> {
+        let location = StorePath::from(path);
+        match self
+            .runtime
+            .block_on(within(SMALL, self.store.delete(&location)))
+        {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.error("delete", path, e)),
+        }
     }
 
     /// The object's size, or `None` when it does not exist.
     pub(crate) fn size(&self, path: &str) -> Result<Option<u64>, RemoteError> {
         let location = StorePath::from(path);
-        match self.runtime.block_on(self.store.head(&location)) {
+        match self
+            .runtime
+            .block_on(within(SMALL, self.store.head(&location)))
+        {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.error("look up", path, e)),
@@ -154,10 +265,10 @@ impl Backend {
     /// The whole object, or `None` when it does not exist (for small objects: records).
     pub(crate) fn get_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, RemoteError> {
         let location = StorePath::from(path);
-        let result = self.runtime.block_on(async {
+        let result = self.runtime.block_on(within(SMALL, async {
             let got = self.store.get(&location).await?;
             got.bytes().await
-        });
+        }));
         match result {
             Ok(bytes) => Ok(Some(bytes.to_vec())),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -166,7 +277,8 @@ impl Backend {
     }
 
     /// Streams the object into `out`, feeding every chunk to `on_chunk` (hashing, progress)
-    /// as it arrives. Returns the number of bytes, or `None` when it does not exist.
+    /// as it arrives. Returns the number of bytes, or `None` when it does not exist. It fails
+    /// when [`STALL`] passes without a byte, however long the whole download takes.
     pub(crate) fn get_into(
         &self,
         path: &str,
@@ -175,9 +287,11 @@ impl Backend {
     ) -> Result<Option<u64>, RemoteError> {
         let location = StorePath::from(path);
         let result: Result<u64, object_store::Error> = self.runtime.block_on(async {
-            let mut stream = self.store.get(&location).await?.into_stream();
+            let mut stream = within(SMALL, self.store.get(&location))
+                .await?
+                .into_stream();
             let mut n = 0u64;
-            while let Some(chunk) = stream.next().await {
+            while let Some(chunk) = within(STALL, async { Ok(stream.next().await) }).await? {
                 let chunk = chunk?;
                 on_chunk(&chunk);
                 out.write_all(&chunk)
@@ -203,10 +317,11 @@ impl Backend {
             mode: PutMode::Create,
             ..Default::default()
         };
-        match self.runtime.block_on(self.store.put_opts(
-            &location,
-            PutPayload::from(bytes),
-            options,
+        let limit = upload_limit(bytes.len() as u64);
+        match self.runtime.block_on(within(
+            limit,
+            self.store
+                .put_opts(&location, PutPayload::from(bytes), options),
         )) {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
@@ -225,13 +340,9 @@ impl Backend {
             let bytes = std::fs::read(src).map_err(|e| RemoteError::local(src, e))?;
             return self.put_bytes_create(path, bytes);
         }
-        // Content-addressed: an object that exists already holds these bytes.
-        if self.size(path)?.is_some() {
-            return Ok(false);
-        }
         let location = StorePath::from(path);
         let result: Result<(), object_store::Error> = self.runtime.block_on(async {
-            let upload = self.store.put_multipart(&location).await?;
+            let upload = within(SMALL, self.store.put_multipart(&location)).await?;
             let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
             let mut file = std::fs::File::open(src).map_err(|e| object_store::Error::Generic {
                 store: "local file",
@@ -248,10 +359,15 @@ impl Backend {
                 if n == 0 {
                     break;
                 }
-                writer.wait_for_capacity(4).await?;
+                // Four parts in flight: one of them must finish in the time its bytes need.
+                within(
+                    upload_limit(PART_SIZE as u64 * 4),
+                    writer.wait_for_capacity(4),
+                )
+                .await?;
                 writer.write(&buf[..n]);
             }
-            writer.finish().await?;
+            within(upload_limit(PART_SIZE as u64 * 4), writer.finish()).await?;
             Ok(())
         });
         result
@@ -263,23 +379,49 @@ impl Backend {
     pub(crate) fn rename(&self, from: &str, to: &str) -> Result<(), RemoteError> {
         let (a, b) = (StorePath::from(from), StorePath::from(to));
         self.runtime
-            .block_on(self.store.rename(&a, &b))
+            .block_on(within(
+                upload_limit(MULTIPART_FROM),
+                self.store.rename(&a, &b),
+            ))
             .map_err(|e| self.error("move", from, e))
     }
 
     /// Every object under `prefix` (`ac/`, `cas/`) with its size.
     pub(crate) fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>, RemoteError> {
+        Ok(self
+            .list_dated(prefix)?
+            .into_iter()
+            .map(|o| (o.path, o.size))
+            .collect())
+    }
+
+    /// Every object under `prefix` with its size and when it was last written.
+    pub(crate) fn list_dated(&self, prefix: &str) -> Result<Vec<Listed>, RemoteError> {
         let location = StorePath::from(prefix);
-        let result: Result<Vec<(String, u64)>, object_store::Error> =
-            self.runtime.block_on(async {
-                let mut stream = self.store.list(Some(&location));
-                let mut out = Vec::new();
-                while let Some(meta) = stream.next().await {
-                    let meta = meta?;
-                    out.push((meta.location.to_string(), meta.size));
-                }
-                Ok(out)
-            });
+        let result: Result<Vec<Listed>, object_store::Error> = self.runtime.block_on(async {
+            let mut stream = self.store.list(Some(&location));
+            let mut out = Vec::new();
+            while let Some(meta) = within(SMALL, async { Ok(stream.next().await) }).await? {
+                let meta = meta?;
+                out.push(Listed {
+                    path: meta.location.to_string(),
+                    size: meta.size,
+                    modified: meta.last_modified.timestamp(),
+                });
+            }
+            Ok(out)
+        });
         result.map_err(|e| self.error("list", prefix, e))
     }
+}
+
+/// One object of a listing.
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    /// Its path (`cas/<digest>`).
+    pub path: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was last written, in seconds since the epoch.
+    pub modified: i64,
 }

@@ -2,9 +2,10 @@
 //! machines that cannot reach the remote (an air-gapped cluster, a reviewer's laptop).
 //!
 //! `export` writes records sealed exactly as a push would (signed with the team secret when
-//! there is one). `import` does not trust the tar: it unpacks only entries whose names are
-//! exactly `ac/<64 hex>.json` or `cas/<64 hex>` (anything else, links included, is an error
-//! naming the entry) into a private folder under the cache's `tmp/`, then pulls from that
+//! there is one). `import` does not trust the tar: it unpacks only files whose names are
+//! exactly `ac/<64 hex>.json` or `cas/<64 hex>` (a leading `./` allowed, as `tar -C dir .`
+//! writes it; the entries of the folders `ac/` and `cas/` themselves, and of `.`, are
+//! skipped; anything else, links included, is an error naming the entry) into a private folder under the cache's `tmp/`, then pulls from that
 //! folder as from a shared-folder remote, so every record is authenticated and validated and
 //! every blob verified on the same code path as a remote download.
 
@@ -16,6 +17,7 @@ use super::push::blobs_of;
 use super::record::{is_digest, Envelope, RecordBody};
 use super::{Remote, RemoteError};
 use crate::cache::{Cache, RunRecord};
+use crate::kind::Registry;
 
 /// What an export or import moved.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -87,7 +89,37 @@ pub fn export(
     Ok(stats)
 }
 
-/// Whether `name` is an entry a bundle may hold.
+/// What to do with a tar entry.
+#[derive(Debug, PartialEq)]
+enum Entry {
+    /// A file of the layout, under this name.
+    File(String),
+    /// A folder of the layout (`ac/`, `cas/`, `./`): nothing to unpack.
+    Folder,
+    /// Anything else.
+    Refused,
+}
+
+/// What the entry `name` of type `kind` is.
+fn classify(name: &str, kind: tar::EntryType) -> Entry {
+    let mut name = name;
+    while let Some(rest) = name.strip_prefix("./") {
+        name = rest;
+    }
+    if kind.is_dir() {
+        return match name.trim_end_matches('/') {
+            "" | "." | "ac" | "cas" => Entry::Folder,
+            _ => Entry::Refused,
+        };
+    }
+    if kind.is_file() && allowed(name) {
+        Entry::File(name.to_string())
+    } else {
+        Entry::Refused
+    }
+}
+
+/// Whether `name` is a file a bundle may hold.
 fn allowed(name: &str) -> bool {
     match name.split_once('/') {
         Some(("cas", digest)) => is_digest(digest),
@@ -102,6 +134,7 @@ pub fn import(
     cache: &Cache,
     bundle: &Path,
     secret: Option<String>,
+    kinds: std::sync::Arc<Registry>,
 ) -> Result<BundleStats, RemoteError> {
     let file = File::open(bundle).map_err(|e| RemoteError::local(bundle, e))?;
     let tmp_root = cache.tmp_dir();
@@ -125,18 +158,22 @@ pub fn import(
             .map_err(|e| RemoteError::local(bundle, e))?
             .to_string_lossy()
             .into_owned();
-        if !entry.header().entry_type().is_file() || !allowed(&name) {
-            return Err(RemoteError::Local(format!(
-                "{}: unexpected entry `{}` (a bundle holds only ac/<key>.json and cas/<digest> files); not imported",
-                bundle.display(),
-                name.chars().take(200).collect::<String>()
-            )));
-        }
+        let name = match classify(&name, entry.header().entry_type()) {
+            Entry::File(name) => name,
+            Entry::Folder => continue,
+            Entry::Refused => {
+                return Err(RemoteError::Local(format!(
+                    "{}: unexpected entry `{}` (a bundle holds only ac/<key>.json and cas/<digest> files); not imported",
+                    bundle.display(),
+                    name.chars().take(200).collect::<String>()
+                )))
+            }
+        };
         let dest = staging.path().join(&name);
         let mut out = File::create(&dest).map_err(|e| RemoteError::local(&dest, e))?;
         std::io::copy(&mut entry, &mut out).map_err(|e| RemoteError::local(&dest, e))?;
     }
-    let remote = Remote::folder(staging.path(), secret)?;
+    let remote = Remote::folder(staging.path(), secret, kinds)?;
     let mut stats = BundleStats::default();
     let index = cache.index()?;
     for key in remote.keys()? {
@@ -159,7 +196,29 @@ pub fn import(
 
 #[cfg(test)]
 mod tests {
-    use super::allowed;
+    use super::{allowed, classify, Entry};
+
+    #[test]
+    fn folder_entries_and_a_leading_dot_slash_are_accepted() {
+        let d = "ab".repeat(32);
+        let dir = tar::EntryType::Directory;
+        let file = tar::EntryType::Regular;
+        for folder in ["./", "ac/", "cas/", "./ac/", "./cas", "."] {
+            assert_eq!(classify(folder, dir), Entry::Folder, "{folder}");
+        }
+        assert_eq!(
+            classify(&format!("./cas/{d}"), file),
+            Entry::File(format!("cas/{d}"))
+        );
+        assert_eq!(classify("other/", dir), Entry::Refused);
+        assert_eq!(classify("../", dir), Entry::Refused);
+        assert_eq!(classify(&format!("cas/{d}"), dir), Entry::Refused);
+        assert_eq!(classify(&format!("ac/{d}"), file), Entry::Refused);
+        assert_eq!(
+            classify(&format!("cas/{d}"), tar::EntryType::Symlink),
+            Entry::Refused
+        );
+    }
 
     #[test]
     fn only_the_remote_layout_is_allowed_in_a_bundle() {

@@ -14,7 +14,14 @@
 //!   a mismatch quarantines the blob (locally and on the remote) and is a miss; a record whose
 //!   blobs are missing is a miss: [`download`];
 //! - with a team secret records are signed, and an unsigned or badly signed record is a miss;
-//!   every path and digest in a record is validated before it is used: [`record`], [`signing`];
+//!   every path and digest in a record is validated before it is used, its kind must be the
+//!   one its key was computed for and its output names what that kind declares: [`record`],
+//!   [`signing`]; a puller without the secret facing signed records is told, once, that it
+//!   cannot check them;
+//! - a record carries no numbers: its metrics are read from the `metrics.json` object it names,
+//!   after that object is verified, and every output whose type can be told from its bytes is
+//!   checked for it (a model is safetensors): [`content`], [`download`];
+//! - servers that ignore create-only puts are detected, once, and the user told: [`backend`];
 //! - bundles (`export -o results.tar`, `import`) carry the same layout and go through the
 //!   same verification: [`bundle`].
 //!
@@ -24,17 +31,22 @@
 
 mod backend;
 pub mod bundle;
+mod content;
 mod credentials;
 mod download;
+pub mod gc;
 mod push;
 pub mod record;
 mod signing;
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::cache::{Cache, RunRecord};
 use crate::config::ProjectConfig;
+use crate::kind::Registry;
 
 pub use download::Fetched;
 pub use push::PushStats;
@@ -63,7 +75,7 @@ pub enum RemoteError {
         /// What the store said (first line).
         problem: String,
         /// What to do about it.
-        fix: &'static str,
+        fix: String,
     },
     /// A record was rejected (a miss: never used).
     #[error("remote record {key} rejected: {why}")]
@@ -153,7 +165,7 @@ impl RemoteError {
             what: what.into(),
             path: path.into(),
             problem,
-            fix,
+            fix: fix.to_string(),
         }
     }
 }
@@ -194,6 +206,11 @@ impl From<crate::cache::ObjectError> for RemoteError {
     }
 }
 
+/// A copy of a remote failure for every record of a batch that could not start.
+fn clone_unavailable(e: &RemoteError) -> RemoteError {
+    RemoteError::Local(e.to_string())
+}
+
 /// The outcome of fetching one key.
 pub(crate) type FetchResult = Result<Option<Fetched>, RemoteError>;
 
@@ -214,14 +231,33 @@ pub struct RemoteSummary {
     pub push: bool,
 }
 
+/// Where a remote's warnings go (standard error unless a command says otherwise).
+pub type WarnSink = Box<dyn Fn(&str) + Send + Sync>;
+
+/// A record that passed every check, with the metrics of its verified `metrics.json`.
+type Looked = (record::RecordBody, BTreeMap<String, f64>);
+
 /// A remote cache.
 pub struct Remote {
     backend: backend::Backend,
     secret: Option<String>,
     push_after_run: bool,
+    /// The kinds whose output declarations records are checked against.
+    kinds: Arc<Registry>,
     /// Set when the remote failed during a run: the rest of the run stays local instead of
     /// waiting on it for every instance.
     unavailable: AtomicBool,
+    /// Where warnings go.
+    warn: WarnSink,
+    /// Whether the "signed records, no secret" warning was given.
+    told_unchecked: AtomicBool,
+    /// Whether the store honours create-only puts (found out at the first push).
+    create_only: OnceLock<bool>,
+    /// Records read and checked by this process, by key: a pull looks a record up and then
+    /// fetches it without reading it again.
+    looked: Mutex<HashMap<String, Looked>>,
+    /// Records read from the store (`ac/` GETs), for tests and benchmarks.
+    record_reads: AtomicUsize,
 }
 
 impl std::fmt::Debug for Remote {
@@ -235,8 +271,32 @@ impl std::fmt::Debug for Remote {
 }
 
 impl Remote {
-    /// The remote a project's configuration names, if any (nothing is contacted yet).
-    pub fn from_config(config: &ProjectConfig) -> Result<Option<Remote>, RemoteError> {
+    fn new(
+        backend: backend::Backend,
+        secret: Option<String>,
+        push_after_run: bool,
+        kinds: Arc<Registry>,
+    ) -> Remote {
+        Remote {
+            backend,
+            secret,
+            push_after_run,
+            kinds,
+            unavailable: AtomicBool::new(false),
+            warn: Box::new(|m| eprintln!("{m}")),
+            told_unchecked: AtomicBool::new(false),
+            create_only: OnceLock::new(),
+            looked: Mutex::new(HashMap::new()),
+            record_reads: AtomicUsize::new(0),
+        }
+    }
+
+    /// The remote a project's configuration names, if any (nothing is contacted yet). Records
+    /// are checked against the output declarations of `kinds`.
+    pub fn from_config(
+        config: &ProjectConfig,
+        kinds: Arc<Registry>,
+    ) -> Result<Option<Remote>, RemoteError> {
         let Some(url) = &config.remote else {
             return Ok(None);
         };
@@ -244,24 +304,39 @@ impl Remote {
             endpoint: config.endpoint.clone(),
             region: config.region.clone(),
         };
-        Ok(Some(Remote {
-            backend: backend::Backend::open(url, &conn)?,
-            secret: config.secret.clone(),
-            push_after_run: config.push,
-            unavailable: AtomicBool::new(false),
-        }))
+        Ok(Some(Remote::new(
+            backend::Backend::open(url, &conn)?,
+            config.secret.clone(),
+            config.push,
+            kinds,
+        )))
     }
 
     /// A remote on a folder (`file://`), signing with `secret` (bundles, tests).
-    pub fn folder(dir: &Path, secret: Option<String>) -> Result<Remote, RemoteError> {
+    pub fn folder(
+        dir: &Path,
+        secret: Option<String>,
+        kinds: Arc<Registry>,
+    ) -> Result<Remote, RemoteError> {
         let url = url::Url::from_directory_path(dir)
             .map_err(|()| RemoteError::local(dir, "not an absolute folder"))?;
-        Ok(Remote {
-            backend: backend::Backend::open(url.as_str(), &backend::Connection::default())?,
+        Ok(Remote::new(
+            backend::Backend::open(url.as_str(), &backend::Connection::default())?,
             secret,
-            push_after_run: false,
-            unavailable: AtomicBool::new(false),
-        })
+            false,
+            kinds,
+        ))
+    }
+
+    /// Sends this remote's warnings to `sink` instead of standard error.
+    pub fn with_warnings(mut self, sink: WarnSink) -> Remote {
+        self.warn = sink;
+        self
+    }
+
+    /// How many records this process has read from the store.
+    pub fn record_reads(&self) -> usize {
+        self.record_reads.load(Ordering::Relaxed)
     }
 
     /// Where it points.
@@ -307,10 +382,61 @@ impl Remote {
             .collect())
     }
 
-    /// The record stored for `key`, authenticated and validated, without its blobs (what
-    /// `plan` reports as "on remote"). `None` when there is none.
+    /// The record stored for `key`, authenticated and validated, with the metrics of its
+    /// verified `metrics.json` but without its other blobs (what `plan` reports as "on
+    /// remote"). `None` when there is none.
     pub fn lookup(&self, key: &str) -> Result<Option<RunRecord>, RemoteError> {
-        Ok(self.lookup_body(key)?.map(|b| b.to_run()))
+        Ok(self
+            .looked(key)?
+            .map(|(body, metrics)| body.to_run(metrics)))
+    }
+
+    /// The checked record and its metrics, read once per process.
+    fn looked(&self, key: &str) -> Result<Option<Looked>, RemoteError> {
+        if let Some(found) = self.memo().get(key) {
+            return Ok(Some(found.clone()));
+        }
+        let Some(body) = self.lookup_body(key)? else {
+            return Ok(None);
+        };
+        let metrics = self.remote_metrics(&body)?;
+        let found = (body, metrics);
+        self.memo().insert(key.to_string(), found.clone());
+        Ok(Some(found))
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, HashMap<String, Looked>> {
+        self.looked.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The metrics of `body`: its `metrics.json` object, downloaded and checked against its
+    /// digest (none when the record has no metrics).
+    fn remote_metrics(
+        &self,
+        body: &record::RecordBody,
+    ) -> Result<BTreeMap<String, f64>, RemoteError> {
+        let Some(output) = body.outputs.get(crate::kind::METRICS_OUTPUT) else {
+            return Ok(BTreeMap::new());
+        };
+        let digest = &output.digest;
+        let Some(bytes) = self.backend.get_bytes(&format!("cas/{digest}"))? else {
+            return Err(RemoteError::MissingBlob {
+                key: body.key.clone(),
+                digest: digest.clone(),
+            });
+        };
+        let actual = blake3::hash(&bytes).to_hex().to_string();
+        if &actual != digest {
+            return Err(RemoteError::Corrupt {
+                digest: digest.clone(),
+                actual,
+                quarantined: "nothing (found by a lookup; a pull quarantines it)".into(),
+            });
+        }
+        record::read_metrics(&bytes).map_err(|why| RemoteError::Rejected {
+            key: body.key.clone(),
+            why,
+        })
     }
 
     fn lookup_body(&self, key: &str) -> Result<Option<record::RecordBody>, RemoteError> {
@@ -323,29 +449,44 @@ impl Remote {
                 },
             });
         }
+        self.record_reads.fetch_add(1, Ordering::Relaxed);
         let Some(bytes) = self.backend.get_bytes(&format!("ac/{key}.json"))? else {
             return Ok(None);
         };
-        record::Envelope::open(&bytes, key, self.secret.as_deref())
-            .map(Some)
-            .map_err(|why| RemoteError::Rejected {
-                key: key.to_string(),
-                why,
-            })
+        let (body, unchecked) =
+            record::Envelope::open(&bytes, key, self.secret.as_deref(), &self.kinds).map_err(
+                |why| RemoteError::Rejected {
+                    key: key.to_string(),
+                    why,
+                },
+            )?;
+        if unchecked && !self.told_unchecked.swap(true, Ordering::Relaxed) {
+            (self.warn)(&format!(
+                "warning: the records on {} are signed, but ASYMFLOW_REMOTE_SECRET is not set here: their signatures cannot be checked, so an edited record goes unnoticed (its objects are still verified by digest and type, and its metrics read from its verified metrics.json); set the team's secret to check them",
+                self.backend.url
+            ));
+        }
+        Ok(Some(body))
     }
 
     /// Read-through: when the remote holds `key`, downloads every blob of its record into the
     /// local object store (each verified while it streams), then records the run in the local
     /// index. `None` when the remote has no record. A rejected record, a corrupt or missing
-    /// blob is an error for which [`RemoteError::is_miss`] holds: the caller computes.
+    /// blob is an error for which [`RemoteError::is_miss`] holds: the caller computes. A record
+    /// this process already looked up is not read again.
     pub fn fetch(
         &self,
         cache: &Cache,
         key: &str,
         progress: Option<&indicatif::ProgressBar>,
     ) -> Result<Option<Fetched>, RemoteError> {
-        let Some(body) = self.lookup_body(key)? else {
-            return Ok(None);
+        let memo = self.memo().get(key).map(|(body, _)| body.clone());
+        let body = match memo {
+            Some(body) => body,
+            None => match self.lookup_body(key)? {
+                Some(body) => body,
+                None => return Ok(None),
+            },
         };
         download::fetch_record(&self.backend, cache, &body, progress).map(Some)
     }
@@ -383,10 +524,76 @@ impl Remote {
             .collect()
     }
 
-    /// Publishes a local record and its blobs: blobs first (create-only), the record last.
-    /// Blobs are verified locally before they leave.
+    /// Whether the store honours create-only puts ("first writer wins"), found out once per
+    /// process with a probe object; the first answer `false` is also a warning saying what
+    /// that means.
+    pub fn create_only_holds(&self) -> Result<bool, RemoteError> {
+        if let Some(holds) = self.create_only.get() {
+            return Ok(*holds);
+        }
+        let holds = self.backend.create_only_holds()?;
+        if self.create_only.set(holds).is_ok() && !holds {
+            (self.warn)(&format!(
+                "warning: {} ignores create-only puts (If-None-Match): a second write of an object replaced the first, so \"the first writer wins\" does not hold there. asymflow checks for an existing record before writing one, which leaves a short race: two teammates pushing the same stage at the same moment may both write, and the later record replaces the earlier (both are verified when pulled). Blobs are named by their content, so rewriting one changes nothing.",
+                self.backend.url
+            ));
+        }
+        Ok(holds)
+    }
+
+    /// Publishes a local record and its blobs: blobs first, the record last, each only when
+    /// the remote does not have it yet (a HEAD first, then a create-only put). Blobs are
+    /// verified locally before they leave.
     pub fn push(&self, cache: &Cache, run: &RunRecord) -> Result<PushStats, RemoteError> {
-        push::push_record(&self.backend, cache, run, self.secret.as_deref())
+        self.create_only_holds()?;
+        push::push_record(
+            &self.backend,
+            cache,
+            run,
+            self.secret.as_deref(),
+            &self.kinds,
+        )
+    }
+
+    /// [`Remote::push`] of every record in `runs`, `parallel` at a time; `done` is called after
+    /// each (in the order they finish). The results are in the order of `runs`.
+    pub fn push_many(
+        &self,
+        cache: &Cache,
+        runs: &[RunRecord],
+        parallel: usize,
+        done: &(dyn Fn(&RunRecord, &Result<PushStats, RemoteError>) + Sync),
+    ) -> Vec<Result<PushStats, RemoteError>> {
+        if let Err(e) = self.create_only_holds() {
+            return runs.iter().map(|_| Err(clone_unavailable(&e))).collect();
+        }
+        let next = AtomicUsize::new(0);
+        let results: Vec<Mutex<Option<Result<PushStats, RemoteError>>>> =
+            runs.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..parallel.clamp(1, runs.len().max(1)) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(run) = runs.get(i) else { break };
+                    let result = self.push(cache, run);
+                    done(run, &result);
+                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .expect("every record was pushed")
+            })
+            .collect()
+    }
+
+    /// Whether the remote holds a record for `key` (a HEAD, nothing read).
+    pub fn has_record(&self, key: &str) -> Result<bool, RemoteError> {
+        Ok(self.backend.size(&format!("ac/{key}.json"))?.is_some())
     }
 
     /// For `run`: [`Remote::fetch`] with every failure turned into a warning (through `warn`)

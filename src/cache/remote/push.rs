@@ -3,11 +3,17 @@
 //! at most some blobs, never a record that names a blob the remote lacks, and large blobs go
 //! up in parts that become visible only when complete. Two teammates pushing the same key at
 //! once both succeed: the first record written stays, and both describe the same outputs.
+//!
+//! What the remote already has is not sent again, at any size: each blob and the record get a
+//! HEAD first (a no-op push of a whole pipeline is a few hundred HEADs, not the same number of
+//! uploads). On a store that ignores create-only puts the HEAD of the record is also what
+//! keeps the first record in place (see [`super::Remote::create_only_holds`]).
 
 use super::backend::Backend;
 use super::record::{Envelope, RecordBody};
 use super::RemoteError;
 use crate::cache::{Cache, RunRecord};
+use crate::kind::Registry;
 
 /// What a push did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -39,23 +45,30 @@ pub(crate) fn push_record(
     cache: &Cache,
     run: &RunRecord,
     secret: Option<&str>,
+    kinds: &Registry,
 ) -> Result<PushStats, RemoteError> {
     let body = RecordBody::from_run(run);
-    body.validate(&run.key)
+    body.validate(&run.key, kinds)
         .map_err(|why| RemoteError::Rejected {
             key: run.key.clone(),
             why,
         })?;
+    let record = format!("ac/{}.json", run.key);
     let mut stats = PushStats::default();
+    // Every blob is looked at even when the record is there: one quarantined since (a
+    // teammate's download found it corrupt) goes up again from this verified copy.
     for digest in blobs_of(cache, run)? {
         let path = cache.objects().open_verified(&digest)?;
-        if backend.put_file_create(&format!("cas/{digest}"), &path)? {
+        let name = format!("cas/{digest}");
+        if backend.size(&name)?.is_none() && backend.put_file_create(&name, &path)? {
             stats.blobs += 1;
             stats.bytes += std::fs::metadata(&path).map_or(0, |m| m.len());
         }
     }
+    if backend.size(&record)?.is_some() {
+        return Ok(stats);
+    }
     let envelope = Envelope::seal(&body, secret);
-    stats.created =
-        backend.put_bytes_create(&format!("ac/{}.json", run.key), envelope.to_bytes())?;
+    stats.created = backend.put_bytes_create(&record, envelope.to_bytes())?;
     Ok(stats)
 }
