@@ -48,7 +48,11 @@ fn a_command_reruns_when_its_code_changes_and_only_then() {
     // A file no `code` pattern takes: still cached.
     p.write("notes.txt", "edited\n");
     let after_notes = p.run_json("pipelines/p.toml", &[]);
-    assert_eq!(with_status(&after_notes, "cached"), vec!["score"], "{after_notes:?}");
+    assert_eq!(
+        with_status(&after_notes, "cached"),
+        vec!["score"],
+        "{after_notes:?}"
+    );
 
     // The same params written in another order: the same key.
     p.write(
@@ -61,12 +65,20 @@ fn a_command_reruns_when_its_code_changes_and_only_then() {
             ),
     );
     let reordered = p.run_json("pipelines/p.toml", &[]);
-    assert_eq!(with_status(&reordered, "cached"), vec!["score"], "{reordered:?}");
+    assert_eq!(
+        with_status(&reordered, "cached"),
+        vec!["score"],
+        "{reordered:?}"
+    );
 
     // A file inside a listed folder: reruns; so does the script itself.
     p.write("lib/helper.sh", "scale() { echo \"$1\"; }\n# edited\n");
     let after_lib = p.run_json("pipelines/p.toml", &[]);
-    assert_eq!(with_status(&after_lib, "ran"), vec!["score"], "{after_lib:?}");
+    assert_eq!(
+        with_status(&after_lib, "ran"),
+        vec!["score"],
+        "{after_lib:?}"
+    );
     p.write(
         "tool.sh",
         &format!(
@@ -75,12 +87,20 @@ fn a_command_reruns_when_its_code_changes_and_only_then() {
         ),
     );
     let after_tool = p.run_json("pipelines/p.toml", &[]);
-    assert_eq!(with_status(&after_tool, "ran"), vec!["score"], "{after_tool:?}");
+    assert_eq!(
+        with_status(&after_tool, "ran"),
+        vec!["score"],
+        "{after_tool:?}"
+    );
 
     // Python's byte-code beside a listed module is never keyed.
     p.write("lib/__pycache__/helper.cpython-312.pyc", "bytes");
     let after_pyc = p.run_json("pipelines/p.toml", &[]);
-    assert_eq!(with_status(&after_pyc, "cached"), vec!["score"], "{after_pyc:?}");
+    assert_eq!(
+        with_status(&after_pyc, "cached"),
+        vec!["score"],
+        "{after_pyc:?}"
+    );
 
     let shown = p.show_one("pipelines/p.toml", "score");
     assert_eq!(shown["metrics"]["value"], 3.0, "{shown}");
@@ -137,12 +157,12 @@ fn nothing_recorded(p: &Project) {
 
 #[test]
 fn a_missing_declared_output_fails_the_stage_and_records_nothing() {
-    let p = script_project(
-        "echo a > a.txt\n",
-        "{ a = \"a.txt\", b = \"b.txt\" }",
-    );
+    let p = script_project("echo a > a.txt\n", "{ a = \"a.txt\", b = \"b.txt\" }");
     let stderr = failed_run(&p);
-    assert!(stderr.contains("it did not write `b.txt` (output `b`)"), "{stderr}");
+    assert!(
+        stderr.contains("it did not write `b.txt` (output `b`)"),
+        "{stderr}"
+    );
     nothing_recorded(&p);
 }
 
@@ -166,7 +186,10 @@ fn a_non_zero_exit_fails_with_the_tail_of_the_log() {
     let stderr = failed_run(&p);
     assert!(stderr.contains("exited with status 3"), "{stderr}");
     assert!(stderr.contains("loading the teacher"), "{stderr}");
-    assert!(stderr.contains("Traceback: shape mismatch 8 != 16"), "{stderr}");
+    assert!(
+        stderr.contains("Traceback: shape mismatch 8 != 16"),
+        "{stderr}"
+    );
     nothing_recorded(&p);
 }
 
@@ -216,14 +239,18 @@ params = { seed = "${sweep.seed}" }
 [stages.table]
 kind = "report"
 inputs = { results = "train", losses = "train" }
-params = { cols = "seed", metrics = ["score"], format = "fixed:1", plot_xy = [], title = "Scores" }
+params = { rows = "stage", metrics = ["score"], format = "fixed:1", plot_xy = [], title = "Scores" }
 "#,
     );
     let out = p.run(&["run", "pipelines/p.toml"]);
     assert!(out.status.success(), "{out:?}");
-    let table = std::fs::read_to_string(p.path().join("reports/p/table.md")).unwrap();
-    assert!(table.contains("1.5") && table.contains("2.5"), "{table}");
-    let svgs: Vec<String> = std::fs::read_dir(p.path().join("reports/p"))
+    // The mean over the two seeds, 1.5 and 2.5.
+    let table = std::fs::read_to_string(p.path().join("reports/p/table/table.md")).unwrap();
+    assert!(
+        table.contains("| train ") && table.contains("2.0"),
+        "{table}"
+    );
+    let svgs: Vec<String> = std::fs::read_dir(p.path().join("reports/p/table"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".svg"))
@@ -249,7 +276,10 @@ fn a_metrics_file_that_is_not_flat_numbers_fails_the_stage() {
         "{ metrics = \"metrics.json\" }",
     );
     let stderr = failed_run(&p);
-    assert!(stderr.contains("`map` is \"high\", not a finite number"), "{stderr}");
+    assert!(
+        stderr.contains("`map` is \"high\", not a finite number"),
+        "{stderr}"
+    );
 }
 
 /// The arguments the last run of `argv.sh` received (NUL-separated in its `args` output).
@@ -319,7 +349,7 @@ outputs = { words = "words.txt" }
     assert!(out.status.success(), "{out:?}");
     let shown = p.show_one("pipelines/p.toml", "piped");
     let rel = shown["outputs"]["words.txt"]["path"].as_str().unwrap();
-    assert_eq!(std::fs::read_to_string(p.path().join(rel)).unwrap(), "a\nb\n");
+    assert_eq!(std::fs::read_to_string(p.path().join(rel)).unwrap(), "a\nb");
 
     p.write(
         "pipelines/p.toml",
@@ -382,17 +412,17 @@ fn command_fields_are_checked_at_their_place_in_the_file() {
         ),
         (
             "[stages.a]\nkind = \"command\"\ncmd = [\"sh\", \"${params.lr}\"]\n",
-            "p.toml:3:15",
+            "p.toml:3:14",
             "names parameter `lr`, which is not given",
         ),
         (
             "[stages.a]\nkind = \"command\"\ncmd = [\"sh\", \"${sweep.seed}\"]\n",
-            "p.toml:3:15",
+            "p.toml:3:14",
             "is not a placeholder of `cmd`",
         ),
         (
             "[stages.a]\nkind = \"command\"\ncmd = [\"sh\", \"${outputs.model}\"]\n",
-            "p.toml:3:15",
+            "p.toml:3:14",
             "names output `model`, which is not declared",
         ),
         (
@@ -534,11 +564,14 @@ resources = { device = "gpu" }
     )
     .unwrap();
     let log = dir.join("run.log");
-    let mut run = asymflow(&dir, &["run", "pipelines/engine.toml", "--executor", "slurm"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut run = asymflow(
+        &dir,
+        &["run", "pipelines/engine.toml", "--executor", "slurm"],
+    )
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap())
+    .spawn()
+    .unwrap();
     wait_for(&log, "as Slurm job", 1, Duration::from_secs(60));
     let ids = fake.job_ids();
     assert_eq!(ids.len(), 1, "{ids:?}");
@@ -563,11 +596,15 @@ resources = { device = "gpu" }
 /// `PYTHONPATH` that gives `import torch`: the caller's, then the folder of the torch wheel the
 /// build's libtorch comes from (scripts/libtorch.sh); `None` when `python3` cannot import torch.
 fn python_with_torch() -> Option<String> {
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     let site = std::env::var_os("LIBTORCH")
         .map(PathBuf::from)
         .and_then(|l| l.parent().map(Path::to_path_buf))
-        .or_else(|| std::env::var_os("ASYMFLOW_HOME").map(|h| PathBuf::from(h).join("torch-2.11.0")))
+        .or_else(|| {
+            std::env::var_os("ASYMFLOW_HOME").map(|h| PathBuf::from(h).join("torch-2.11.0"))
+        })
         .or_else(|| {
             std::env::var_os("XDG_CACHE_HOME")
                 .map(PathBuf::from)
@@ -623,11 +660,17 @@ fn command_example_a_pytorch_student_beside_the_native_one_in_one_table() {
         .into_iter()
         .filter(|l| l.starts_with("python-student"))
         .collect();
-    assert_eq!(students, vec!["python-student[seed=0]", "python-student[seed=1]"]);
+    assert_eq!(
+        students,
+        vec!["python-student[seed=0]", "python-student[seed=1]"]
+    );
     let table =
-        std::fs::read_to_string(p.path().join("reports/command-distill/table.md")).unwrap();
+        std::fs::read_to_string(p.path().join("reports/command-distill/table/table.md")).unwrap();
     for row in ["teacher-16px", "native", "python"] {
-        assert!(table.lines().any(|l| l.starts_with(&format!("| {row} "))), "{table}");
+        assert!(
+            table.lines().any(|l| l.starts_with(&format!("| {row} "))),
+            "{table}"
+        );
     }
     // Deterministic and keyed by content: a second run computes nothing.
     let second = run();

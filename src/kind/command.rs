@@ -108,7 +108,11 @@ fn parse_placeholder(inner: &str) -> Result<Placeholder, String> {
     let (head, rest) = inner.split_once('.').unwrap_or((inner, ""));
     match (head, rest) {
         ("project", "") => Ok(Placeholder::Project),
-        ("inputs", rest) if rest.split_once('.').is_some_and(|(s, o)| !s.is_empty() && !o.is_empty()) => {
+        ("inputs", rest)
+            if rest
+                .split_once('.')
+                .is_some_and(|(s, o)| !s.is_empty() && !o.is_empty()) =>
+        {
             let (slot, output) = rest.split_once('.').unwrap_or_default();
             Ok(Placeholder::Input {
                 slot: slot.to_string(),

@@ -69,7 +69,9 @@ pub(super) fn resolve_params(
                 &slot.loc,
                 format!("input name `{}` is not a plain name", slot.name),
             )
-            .hint("use letters, digits, `-` and `_`: it is written `${inputs.NAME.OUTPUT}` in `cmd`"));
+            .hint(
+                "use letters, digits, `-` and `_`: it is written `${inputs.NAME.OUTPUT}` in `cmd`",
+            ));
         }
     }
     let slots: Vec<&str> = stage.inputs.iter().map(|(k, _)| k.name.as_str()).collect();
@@ -151,7 +153,12 @@ fn read_cmd(stage: &RawStage, shell: bool) -> Result<Vec<(String, Loc)>, SpecErr
         )),
         (SKind::Array(items), false) if !items.is_empty() => items
             .iter()
-            .map(|v| Ok((v.expect_str("an element of `cmd`")?.to_string(), v.loc.clone())))
+            .map(|v| {
+                Ok((
+                    v.expect_str("an element of `cmd`")?.to_string(),
+                    v.loc.clone(),
+                ))
+            })
             .collect(),
         (SKind::Array(_), true) => Err(SpecError::at(
             &value.loc,
@@ -345,9 +352,7 @@ fn read_resources(stage: &RawStage) -> Result<CommandResources, SpecError> {
     let mut resources = CommandResources::default();
     for (key, v) in value.expect_table("`resources`")? {
         match (key.name.as_str(), v.to_json()) {
-            ("device", Value::String(d)) if d == "gpu" || d == "cpu" => {
-                resources.device = Some(d)
-            }
+            ("device", Value::String(d)) if d == "gpu" || d == "cpu" => resources.device = Some(d),
             ("device", _) => {
                 return Err(SpecError::at(
                     &v.loc,

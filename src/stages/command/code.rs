@@ -237,7 +237,10 @@ mod tests {
         assert!(take(&["mylib/**/*.py"], "mylib/x/y/b.py"));
         assert!(take(&["mylib/**/*.py"], "mylib/b.py"));
         assert!(!take(&["mylib/", "!mylib/tests/"], "mylib/tests/t.py"));
-        assert!(take(&["mylib/", "!mylib/tests/", "mylib/tests/keep.py"], "mylib/tests/keep.py"));
+        assert!(take(
+            &["mylib/", "!mylib/tests/", "mylib/tests/keep.py"],
+            "mylib/tests/keep.py"
+        ));
         assert!(!take(&["mylib/"], "mylib/__pycache__/b.cpython-312.pyc"));
         assert!(take(&["/a?.py"], "ab.py"));
     }

@@ -98,10 +98,12 @@ fn read_metrics(path: &Path) -> Result<BTreeMap<String, f64>, StageError> {
         return Err(bad("not an object".into()));
     };
     map.into_iter()
-        .map(|(name, value)| match value.as_f64().filter(|v| v.is_finite()) {
-            Some(v) => Ok((name, v)),
-            None => Err(bad(format!("`{name}` is {value}, not a finite number"))),
-        })
+        .map(
+            |(name, value)| match value.as_f64().filter(|v| v.is_finite()) {
+                Some(v) => Ok((name, v)),
+                None => Err(bad(format!("`{name}` is {value}, not a finite number"))),
+            },
+        )
         .collect()
 }
 

@@ -77,7 +77,10 @@ impl Snapshot {
                     stack.push(path.clone());
                 }
                 let size = if meta.is_dir() { 0 } else { meta.len() };
-                entries.insert(top.to_path_buf(), (size, meta.modified().ok(), meta.is_dir()));
+                entries.insert(
+                    top.to_path_buf(),
+                    (size, meta.modified().ok(), meta.is_dir()),
+                );
                 if entries.len() > MAX_ENTRIES {
                     return None;
                 }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::kind::command::{parse_arg, CommandSpec, Piece, Placeholder, COMMAND_PARAM};
 use crate::kind::command::RESOURCES_PARAM;
+use crate::kind::command::{parse_arg, CommandSpec, Piece, Placeholder, COMMAND_PARAM};
 use crate::kind::{InputArtifact, Inputs, StageError};
 
 /// One linked input output: its link and the object it points to.
@@ -114,7 +114,10 @@ fn output_file(up: &InputArtifact, output: &str) -> Result<String, StageError> {
     if let Some(file) = declared.filter(|f| up.outputs.contains_key(*f)) {
         return Ok(file.to_string());
     }
-    let stem = |name: &str| name.split_once('.').map_or(name.to_string(), |(s, _)| s.to_string());
+    let stem = |name: &str| {
+        name.split_once('.')
+            .map_or(name.to_string(), |(s, _)| s.to_string())
+    };
     let mut same: Vec<&String> = up.outputs.keys().filter(|n| stem(n) == output).collect();
     if same.len() > 1 {
         same.retain(|n| n.ends_with(".safetensors"));
@@ -161,9 +164,10 @@ impl Expansion<'_> {
                 Piece::Text(t) => out.push_str(&t),
                 Piece::Slot(Placeholder::Project) => out.push_str(&self.project.to_string_lossy()),
                 Piece::Slot(Placeholder::Param(p)) => {
-                    let value = self.params.get(&p).ok_or_else(|| {
-                        StageError::bad_param(&p, "named in `cmd` but not given")
-                    })?;
+                    let value = self
+                        .params
+                        .get(&p)
+                        .ok_or_else(|| StageError::bad_param(&p, "named in `cmd` but not given"))?;
                     out.push_str(&param_text(value));
                 }
                 Piece::Slot(Placeholder::Output(name)) => {
@@ -235,7 +239,10 @@ pub(super) fn user_params(params: &crate::kind::Params) -> BTreeMap<String, Valu
 }
 
 /// The argument list of `spec` (`sh -c SCRIPT` for a shell command).
-pub(super) fn argv(spec: &CommandSpec, expansion: &Expansion<'_>) -> Result<Vec<String>, StageError> {
+pub(super) fn argv(
+    spec: &CommandSpec,
+    expansion: &Expansion<'_>,
+) -> Result<Vec<String>, StageError> {
     let expanded: Vec<String> = spec
         .cmd
         .iter()

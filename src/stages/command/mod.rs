@@ -130,7 +130,9 @@ impl Stage for CommandKind {
             .iter()
             .map(|name| (name, std::env::var(name).ok()))
             .collect();
-        Ok(Some(json!({ "code": code, "program": program, "env": vars })))
+        Ok(Some(
+            json!({ "code": code, "program": program, "env": vars }),
+        ))
     }
 }
 
@@ -219,8 +221,14 @@ impl Run for CommandKind {
         std::fs::write(&folders.job, text).map_err(|e| StageError::io(&folders.job, e))?;
 
         let mut env = BTreeMap::from([
-            ("ASYMFLOW_JOB".to_string(), folders.job.to_string_lossy().into_owned()),
-            ("TMPDIR".to_string(), folders.tmp.to_string_lossy().into_owned()),
+            (
+                "ASYMFLOW_JOB".to_string(),
+                folders.job.to_string_lossy().into_owned(),
+            ),
+            (
+                "TMPDIR".to_string(),
+                folders.tmp.to_string_lossy().into_owned(),
+            ),
             ("CUDA_VISIBLE_DEVICES".to_string(), visible),
         ]);
         if let Some(threads) = resources.threads {
@@ -265,7 +273,12 @@ impl Run for CommandKind {
                 "the command changed the project folder, outside its scratch folder ({}); \
                  nothing recorded: a command writes only its declared outputs, in its working \
                  folder, and temporary files in $TMPDIR",
-                changes.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+                changes
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         for (name, value) in collect::outputs(&spec, &folders.work, ctx.out_dir())? {
@@ -288,7 +301,11 @@ fn with_program_resolved(mut argv: Vec<String>, spec: &CommandSpec, project: &Pa
 
 fn check_inputs_unchanged(objects: &[PathBuf], before: &[String]) -> Result<(), StageError> {
     let after = collect::digests(objects)?;
-    match objects.iter().zip(before.iter().zip(&after)).find(|(_, (b, a))| b != a) {
+    match objects
+        .iter()
+        .zip(before.iter().zip(&after))
+        .find(|(_, (b, a))| b != a)
+    {
         None => Ok(()),
         Some((path, _)) => Err(StageError::Other(format!(
             "the command changed one of its inputs ({}), which are read-only objects of the \
