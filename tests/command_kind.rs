@@ -341,7 +341,8 @@ fn a_shell_command_runs_only_when_shell_is_written() {
 [stages.piped]
 kind = "command"
 shell = true
-cmd = "printf 'a b' | tr ' ' '\\n' > words.txt"
+cmd = "printf '${params.text}' | tr ' ' '\\n' > ${outputs.words}; test -n \"${HOME}\""
+params = { text = "a b" }
 outputs = { words = "words.txt" }
 "#,
     );

@@ -85,6 +85,16 @@ pub enum Piece {
 
 /// Splits `arg` into text and placeholders; `Err` says what is wrong with a placeholder.
 pub fn parse_arg(arg: &str) -> Result<Vec<Piece>, String> {
+    parse_with(arg, false)
+}
+
+/// [`parse_arg`] for the script of a `shell = true` command: a `${...}` that is none of the
+/// placeholders stays as written, for the shell (`${HOME}`, `${1:-x}`).
+pub fn parse_script(script: &str) -> Result<Vec<Piece>, String> {
+    parse_with(script, true)
+}
+
+fn parse_with(arg: &str, shell: bool) -> Result<Vec<Piece>, String> {
     let mut pieces = Vec::new();
     let mut rest = arg;
     while let Some(start) = rest.find("${") {
@@ -92,10 +102,21 @@ pub fn parse_arg(arg: &str) -> Result<Vec<Piece>, String> {
             pieces.push(Piece::Text(rest[..start].to_string()));
         }
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("`${{` without a closing `}}` in `{arg}`"))?;
-        pieces.push(Piece::Slot(parse_placeholder(&after[..end])?));
+        let Some(end) = after.find('}') else {
+            if shell {
+                pieces.push(Piece::Text(rest[start..].to_string()));
+                rest = "";
+                break;
+            }
+            return Err(format!("`${{` without a closing `}}` in `{arg}`"));
+        };
+        match parse_placeholder(&after[..end]) {
+            Ok(slot) => pieces.push(Piece::Slot(slot)),
+            Err(_) if shell => {
+                pieces.push(Piece::Text(rest[start..start + 2 + end + 1].to_string()))
+            }
+            Err(why) => return Err(why),
+        }
         rest = &after[end + 1..];
     }
     if !rest.is_empty() {
@@ -163,6 +184,17 @@ mod tests {
         );
         assert!(parse_arg("${sweep.seed}").unwrap_err().contains("params"));
         assert!(parse_arg("${project").is_err());
+        assert_eq!(
+            parse_script("echo ${HOME} ${project} ${1:-x").unwrap(),
+            vec![
+                Piece::Text("echo ".into()),
+                Piece::Text("${HOME}".into()),
+                Piece::Text(" ".into()),
+                Piece::Slot(Placeholder::Project),
+                Piece::Text(" ".into()),
+                Piece::Text("${1:-x".into()),
+            ]
+        );
         assert!(parse_arg("${outputs.}").is_err());
     }
 }

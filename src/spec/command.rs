@@ -13,8 +13,8 @@ use super::source::Loc;
 use super::template::{Tpl, Vars};
 use super::value::{SKind, SValue};
 use crate::kind::command::{
-    parse_arg, CommandResources, CommandSpec, Piece, Placeholder, COMMAND_KIND, COMMAND_PARAM,
-    LOSS_FILE, LOSS_NAME, METRICS_NAME, RESOURCES_PARAM,
+    parse_arg, parse_script, CommandResources, CommandSpec, Piece, Placeholder, COMMAND_KIND,
+    COMMAND_PARAM, LOSS_FILE, LOSS_NAME, METRICS_NAME, RESOURCES_PARAM,
 };
 use crate::kind::{LOG_OUTPUT, METRICS_OUTPUT, REASONS_OUTPUT};
 
@@ -113,7 +113,7 @@ fn read_spec(
     };
     let outputs = read_outputs(stage)?;
     let cmd = read_cmd(stage, shell)?;
-    check_placeholders(&cmd, slots, &outputs, params)?;
+    check_placeholders(&cmd, shell, slots, &outputs, params)?;
     let code = match field(stage, "code") {
         None => vec![],
         Some(v) => read_code(v)?,
@@ -183,12 +183,18 @@ fn describe(value: &SValue) -> String {
 
 fn check_placeholders(
     cmd: &[(String, Loc)],
+    shell: bool,
     slots: &[&str],
     outputs: &BTreeMap<String, (String, Loc)>,
     params: &BTreeMap<String, Tpl>,
 ) -> Result<(), SpecError> {
     for (arg, loc) in cmd {
-        let pieces = parse_arg(arg).map_err(|why| SpecError::at(loc, why))?;
+        let pieces = if shell {
+            parse_script(arg)
+        } else {
+            parse_arg(arg)
+        };
+        let pieces = pieces.map_err(|why| SpecError::at(loc, why))?;
         for piece in pieces {
             let Piece::Slot(slot) = piece else { continue };
             let missing = match &slot {

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::kind::command::RESOURCES_PARAM;
-use crate::kind::command::{parse_arg, CommandSpec, Piece, Placeholder, COMMAND_PARAM};
+use crate::kind::command::{
+    parse_arg, parse_script, CommandSpec, Piece, Placeholder, COMMAND_PARAM,
+};
 use crate::kind::{InputArtifact, Inputs, StageError};
 
 /// One linked input output: its link and the object it points to.
@@ -151,13 +153,20 @@ pub(super) struct Expansion<'a> {
     pub(super) outputs: &'a BTreeMap<String, PathBuf>,
     pub(super) params: &'a BTreeMap<String, Value>,
     pub(super) project: &'a Path,
+    /// Whether `cmd` is a shell script (other `${...}` are left to the shell).
+    pub(super) shell: bool,
 }
 
 impl Expansion<'_> {
     /// `arg` with its placeholders replaced; the result is one argument whatever the values
     /// hold (quotes, `$()`, newlines), since no shell reads it.
     pub(super) fn expand(&self, arg: &str) -> Result<String, StageError> {
-        let pieces = parse_arg(arg).map_err(StageError::Other)?;
+        let pieces = if self.shell {
+            parse_script(arg)
+        } else {
+            parse_arg(arg)
+        };
+        let pieces = pieces.map_err(StageError::Other)?;
         let mut out = String::new();
         for piece in pieces {
             match piece {

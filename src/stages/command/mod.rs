@@ -211,6 +211,7 @@ impl Run for CommandKind {
             outputs: &outputs,
             params: &params,
             project: &project,
+            shell: spec.shell,
         };
         let argv = job_file::argv(&spec, &expansion)?;
         let (device, visible) = device_for_child(ctx.device());
