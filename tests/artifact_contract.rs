@@ -59,7 +59,7 @@ fn an_evaluate_fed_a_model_as_embeddings() {
         "input `query` of stage `eval` takes embeddings, but stage `teacher` (train-teacher) writes model and loss curve",
     );
     assert!(
-        e.contains("written by kinds embed, import (none in this pipeline)"),
+        e.contains("written by kinds embed, import, command (none in this pipeline)"),
         "{e}"
     );
 }

@@ -8,6 +8,7 @@ mod bct;
 mod cli;
 mod cli_data;
 mod cli_examples;
+mod command_kind;
 mod concurrency;
 mod crash_safety;
 mod data_fixtures;

@@ -40,6 +40,14 @@
 //! | (nothing else)                                     | `path` params as text (their content |
 //! |                                                    |   is in the fingerprint instead)     |
 //!
+//! `command` stages (`src/stages/command/`, docs/command-stages.md) key through the same
+//! fields, with nothing added to the layout: the command as declared (`cmd` with its
+//! placeholders unexpanded, `shell`, `code`, `outputs`, `env` names) is the reserved `command`
+//! parameter; their fingerprint holds the content hash of every file the `code` patterns take
+//! (paths relative to the project), the content hash of the resolved program (`cmd[0]`), and
+//! the values of the environment variables `env` lists. Their `resources` parameter is left
+//! out ([`crate::kind::Stage::keyed_param`]), as the device and threads are for every kind.
+//!
 //! Inputs enter by content, not by the upstream key, so a retrained upstream stage that
 //! produced byte-identical outputs leaves everything downstream fresh (early cut-off). The
 //! upstream's `log.txt` is not an input: logs hold timings.

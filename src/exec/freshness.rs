@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::cache::why::DirtyReason;
 use crate::cache::{key::canonical, Cache, Index, InputKey, RunRecord, StageKey, KEY_FORMAT};
 use crate::graph::{Instance, Plan};
-use crate::kind::{FingerprintEnv, ParamType, Registry, StageError, LOG_OUTPUT};
+use crate::kind::{FingerprintEnv, Registry, StageError, LOG_OUTPUT};
 
 /// The key of `inst`, given the records of its upstream instances and its fingerprint.
 pub(crate) fn instance_key(
@@ -34,9 +34,7 @@ pub(crate) fn instance_key(
         .params
         .0
         .iter()
-        .filter(|(name, _)| {
-            crate::kind::param_decl(stage, name).is_none_or(|d| d.ty != ParamType::Path)
-        })
+        .filter(|(name, _)| stage.keyed_param(name))
         .map(|(k, v)| (k.clone(), canonical(v)))
         .collect();
     let mut inputs = BTreeMap::new();

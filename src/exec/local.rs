@@ -371,7 +371,12 @@ impl Executor for LocalExecutor {
             if let Some(slot) = slot {
                 self.slots[slot].busy = Some(id);
             }
-            job.resources.device = Device::Cpu;
+            // Device slots come first, one per visible GPU in order: the slot's index is the
+            // GPU's index among this process's GPUs (a `command` stage pins its program to it).
+            job.resources.device = match slot.map(|s| (s, &self.slots[s].visible)) {
+                Some((s, Some(gpu))) if !gpu.is_empty() => Device::Cuda(s),
+                _ => Device::Cpu,
+            };
             job.resources.threads = 1;
             let cancel = Arc::new(AtomicBool::new(false));
             self.running.insert(

@@ -16,6 +16,7 @@
 //! returns `Ok`; nothing is recorded otherwise.
 
 mod artifact;
+pub mod command;
 mod context;
 mod params;
 
@@ -151,6 +152,15 @@ pub trait Stage: Send + Sync {
     /// run (and `table.md`, if any, printed to the terminal). True for reports.
     fn publishes(&self) -> bool {
         false
+    }
+
+    /// Whether parameter `name` enters the key: all but `path` parameters (their content is
+    /// in the fingerprint) by default.
+    fn keyed_param(&self, name: &str) -> bool {
+        self.params()
+            .iter()
+            .find(|p| p.name == name)
+            .is_none_or(|d| d.ty != ParamType::Path)
     }
 
     /// Whether an instance needs a device slot.

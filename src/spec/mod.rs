@@ -12,6 +12,7 @@
 //! Every mistake is found here, before anything runs; cycles between stages are found when the
 //! graph is built ([`crate::graph`]), still before anything runs.
 
+mod command;
 pub mod error;
 pub mod model;
 pub mod names;

@@ -37,6 +37,9 @@ pub struct RawStage {
     pub params: Vec<(SKey, SValue)>,
     /// `gather`: a list of axis names.
     pub gather: Option<SValue>,
+    /// The fields only `kind = "command"` takes ([`COMMAND_KEYS`]: `cmd`, `code`, `outputs`,
+    /// ...), in written order; the resolver rejects them, at their place, for any other kind.
+    pub command: Vec<(SKey, SValue)>,
 }
 
 const TOP_KEYS: &[&str] = &["pipeline", "vars", "sweep", "stages"];
@@ -49,7 +52,15 @@ pub const STAGE_KEYS: &[&str] = &[
     "params",
     "gather",
     "description",
+    "cmd",
+    "code",
+    "outputs",
+    "env",
+    "shell",
+    "resources",
 ];
+/// The keys only a `kind = "command"` stage takes.
+pub const COMMAND_KEYS: &[&str] = &["cmd", "code", "outputs", "env", "shell", "resources"];
 
 impl RawPipeline {
     /// Parses a pipeline file's text.
@@ -100,6 +111,7 @@ impl RawStage {
             inputs: vec![],
             params: vec![],
             gather: None,
+            command: vec![],
         };
         for (k, v) in table.expect_table(&what)? {
             match k.name.as_str() {
@@ -109,6 +121,7 @@ impl RawStage {
                 "params" => stage.params = v.expect_table(&format!("{what} params"))?.to_vec(),
                 "gather" => stage.gather = Some(v.clone()),
                 "description" => {}
+                key if COMMAND_KEYS.contains(&key) => stage.command.push((k.clone(), v.clone())),
                 other => return Err(unknown_key(&k.loc, other, &what, STAGE_KEYS)),
             }
         }
@@ -125,6 +138,7 @@ impl RawStage {
         }
         merge_entries(&mut self.params, template.params);
         merge_entries(&mut self.inputs, template.inputs);
+        merge_entries(&mut self.command, template.command);
     }
 }
 

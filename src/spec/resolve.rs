@@ -334,9 +334,14 @@ fn resolve_stage(
             .suggest(kind_name, registry.names())
     })?;
 
-    let (params, param_locs) =
-        resolve_params(&stage, (kind, kind_name), vars, axes, axis_names, warnings)?;
-    let inputs = resolve_inputs(&stage, (kind, kind_name), stage_names)?;
+    let is_command = kind_name == crate::kind::command::COMMAND_KIND;
+    let (params, param_locs) = if is_command {
+        super::command::resolve_params(&stage, vars, axis_names)?
+    } else {
+        super::command::reject_fields(&stage, kind_name)?;
+        resolve_params(&stage, (kind, kind_name), vars, axes, axis_names, warnings)?
+    };
+    let inputs = resolve_inputs(&stage, (kind, kind_name), stage_names, is_command)?;
     let gather = resolve_gather(&stage, kind, axis_names, &params)?;
     Ok(StageSpec {
         name,
@@ -444,16 +449,17 @@ fn resolve_params(
 }
 
 /// The stage's input slots, each naming stages of the file (not itself); every required slot
-/// connected.
+/// connected. A command stage (`any_slot`) names its slots itself.
 fn resolve_inputs(
     stage: &RawStage,
     (kind, kind_name): (&dyn crate::kind::Stage, &str),
     stage_names: &[String],
+    any_slot: bool,
 ) -> Result<Vec<InputRef>, SpecError> {
     let name = &stage.name.name;
     let mut inputs = Vec::new();
     for (slot, value) in &stage.inputs {
-        if !kind.inputs().iter().any(|d| d.name == slot.name) {
+        if !any_slot && !kind.inputs().iter().any(|d| d.name == slot.name) {
             return Err(SpecError::at(
                 &slot.loc,
                 format!("unknown input `{}` for kind `{kind_name}`", slot.name),

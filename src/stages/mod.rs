@@ -2,6 +2,7 @@
 //!
 //! What a kind declares and what a running stage sees is the protocol in [`crate::kind`].
 
+pub mod command;
 pub mod distill;
 pub mod embed;
 pub mod evaluate;
@@ -35,6 +36,7 @@ pub fn registry() -> Registry {
     registry.register(Box::new(train_classifier::TrainClassifier));
     registry.register(Box::new(train_bct::TrainBct));
     registry.register_runnable(report::Report);
+    registry.register_runnable(command::CommandKind);
     registry
 }
 
