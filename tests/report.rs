@@ -28,6 +28,7 @@ fn eval(stage: &str, query_res: i64, seed: i64, metrics: &[(&str, f64)]) -> Inpu
         key: format!("{stage}-{query_res}-{seed}"),
         outputs,
         metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        draws: Vec::new(),
     }
 }
 
@@ -338,6 +339,7 @@ fn report_draws_loss_curves_of_training_stages() {
         key: "t".into(),
         outputs: BTreeMap::from([("loss.json".to_string(), loss_file)]),
         metrics: BTreeMap::new(),
+        draws: Vec::new(),
     };
     let mut inputs = results(table2_results());
     inputs.insert("losses".into(), vec![teacher]);
