@@ -129,7 +129,13 @@ impl Project {
             let measured = line
                 .split('|')
                 .skip(2)
-                .any(|cell| cell.trim().parse::<f64>().is_ok());
+                .any(|cell| {
+                    // The mean, before any spread, interval or footnote mark (`31.3¹`).
+                    let mean = cell.split_whitespace().next().unwrap_or("");
+                    mean.trim_end_matches(|c: char| "⁰¹²³⁴⁵⁶⁷⁸⁹,".contains(c))
+                        .parse::<f64>()
+                        .is_ok()
+                });
             assert!(measured, "{table}: row `{row}` holds no number in\n{text}");
         }
         text
