@@ -68,7 +68,10 @@ fn the_variation_footnote_names_a_teacher_trained_once_in_every_format() {
     let tables = two_level("0");
     let md = &tables["table.md"];
     // Students' map: 0.3 * 0.8 + seed / 100 = 0.24, 0.25, 0.26 (fixed-point noise aside).
-    assert!(md.contains("| student | 25.0 ± 1.0 [22.5, 27.5]¹ |"), "{md}");
+    assert!(
+        md.contains("| student | 25.0 ± 1.0 [22.5, 27.5]¹ |"),
+        "{md}"
+    );
     assert!(md.contains(&format!("- ¹ {FOOTNOTE}")), "{md}");
     assert!(
         tables["table.csv"].contains(&format!("[1] {FOOTNOTE}")),
@@ -76,9 +79,8 @@ fn the_variation_footnote_names_a_teacher_trained_once_in_every_format() {
         tables["table.csv"]
     );
     assert!(
-        tables["table.tex"].contains(
-            "\\textsuperscript{1} $\\pm$ over seed covers student; teacher ran once."
-        ),
+        tables["table.tex"]
+            .contains("\\textsuperscript{1} $\\pm$ over seed covers student; teacher ran once."),
         "{}",
         tables["table.tex"]
     );
@@ -195,8 +197,14 @@ fn ci_and_paired_numbers_equal_scipys_t_interval() {
     let number = |s: &str| s.parse::<f64>().unwrap();
     let student = &fields[0];
     assert_eq!(student[0], "eval-ts");
-    assert!((number(student[6]) - STUDENT.0).abs() < 1e-12, "{student:?}");
-    assert!((number(student[7]) - STUDENT.1).abs() < 1e-12, "{student:?}");
+    assert!(
+        (number(student[6]) - STUDENT.0).abs() < 1e-12,
+        "{student:?}"
+    );
+    assert!(
+        (number(student[7]) - STUDENT.1).abs() < 1e-12,
+        "{student:?}"
+    );
     let paired = &fields[2];
     assert_eq!(paired[0], "eval-ts - eval-tsym");
     assert!((number(paired[6]) - PAIRED.0).abs() < 1e-9, "{paired:?}");

@@ -101,7 +101,11 @@ fn science_raml_paper_pipelines_compare_against_a_teacher_trained_at_the_query_r
                 "{file} {stage}: torchvision's crop scale, as the reference"
             );
         }
-        assert_eq!(s["eval-tmis"].len(), 3 * 3, "{file}: query resolutions x teacher seeds");
+        assert_eq!(
+            s["eval-tmis"].len(),
+            3 * 3,
+            "{file}: query resolutions x teacher seeds"
+        );
         let table = &s["table"][0];
         let title = table.str("title").unwrap();
         assert!(

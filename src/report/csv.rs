@@ -95,13 +95,12 @@ pub fn render_long(table: &Table) -> String {
         .chain(&table.cols.dims)
         .filter(|d| d.name() != "metric");
     let mut out = line(
-        dims.map(|d| d.name().to_string())
-            .chain(
-                [
-                    "metric", "mean", "std", "n", "expected", "ci_low", "ci_high", "positive",
-                ]
-                .map(String::from),
-            ),
+        dims.map(|d| d.name().to_string()).chain(
+            [
+                "metric", "mean", "std", "n", "expected", "ci_low", "ci_high", "positive",
+            ]
+            .map(String::from),
+        ),
     );
     for (r, cells) in table.cells.iter().enumerate() {
         for (c, cell) in cells.iter().enumerate() {

@@ -324,7 +324,7 @@ fn list_table(value: &Value, param: &str) -> Result<BTreeMap<String, Vec<String>
 /// `ci`: a level strictly between 0 and 1, or 0 (none).
 fn ci(value: &Value) -> Result<Option<f64>, ReportError> {
     match value.as_f64() {
-        Some(level) if level == 0.0 => Ok(None),
+        Some(0.0) => Ok(None),
         Some(level) if level > 0.0 && level < 1.0 => Ok(Some(level)),
         _ => Err(ReportError::layout(
             "ci",

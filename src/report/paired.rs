@@ -62,7 +62,11 @@ pub(crate) fn row(
     let mut labels = vec![String::new(); width];
     labels[0] = label.clone();
 
-    let pairing = if spec.over.is_empty() { over } else { &spec.over };
+    let pairing = if spec.over.is_empty() {
+        over
+    } else {
+        &spec.over
+    };
     let mut cells = Vec::with_capacity(cols.len());
     let mut footnotes = Vec::with_capacity(cols.len());
     for c in 0..cols.len() {

@@ -48,7 +48,10 @@ pub(crate) fn split(draws: &[Vec<&Draw>]) -> (Vec<String>, Vec<String>) {
     let (mut varied, mut fixed) = (Vec::new(), Vec::new());
     for stage in stages {
         let first = instances_of(&draws[0], stage);
-        if draws.iter().all(|value| instances_of(value, stage) == first) {
+        if draws
+            .iter()
+            .all(|value| instances_of(value, stage) == first)
+        {
             fixed.push(stage.to_string());
         } else {
             varied.push(stage.to_string());
@@ -99,8 +102,14 @@ mod tests {
 
     #[test]
     fn no_footnote_when_every_stochastic_stage_varies_or_none_is_known() {
-        let a = [draw("teacher", "teacher[seed=0]"), draw("student", "student[seed=0]")];
-        let b = [draw("teacher", "teacher[seed=1]"), draw("student", "student[seed=1]")];
+        let a = [
+            draw("teacher", "teacher[seed=0]"),
+            draw("student", "student[seed=0]"),
+        ];
+        let b = [
+            draw("teacher", "teacher[seed=1]"),
+            draw("student", "student[seed=1]"),
+        ];
         let values = vec![a.iter().collect(), b.iter().collect()];
         let over = vec!["seed".to_string()];
         assert_eq!(footnote(&values, &over), None);

@@ -166,14 +166,21 @@ mod tests {
     //       a = np.array(v); print(stats.t.interval(0.95, len(a) - 1, loc=a.mean(), scale=stats.sem(a)))"
     const SCIPY_INTERVALS: &[(&[f64], f64, f64)] = &[
         (&[0.40, 0.42, 0.47], 0.34043314104970407, 0.519566858950296),
-        (&[0.066, -0.012, 0.013], -0.07660689150554645, 0.12127355817221311),
+        (
+            &[0.066, -0.012, 0.013],
+            -0.07660689150554645,
+            0.12127355817221311,
+        ),
     ];
 
     #[test]
     fn intervals_match_scipy() {
         for &(values, lo, hi) in SCIPY_INTERVALS {
             let (l, h) = interval(values, 0.95).unwrap();
-            assert!((l - lo).abs() < 1e-12 && (h - hi).abs() < 1e-12, "{values:?}: [{l}, {h}]");
+            assert!(
+                (l - lo).abs() < 1e-12 && (h - hi).abs() < 1e-12,
+                "{values:?}: [{l}, {h}]"
+            );
         }
     }
 

@@ -481,7 +481,12 @@ impl Table {
                 (level * 1e6).round() / 1e4
             ));
         }
-        if self.cells.iter().flatten().any(|c| c.paired && !c.is_missing()) {
+        if self
+            .cells
+            .iter()
+            .flatten()
+            .any(|c| c.paired && !c.is_missing())
+        {
             note.push_str(
                 " A paired row holds the per-draw differences a - b (mean, spread and interval \
                  over the draws) and how many are positive.",
@@ -718,9 +723,12 @@ mod tests {
             t.note(" ± ", "-"),
             "Mean ± sample standard deviation (n - 1) over `seed` × `teacher_seed`."
         );
-        let err = Table::build(&layout(json!({"metrics": ["map"], "over": "seed"})), &inputs)
-            .unwrap_err()
-            .to_string();
+        let err = Table::build(
+            &layout(json!({"metrics": ["map"], "over": "seed"})),
+            &inputs,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("seed=0") && err.contains("`teacher_seed`"),
             "{err}"
@@ -735,7 +743,10 @@ mod tests {
         let shared = |seed: i64, map: f64| {
             with_draws(
                 artifact("eval", json!({"seed": seed}), &[("map", map)]),
-                &[("teacher", "teacher"), ("student", &format!("student[seed={seed}]"))],
+                &[
+                    ("teacher", "teacher"),
+                    ("student", &format!("student[seed={seed}]")),
+                ],
             )
         };
         let inputs = vec![shared(0, 0.4), shared(1, 0.5)];
@@ -763,7 +774,10 @@ mod tests {
     fn a_paired_row_holds_per_draw_differences_with_their_interval() {
         let mut inputs = Vec::new();
         // a - b per seed: +0.066, -0.012, +0.013 (scipy's interval of these is in student_t.rs).
-        for (seed, (a, b)) in [(0.566, 0.5), (0.488, 0.5), (0.513, 0.5)].into_iter().enumerate() {
+        for (seed, (a, b)) in [(0.566, 0.5), (0.488, 0.5), (0.513, 0.5)]
+            .into_iter()
+            .enumerate()
+        {
             inputs.push(artifact("ts", json!({"seed": seed}), &[("map", a)]));
             inputs.push(artifact("tq", json!({"seed": seed}), &[("map", b)]));
         }

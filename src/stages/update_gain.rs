@@ -199,7 +199,9 @@ fn measured(
 /// says which draws fail and by how much ("seed=1: the criterion fails: ...").
 fn not_applicable(g: &crate::metrics::UpdateGain, no: f64, oo: f64, nn: f64) -> String {
     if !g.criterion {
-        format!("the criterion fails: M(new, old) {no:.4} <= M(old, old) {oo:.4}, so G is not defined")
+        format!(
+            "the criterion fails: M(new, old) {no:.4} <= M(old, old) {oo:.4}, so G is not defined"
+        )
     } else {
         format!(
             "the paragon does not improve on the old model: M(new*, new*) {nn:.4} <= M(old, old) \
@@ -245,7 +247,9 @@ impl Run for UpdateGainStage {
             );
             match (g.gain, g.not_applicable) {
                 (Some(gain), _) => ctx.metric(&registry::GAIN.named(m), gain),
-                (None, _) => ctx.decline(&registry::GAIN.named(m), not_applicable(&g, no, oo, nn))?,
+                (None, _) => {
+                    ctx.decline(&registry::GAIN.named(m), not_applicable(&g, no, oo, nn))?
+                }
             }
             ctx.log(format!(
                 "{m}: new/old {no:.4}, old/old {oo:.4}, new*/new* {nn:.4}: criterion {}, G {}",
