@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
-use crate::kind::Params;
+use crate::kind::{Draw, Params, Registry};
 use crate::spec::{PipelineSpec, SpecError, StageSpec};
 
 /// One stage with every sweep axis it uses bound.
@@ -123,6 +123,35 @@ impl Plan {
     /// Instance indices in a topological order.
     pub fn order(&self) -> &[usize] {
         &self.order
+    }
+
+    /// The stochastic instances (a kind's [`crate::kind::Stage::stochastic`] for the
+    /// instance's params) that instance `u` descends from, `u` itself included when it is one,
+    /// upstream first: the random draws its result depends on. A report compares them across
+    /// the instances of a cell to say which draws its spread covers.
+    pub fn draws(&self, u: usize, registry: &Registry) -> Vec<Draw> {
+        let mut seen = BTreeSet::from([u]);
+        let mut stack = vec![u];
+        while let Some(i) = stack.pop() {
+            for &up in self.instances[i].inputs.values().flatten() {
+                if seen.insert(up) {
+                    stack.push(up);
+                }
+            }
+        }
+        // Instances are stored stages in dependency order, so index order is upstream first.
+        seen.into_iter()
+            .map(|i| &self.instances[i])
+            .filter(|inst| {
+                registry
+                    .get(&inst.kind)
+                    .is_some_and(|k| k.stochastic(&inst.params))
+            })
+            .map(|inst| Draw {
+                stage: inst.stage.clone(),
+                instance: inst.label(),
+            })
+            .collect()
     }
 
     /// The instances of stage `name`.

@@ -75,6 +75,7 @@ fn try_run(
         key: name.into(),
         outputs,
         metrics,
+        draws: Vec::new(),
     })
 }
 
@@ -120,6 +121,7 @@ fn embed(root: &Path, name: &str, model: &InputArtifact, split: &InputArtifact) 
         key: name.into(),
         outputs: BTreeMap::from([("embeddings.safetensors".to_string(), path)]),
         metrics: BTreeMap::new(),
+        draws: Vec::new(),
     }
 }
 

@@ -219,6 +219,7 @@ fn data_split_manifest_from_input_follows_the_current_root() {
         key: "k".into(),
         outputs: [(MANIFEST_OUTPUT.to_string(), path)].into(),
         metrics: BTreeMap::new(),
+        draws: Vec::new(),
     };
     let reread = SplitManifest::from_input(&input).unwrap();
     assert!(matches!(&reread.dataset, DatasetSource::Files { root, .. } if root == "data/b"));

@@ -31,6 +31,7 @@ mod report;
 mod report_footnotes;
 mod report_freshness;
 mod report_templates;
+mod report_uncertainty;
 mod resolution;
 mod resolution_distill_import;
 mod science;

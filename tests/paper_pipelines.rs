@@ -126,10 +126,13 @@ impl Project {
                 .lines()
                 .find(|l| l.starts_with(&format!("| {row} |")))
                 .unwrap_or_else(|| panic!("{table}: no row `{row}` in\n{text}"));
-            let measured = line
-                .split('|')
-                .skip(2)
-                .any(|cell| cell.trim().parse::<f64>().is_ok());
+            let measured = line.split('|').skip(2).any(|cell| {
+                // The mean, before any spread, interval or footnote mark (`31.3¹`).
+                let mean = cell.split_whitespace().next().unwrap_or("");
+                mean.trim_end_matches(|c: char| "⁰¹²³⁴⁵⁶⁷⁸⁹,".contains(c))
+                    .parse::<f64>()
+                    .is_ok()
+            });
             assert!(measured, "{table}: row `{row}` holds no number in\n{text}");
         }
         text

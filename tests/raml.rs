@@ -378,21 +378,23 @@ fn raml_paper_pipelines_expand_as_the_paper_sets_them() {
         ("pipelines/raml-sop.toml", 3),
     ] {
         let c = expand(file);
-        assert_eq!(c["teacher"], 1, "{file}");
+        // One `seed` axis seeds every stochastic stage: a teacher per seed.
+        assert_eq!(c["teacher"], 3, "{file}");
+        assert_eq!(c["teacher-q"], queries * 3, "{file}");
         assert_eq!(
             c["student"],
             queries * 3,
             "{file}: query resolutions x 3 seeds"
         );
-        assert_eq!(c["emb-teacher-db"], 1, "{file}");
+        assert_eq!(c["emb-teacher-db"], 3, "{file}");
         assert_eq!(c["eval-ts"], queries * 3, "{file}");
-        assert_eq!(c["eval-tasym"], queries, "{file}");
-        assert_eq!(c["eval-tsym"], queries, "{file}");
+        assert_eq!(c["eval-tasym"], queries * 3, "{file}");
+        assert_eq!(c["eval-tsym"], queries * 3, "{file}");
         assert_eq!(c["eval-ssym"], queries * 3, "{file}");
     }
     let c = expand("pipelines/raml-ablation.toml");
-    assert_eq!(c["teacher"], 1);
-    assert_eq!(c["teacher-small"], 1);
+    assert_eq!(c["teacher"], 3, "a teacher per seed");
+    assert_eq!(c["teacher-small"], 3);
     assert_eq!(c["student-loss"], 6 * 3, "six loss sets x 3 seeds");
     assert_eq!(c["student-p"], 5 * 3, "P in 1, 2, 4, 8, 16 x 3 seeds");
     for variant in [

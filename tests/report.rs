@@ -28,6 +28,7 @@ fn eval(stage: &str, query_res: i64, seed: i64, metrics: &[(&str, f64)]) -> Inpu
         key: format!("{stage}-{query_res}-{seed}"),
         outputs,
         metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        draws: Vec::new(),
     }
 }
 
@@ -166,17 +167,20 @@ teacher-student asymmetric,32.0 ± 2.0,60.0 ± 10.0,41.2 ± 0.1 (2/3)[2],75.0 ±
 
     let long = read(out.join("results.csv"));
     let lines: Vec<&str> = long.lines().collect();
-    assert_eq!(lines[0], "stage,query_res,metric,mean,std,n,expected");
+    assert_eq!(
+        lines[0],
+        "stage,query_res,metric,mean,std,n,expected,ci_low,ci_high,positive"
+    );
     assert_eq!(lines.len(), 1 + 8);
     assert_eq!(
-        lines[3], "eval-tsym,64,map,,,0,3",
+        lines[3], "eval-tsym,64,map,,,0,3,,,",
         "a missing cell has no numbers, never a zero"
     );
     let partial: Vec<&str> = lines[7].split(',').collect();
     assert_eq!(&partial[..3], ["eval-ts", "64", "map"]);
     assert!((partial[3].parse::<f64>().unwrap() - 0.412).abs() < 1e-12);
     assert!((partial[4].parse::<f64>().unwrap() - 2e-6f64.sqrt()).abs() < 1e-9);
-    assert_eq!(&partial[5..], ["2", "3"]);
+    assert_eq!(&partial[5..], ["2", "3", "", "", ""]);
 }
 
 #[test]
@@ -338,6 +342,7 @@ fn report_draws_loss_curves_of_training_stages() {
         key: "t".into(),
         outputs: BTreeMap::from([("loss.json".to_string(), loss_file)]),
         metrics: BTreeMap::new(),
+        draws: Vec::new(),
     };
     let mut inputs = results(table2_results());
     inputs.insert("losses".into(), vec![teacher]);

@@ -40,6 +40,7 @@ fn artifact(stage: &str, binding: Value, metrics: &[(&str, f64)]) -> InputArtifa
         key: String::new(),
         outputs: BTreeMap::from([("metrics.json".to_string(), PathBuf::from("m"))]),
         metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        draws: Vec::new(),
     }
 }
 
@@ -118,9 +119,12 @@ fn report_table2_template_has_the_four_setups_over_datasets_and_resolutions() {
             "database teacher tested at the query resolution",
             "teacher asymmetric",
             "teacher-student asymmetric",
-            "student symmetric"
+            "student symmetric",
+            "teacher-student asymmetric - teacher symmetric",
+            "teacher-student asymmetric - teacher asymmetric"
         ]
     );
+    assert!(table.cells[5].iter().all(|c| c.paired && c.n() == 1));
     assert_eq!(table.rows.headers, ["setup"]);
     let cols: Vec<String> = (0..table.cols.len())
         .map(|c| table.cols.title(c, " / ", ""))

@@ -13,8 +13,17 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
     let Some(name) = kind else {
         let width = registry.names().iter().map(|n| n.len()).max().unwrap_or(0);
         for stage in registry.kinds() {
-            println!("{:width$}  {}", stage.kind(), stage.summary());
+            let mark = if stage.seeds().is_empty() {
+                ""
+            } else {
+                " [stochastic]"
+            };
+            println!("{:width$}  {}{mark}", stage.kind(), stage.summary());
         }
+        println!(
+            "\n[stochastic]: each instance is a random draw (weights, batch order, sampled data); \
+             reports say which of these a spread covers."
+        );
         return Ok(ExitCode::SUCCESS);
     };
     let stage = registry.get(name).ok_or_else(|| {
@@ -29,6 +38,7 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
         stage.impl_version(),
         stage.summary()
     );
+    println!("{}", randomness(stage));
     if !stage.inputs().is_empty() {
         println!("\ninputs:");
         for input in stage.inputs() {
@@ -100,6 +110,19 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line saying whether `stage` is stochastic, and what seeds it.
+fn randomness(stage: &dyn crate::kind::Stage) -> String {
+    if stage.seeds().is_empty() {
+        return "deterministic: the same inputs and params give the same result".to_string();
+    }
+    let seeds: Vec<String> = stage.seeds().iter().map(|s| format!("`{s}`")).collect();
+    format!(
+        "stochastic: each instance is a random draw seeded by {}; a report's spread covers it \
+         only where it is swept with the aggregated axes",
+        seeds.join(", ")
+    )
 }
 
 fn print_params(decls: &[&ParamDecl]) {

@@ -120,6 +120,7 @@ pub fn render(
                 match &planned[u].record {
                     Some(record) => {
                         let mut a = artifact(plan, u, record);
+                        a.draws = plan.draws(u, registry);
                         for (name, output) in &record.outputs {
                             if !output.is_dir {
                                 if let Ok(path) = cache.objects().open_verified(&output.digest) {
@@ -139,6 +140,7 @@ pub fn render(
                             key: String::new(),
                             outputs: BTreeMap::new(),
                             metrics: BTreeMap::new(),
+                            draws: plan.draws(u, registry),
                         });
                     }
                 }

@@ -72,6 +72,10 @@ pub struct JobInput {
     pub metrics: BTreeMap<String, f64>,
     /// Output name -> object.
     pub outputs: BTreeMap<String, OutputRef>,
+    /// The stochastic instances it descends from, for kinds that read them
+    /// ([`crate::kind::Stage::reads_draws`]); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub draws: Vec<crate::kind::Draw>,
 }
 
 /// What a job asks for and what it was granted.

@@ -48,12 +48,20 @@ pub(crate) fn instance_key(
                 .filter(|(name, _)| name.as_str() != LOG_OUTPUT)
                 .map(|(name, o)| (name.clone(), o.digest.clone()))
                 .collect();
-            let identity = if inst.gathers {
-                let up = &plan.instances()[u];
+            let up = &plan.instances()[u];
+            let mut identity = if inst.gathers {
                 serde_json::json!({ "stage": up.stage, "binding": up.binding })
             } else {
                 Value::Null
             };
+            if stage.reads_draws() {
+                let draws: Vec<String> = plan
+                    .draws(u, registry)
+                    .into_iter()
+                    .map(|d| d.instance)
+                    .collect();
+                identity = serde_json::json!({ "identity": identity, "draws": draws });
+            }
             keys.push(InputKey { outputs, identity });
         }
         inputs.insert(slot.clone(), keys);

@@ -392,7 +392,7 @@ impl<'a> Driver<'a> {
                 return Ok(());
             }
         }
-        let job = make_job(
+        let mut job = make_job(
             self.plan,
             i,
             &key,
@@ -401,6 +401,9 @@ impl<'a> Driver<'a> {
             self.cache,
             class,
         );
+        if stage.reads_draws() {
+            attach_draws(&mut job, self.plan, i, self.registry);
+        }
         let key_json = job.key_json.clone();
         // A dead engine's job for this key may still be queued, running or finished: follow
         // it rather than submit a second one.
@@ -677,6 +680,7 @@ fn make_job(
                     key: record.key.clone(),
                     metrics: record.metrics.clone(),
                     outputs: record.outputs.clone(),
+                    draws: Vec::new(),
                 }
             })
             .collect();
@@ -726,6 +730,17 @@ fn success_record(
     }
 }
 
+/// Fills in the draws of every input of `job` (instance `i`), for a kind that reads them.
+fn attach_draws(job: &mut Job, plan: &Plan, i: usize, registry: &Registry) {
+    for (slot, ups) in &plan.instances()[i].inputs {
+        if let Some(list) = job.inputs.get_mut(slot) {
+            for (input, &u) in list.iter_mut().zip(ups) {
+                input.draws = plan.draws(u, registry);
+            }
+        }
+    }
+}
+
 /// The view of upstream instance `u` a stage gets (outputs filled in by the worker).
 pub fn artifact(plan: &Plan, u: usize, record: &RunRecord) -> InputArtifact {
     let up = &plan.instances()[u];
@@ -737,6 +752,7 @@ pub fn artifact(plan: &Plan, u: usize, record: &RunRecord) -> InputArtifact {
         key: record.key.clone(),
         outputs: BTreeMap::new(),
         metrics: record.metrics.clone(),
+        draws: Vec::new(),
     }
 }
 

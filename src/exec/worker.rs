@@ -175,6 +175,7 @@ fn materialise_inputs(job: &Job, cache: &Cache, in_dir: &Path) -> Result<Inputs,
                 key: up.key.clone(),
                 outputs: BTreeMap::new(),
                 metrics: up.metrics.clone(),
+                draws: up.draws.clone(),
             };
             for (name, output) in &up.outputs {
                 let path = if output.is_dir {

@@ -82,6 +82,19 @@ impl StageError {
     }
 }
 
+/// A stochastic instance (see [`super::Stage::stochastic`]) that an artifact descends from,
+/// or the artifact itself when it is one: one random draw its result depends on. Two artifacts
+/// sharing a draw share that instance's randomness, so a spread across them does not cover it.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct Draw {
+    /// The stage's name in the pipeline.
+    pub stage: String,
+    /// The instance's label (`student[query_res=32,seed=1]`): one per draw.
+    pub instance: String,
+}
+
 /// One finished upstream instance, as a downstream stage sees it.
 #[derive(Debug, Clone)]
 pub struct InputArtifact {
@@ -99,6 +112,9 @@ pub struct InputArtifact {
     pub outputs: BTreeMap<String, PathBuf>,
     /// Its metrics.
     pub metrics: BTreeMap<String, f64>,
+    /// The stochastic instances it descends from (itself included when it is one), upstream
+    /// first. Filled for kinds that read them ([`super::Stage::reads_draws`]); empty otherwise.
+    pub draws: Vec<Draw>,
 }
 
 impl InputArtifact {

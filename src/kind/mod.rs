@@ -26,7 +26,7 @@ pub use artifact::{
 };
 
 pub use context::{
-    read_json, InputArtifact, Inputs, ProgressSink, StageContext, StageError, LOG_OUTPUT,
+    read_json, Draw, InputArtifact, Inputs, ProgressSink, StageContext, StageError, LOG_OUTPUT,
     METRICS_OUTPUT, PROGRESS_FILE, REASONS_OUTPUT,
 };
 pub use params::{
@@ -141,6 +141,33 @@ pub trait Stage: Send + Sync {
     /// anything runs; `None` (not declared) leaves the metrics a layout names unchecked.
     fn records(&self, _params: &Params) -> Option<Vec<String>> {
         None
+    }
+
+    /// The parameters that seed this kind's random draws (initial weights, batch order,
+    /// sampled images or subsets); empty for a deterministic kind. Declared once per kind: by
+    /// default, `["seed"]` when the kind declares a `seed` parameter (every training kind), else
+    /// none. Reports name the stochastic stages a spread covers and those that ran once
+    /// ([`InputArtifact::draws`]); `asymflow kinds` shows it.
+    fn seeds(&self) -> &'static [&'static str] {
+        if self.params().iter().any(|p| p.name == "seed") {
+            &["seed"]
+        } else {
+            &[]
+        }
+    }
+
+    /// Whether an instance with `params` is a random draw: by default, whether the kind has
+    /// [`Stage::seeds`]. A kind whose randomness depends on its parameters (a split of a real
+    /// data set draws nothing unless it samples subsets) narrows it here.
+    fn stochastic(&self, _params: &Params) -> bool {
+        !self.seeds().is_empty()
+    }
+
+    /// Whether the kind's output depends on which stochastic instances its inputs descend from
+    /// ([`InputArtifact::draws`]: a report names them in its footnotes); then they are part
+    /// of its key, so renaming an upstream stage re-renders it.
+    fn reads_draws(&self) -> bool {
+        false
     }
 
     /// Axes this kind gathers by default (`report` gathers every axis: `["*"]`).

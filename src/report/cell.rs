@@ -5,8 +5,13 @@
 //! seeds" do; undefined for a single value, so not printed), and how many results it holds
 //! against how many were expected, so a partial sweep is never mistaken for a complete one.
 //! An empty cell is a dash, never a zero.
+//!
+//! With a confidence level (`ci = 0.95`) it also prints the Student-t interval of the mean
+//! (`41.2 ± 0.3 [40.5, 41.9]`), which says how far the mean of a few draws may be from the
+//! truth. A *paired* cell holds per-draw differences (`a - b` for each seed) and adds how many
+//! are positive (`+2.2 ± 4.0 [-7.7, 12.1], 2 of 3 positive`).
 
-use super::NumberFormat;
+use super::{student_t, NumberFormat};
 
 /// The values of one metric in one cell of a report table.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +24,10 @@ pub struct Cell {
     pub expected: usize,
     /// How the numbers are printed.
     pub format: NumberFormat,
+    /// The confidence level of the interval printed after the spread (`0.95`), or none.
+    pub ci: Option<f64>,
+    /// Whether the values are paired differences (signed, with the count of positive ones).
+    pub paired: bool,
 }
 
 /// What a renderer prints around the numbers of a cell.
@@ -78,19 +87,47 @@ impl Cell {
         Some((ss / (n - 1) as f64).sqrt())
     }
 
+    /// The Student-t confidence interval of the mean at the cell's level, or `None` without a
+    /// level or with fewer than two values.
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        student_t::interval(&self.values, self.ci?)
+    }
+
+    /// How many values are above zero (a paired cell's "k of n positive").
+    pub fn positive(&self) -> usize {
+        self.values.iter().filter(|v| **v > 0.0).count()
+    }
+
+    fn number(&self, value: f64) -> String {
+        let text = self.format.number(value);
+        if self.paired && value >= 0.0 && !text.starts_with('-') {
+            format!("+{text}")
+        } else {
+            text
+        }
+    }
+
     /// The cell as it reads: `41.2 ± 0.3`, `41.2 ± 0.3 (2/3)`, `41.2` for a single expected
-    /// value, `41.2 (1/3)` for one of three, the dash when empty.
+    /// value, `41.2 (1/3)` for one of three, the dash when empty; with a confidence level the
+    /// interval after the spread (`41.2 ± 0.3 [40.5, 41.9]`); a paired cell signed, with its
+    /// count of positive differences (`+2.2 ± 4.0 [-7.7, 12.1], 2 of 3 positive`).
     pub fn text(&self, style: CellStyle) -> String {
         let Some(mean) = self.mean() else {
             return style.dash.to_string();
         };
-        let mut text = self.format.number(mean);
+        let mut text = self.number(mean);
         if let Some(std) = self.std() {
             text.push_str(style.plus_minus);
             text.push_str(&self.format.number(std));
         }
+        if let Some((lo, hi)) = self.interval() {
+            text.push_str(&format!(" [{}, {}]", self.number(lo), self.number(hi)));
+        }
         if self.is_partial() {
             text.push_str(&format!(" ({}/{})", self.n(), self.expected));
+        }
+        if self.paired {
+            text.push_str(&format!(", {} of {} positive", self.positive(), self.n()));
         }
         text
     }
@@ -106,6 +143,8 @@ mod tests {
             values: values.to_vec(),
             expected,
             format: NumberFormat::Percent(1),
+            ci: None,
+            paired: false,
         }
     }
 

@@ -7,8 +7,8 @@
 //!   at least 100 non-mated probes; there are 40 (`id`).`), empty when the row has none. Every
 //!   line has the same fields, so a spreadsheet or a CSV reader takes the file as it is, and the
 //!   reason for a dash sits on the dash's own row.
-//! - [`render_long`]: one line per cell with the raw numbers (mean, sample std, n, expected),
-//!   empty where there is no value, for plotting or analysis elsewhere.
+//! - [`render_long`]: one line per cell with the raw numbers (mean, sample std, n, expected,
+//!   interval, positive differences), empty where there is no value, for analysis elsewhere.
 //!
 //! Fields are quoted as RFC 4180 says: when they hold a comma, a quote or a line break.
 
@@ -85,7 +85,8 @@ pub fn render(table: &Table) -> String {
 }
 
 /// One line per cell: the raw row and column values (not labels), the metric, then `mean`,
-/// `std` (sample, n - 1), `n` and `expected`; `mean` and `std` are empty when absent.
+/// `std` (sample, n - 1), `n`, `expected`, the Student-t interval `ci_low` and `ci_high` (with
+/// `ci`) and, for a paired row, how many differences are `positive`; empty where absent.
 pub fn render_long(table: &Table) -> String {
     let dims = table
         .rows
@@ -94,8 +95,12 @@ pub fn render_long(table: &Table) -> String {
         .chain(&table.cols.dims)
         .filter(|d| d.name() != "metric");
     let mut out = line(
-        dims.map(|d| d.name().to_string())
-            .chain(["metric", "mean", "std", "n", "expected"].map(String::from)),
+        dims.map(|d| d.name().to_string()).chain(
+            [
+                "metric", "mean", "std", "n", "expected", "ci_low", "ci_high", "positive",
+            ]
+            .map(String::from),
+        ),
     );
     for (r, cells) in table.cells.iter().enumerate() {
         for (c, cell) in cells.iter().enumerate() {
@@ -115,6 +120,13 @@ pub fn render_long(table: &Table) -> String {
                 number(cell.std()),
                 cell.n().to_string(),
                 cell.expected.to_string(),
+                number(cell.interval().map(|i| i.0)),
+                number(cell.interval().map(|i| i.1)),
+                if cell.paired {
+                    cell.positive().to_string()
+                } else {
+                    String::new()
+                },
             ])));
         }
     }

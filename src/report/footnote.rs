@@ -12,45 +12,77 @@ use crate::kind::InputArtifact;
 
 use super::has_run;
 
-/// Why a cell of `metric` (`labelled` as printed) lacks values, from its `members` (each
-/// with the reason it recorded for declining the metric, if any): one text per declined
-/// instance and per stage not run yet; where neither explains an empty cell, one text naming
-/// the stages that ran without recording the metric.
+/// One instance of a cell, as [`reasons`] reads it.
+pub(crate) struct Declined<'a> {
+    /// The instance.
+    pub artifact: &'a InputArtifact,
+    /// The reason it recorded for declining the metric, if it did.
+    pub reason: Option<&'a String>,
+    /// Which draw it is (`seed=1`), empty when the table aggregates no axis.
+    pub draw: String,
+}
+
+/// Why a cell of `metric` (`labelled` as printed) lacks values, from its `members`: one text
+/// per reason a stage recorded when it declined the metric, naming the draws that declined it
+/// ("Update gain (R@1), seed=1: G is not applicable: ...", so a mean over the other draws
+/// never hides the failing ones), one per stage not run yet, and, where neither explains an
+/// empty cell, one naming the stages that ran without recording the metric.
 pub(crate) fn reasons(
-    members: &[(&InputArtifact, Option<&String>)],
+    members: &[Declined<'_>],
     metric: &str,
     labelled: &str,
     empty: bool,
 ) -> Vec<String> {
     let has = |a: &InputArtifact| a.metrics.get(metric).is_some_and(|v| v.is_finite());
+    // (reason, stage) -> the draws that gave it, in order.
+    let mut declined: Vec<((&str, &str), Vec<&str>)> = Vec::new();
     let mut out: Vec<String> = Vec::new();
     let mut silent: Vec<&str> = Vec::new();
-    for (artifact, declined) in members.iter().filter(|(a, _)| !has(a)) {
-        let text = match declined {
-            Some(why) => format!("{labelled}: {why} (`{}`).", artifact.stage),
-            None if !has_run(artifact) => format!(
-                "`{}`: not computed yet (not run, or failed; `asymflow status` tells which).",
-                artifact.stage
-            ),
-            None => {
-                if !silent.contains(&artifact.stage.as_str()) {
-                    silent.push(&artifact.stage);
+    for member in members.iter().filter(|m| !has(m.artifact)) {
+        let stage = member.artifact.stage.as_str();
+        match member.reason {
+            Some(why) => {
+                let key = (why.as_str(), stage);
+                match declined.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, draws)) => draws.push(&member.draw),
+                    None => declined.push((key, vec![&member.draw])),
                 }
-                continue;
             }
-        };
-        if !out.contains(&text) {
-            out.push(text);
+            None if !has_run(member.artifact) => {
+                let text = format!(
+                    "`{stage}`: not computed yet (not run, or failed; `asymflow status` tells which)."
+                );
+                if !out.contains(&text) {
+                    out.push(text);
+                }
+            }
+            None => {
+                if !silent.contains(&stage) {
+                    silent.push(stage);
+                }
+            }
         }
     }
-    if empty && out.is_empty() && !silent.is_empty() {
+    let mut texts: Vec<String> = declined
+        .into_iter()
+        .map(|((why, stage), draws)| {
+            let draws: Vec<&str> = draws.into_iter().filter(|d| !d.is_empty()).collect();
+            if draws.is_empty() {
+                format!("{labelled}: {why} (`{stage}`).")
+            } else {
+                format!("{labelled}, {}: {why} (`{stage}`).", draws.join("; "))
+            }
+        })
+        .collect();
+    texts.extend(out);
+    if empty && texts.is_empty() && !silent.is_empty() {
         let stages: Vec<String> = silent.iter().map(|s| format!("`{s}`")).collect();
-        out.push(format!(
+        texts.push(format!(
             "{labelled}: not recorded by {}.",
             stages.join(", ")
         ));
     }
-    out
+    texts
 }
 
 /// The footnotes of a table, numbered from 1.
@@ -112,6 +144,7 @@ mod tests {
                 BTreeMap::new()
             },
             metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            draws: Vec::new(),
         }
     }
 
@@ -120,25 +153,38 @@ mod tests {
         let why = "FPIR 1e-2 needs at least 100 non-mated probes; there are 40".to_string();
         let ran = artifact(&[("r1", 0.5)], true);
         let idle = artifact(&[], false);
-        let reasons_of = |members: &[(&InputArtifact, Option<&String>)], empty| {
-            reasons(members, "tpir_at_fpir", "TPIR@FPIR", empty)
+        let member = |a, reason, draw: &str| Declined {
+            artifact: a,
+            reason,
+            draw: draw.to_string(),
         };
+        let reasons_of =
+            |members: &[Declined], empty| reasons(members, "tpir_at_fpir", "TPIR@FPIR", empty);
         assert_eq!(
-            reasons_of(&[(&ran, Some(&why))], true),
+            reasons_of(&[member(&ran, Some(&why), "")], true),
             vec![
                 "TPIR@FPIR: FPIR 1e-2 needs at least 100 non-mated probes; there are 40 (`id-old`)."
             ]
         );
         assert_eq!(
-            reasons_of(&[(&ran, None), (&idle, None)], false),
+            reasons_of(
+                &[member(&ran, Some(&why), "seed=0"), member(&ran, Some(&why), "seed=2")],
+                true
+            ),
+            vec![
+                "TPIR@FPIR, seed=0; seed=2: FPIR 1e-2 needs at least 100 non-mated probes; there are 40 (`id-old`)."
+            ]
+        );
+        assert_eq!(
+            reasons_of(&[member(&ran, None, ""), member(&idle, None, "")], false),
             vec!["`id-old`: not computed yet (not run, or failed; `asymflow status` tells which)."]
         );
         assert_eq!(
-            reasons_of(&[(&ran, None), (&ran, None)], true),
+            reasons_of(&[member(&ran, None, ""), member(&ran, None, "")], true),
             vec!["TPIR@FPIR: not recorded by `id-old`."]
         );
-        assert!(reasons_of(&[(&ran, None)], false).is_empty());
-        assert!(reasons(&[(&ran, None)], "r1", "R@1", true).is_empty());
+        assert!(reasons_of(&[member(&ran, None, "")], false).is_empty());
+        assert!(reasons(&[member(&ran, None, "")], "r1", "R@1", true).is_empty());
     }
 
     #[test]

@@ -12,8 +12,10 @@
 //!   instance's sweep binding (`query_res`, `dataset`), then in its parameters.
 //!
 //! A field dimension that no instance has is dropped, so a template naming `dataset` and
-//! `query_res` also fits a pipeline that sweeps only one of them. The axis named by `over`
-//! (`seed` by default) is aggregated inside each cell. Rows and
+//! `query_res` also fits a pipeline that sweeps only one of them. The axes named by `over`
+//! (`seed` by default; a list such as `["seed", "teacher_seed"]` makes every combination one
+//! draw) are aggregated inside each cell, with a Student-t interval when `ci` is set; `paired`
+//! adds rows of per-draw differences between two stages. Rows and
 //! columns are the combinations of values that occur; values of a dimension appear in the
 //! order given under `order`, then numbers ascending, then in order of first appearance.
 
@@ -48,9 +50,21 @@ pub const PARAMS: &[ParamDecl] = &[
     ),
     ParamDecl::optional(
         "over",
-        ParamType::Str,
+        ParamType::Any,
         "\"seed\"",
-        "The sweep axis aggregated in each cell: mean ± sample std (n - 1) and n of expected; an axis no result has (`\"none\"`) aggregates nothing.",
+        "The sweep axes aggregated in each cell, a name or a list (`[\"seed\", \"teacher_seed\"]`: every draw of both): mean ± sample std (n - 1) and n of expected; an axis no result has (`\"none\"`) aggregates nothing.",
+    ),
+    ParamDecl::optional(
+        "ci",
+        ParamType::Float,
+        "0.0",
+        "Confidence level of a Student-t interval of each cell's mean, printed after the spread (`0.95`); 0: none.",
+    ),
+    ParamDecl::optional(
+        "paired",
+        ParamType::Any,
+        "[]",
+        "Rows of per-draw differences a - b with mean, CI and k of n positive: `{ a = \"eval-ts\", b = \"eval-trained\", over = \"seed\" }` (`over`: the axes pairing the draws, default the table's; `label`: the row's name), or a list of them.",
     ),
     ParamDecl::optional(
         "expected",
@@ -116,6 +130,21 @@ pub const PARAMS: &[ParamDecl] = &[
     .within(Range::closed(64.0, 4096.0)),
 ];
 
+/// A row of paired differences: for each column and each draw (a value of the `over` axes),
+/// the value of stage `a` minus that of stage `b`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paired {
+    /// The upstream stage whose values are subtracted from.
+    pub a: String,
+    /// The upstream stage subtracted.
+    pub b: String,
+    /// The axes that pair a draw of `a` with one of `b`; a side without one of them (a single
+    /// draw shared by every value) pairs with each value of the other side.
+    pub over: Vec<String>,
+    /// The row's name, or `None` for "LABEL(a) - LABEL(b)".
+    pub label: Option<String>,
+}
+
 /// One dimension of a table's rows or columns. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dimension {
@@ -157,8 +186,12 @@ pub struct Layout {
     pub cols: Vec<Dimension>,
     /// The metrics shown, in order.
     pub metrics: Vec<String>,
-    /// The axis aggregated in each cell.
-    pub over: String,
+    /// The axes aggregated in each cell (every combination of their values is one draw).
+    pub over: Vec<String>,
+    /// The confidence level of each cell's Student-t interval, if any.
+    pub ci: Option<f64>,
+    /// Rows of paired differences, appended under the table's rows.
+    pub paired: Vec<Paired>,
     /// Results expected per cell, or `None` to count the instances reaching the cell.
     pub expected: Option<usize>,
     /// Display names of stages, values (`value` or `dimension=value`), dimensions and metrics.
@@ -227,8 +260,12 @@ fn text_or_list(value: &Value, param: &str) -> Result<Vec<String>, ReportError> 
     }
 }
 
-/// Each dimension named once in `rows` and `cols`, and none of them the `over` axis.
-fn check_dimensions(rows: &[Dimension], cols: &[Dimension], over: &str) -> Result<(), ReportError> {
+/// Each dimension named once in `rows` and `cols`, and none of them an `over` axis.
+fn check_dimensions(
+    rows: &[Dimension],
+    cols: &[Dimension],
+    over: &[String],
+) -> Result<(), ReportError> {
     let mut seen: Vec<&str> = Vec::new();
     for dim in rows.iter().chain(cols.iter()) {
         if seen.contains(&dim.name()) {
@@ -240,7 +277,7 @@ fn check_dimensions(rows: &[Dimension], cols: &[Dimension], over: &str) -> Resul
                 ),
             ));
         }
-        if dim.name() == over {
+        if let Some(over) = over.iter().find(|o| *o == dim.name()) {
             return Err(ReportError::layout(
                 "over",
                 format!(
@@ -284,6 +321,70 @@ fn list_table(value: &Value, param: &str) -> Result<BTreeMap<String, Vec<String>
         out.insert(k.clone(), text_or_list(v, &format!("{param}.{k}"))?);
     }
     Ok(out)
+}
+
+/// `ci`: a level strictly between 0 and 1, or 0 (none).
+fn ci(value: &Value) -> Result<Option<f64>, ReportError> {
+    match value.as_f64() {
+        Some(0.0) => Ok(None),
+        Some(level) if level > 0.0 && level < 1.0 => Ok(Some(level)),
+        _ => Err(ReportError::layout(
+            "ci",
+            format!("{value} is not a confidence level; write one between 0 and 1, e.g. 0.95, or 0 for none"),
+        )),
+    }
+}
+
+/// `paired`: a table `{ a, b, over, label }` or a list of them.
+fn paired(value: &Value, over: &[String]) -> Result<Vec<Paired>, ReportError> {
+    let items: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let param = format!("paired[{i}]");
+            let example = "e.g. `{ a = \"eval-ts\", b = \"eval-trained\", over = \"seed\" }`";
+            let fields = item.as_object().ok_or_else(|| {
+                ReportError::layout(&param, format!("expected a table, {example}"))
+            })?;
+            if let Some(unknown) = fields
+                .keys()
+                .find(|k| !["a", "b", "over", "label"].contains(&k.as_str()))
+            {
+                return Err(ReportError::layout(
+                    &param,
+                    format!("unknown field `{unknown}`; the fields are a, b, over and label"),
+                ));
+            }
+            let stage = |name: &str| {
+                fields
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .ok_or_else(|| {
+                        ReportError::layout(
+                            &param,
+                            format!("`{name}` must name an input stage, {example}"),
+                        )
+                    })
+            };
+            Ok(Paired {
+                a: stage("a")?,
+                b: stage("b")?,
+                over: match fields.get("over") {
+                    Some(v) => names(v, &format!("{param}.over"))?,
+                    None => over.to_vec(),
+                },
+                label: fields
+                    .get("label")
+                    .map(|v| scalar_text(v, &format!("{param}.label")))
+                    .transpose()?,
+            })
+        })
+        .collect()
 }
 
 /// `plot_xy`: two metric names, or none for no plot.
@@ -343,9 +444,20 @@ impl Layout {
                 "name at least one metric, e.g. [\"map\", \"r1\"]",
             ));
         }
-        let over = get("over").as_str().unwrap_or("seed").to_string();
-
+        let over = names(&get("over"), "over")?;
         check_dimensions(&rows, &cols, &over)?;
+        let ci = ci(&get("ci"))?;
+        let paired = match get("paired") {
+            Value::Array(items) if items.is_empty() => Vec::new(),
+            value => paired(&value, &over)?,
+        };
+        if !paired.is_empty() && rows.contains(&Dimension::Metric) {
+            return Err(ReportError::layout(
+                "paired",
+                "a paired row holds every metric of the table, so `metric` must be a column \
+                 dimension; remove it from `rows`",
+            ));
+        }
         if !rows.contains(&Dimension::Metric) && !cols.contains(&Dimension::Metric) {
             cols.push(Dimension::Metric);
         }
@@ -383,6 +495,8 @@ impl Layout {
             cols,
             metrics,
             over,
+            ci,
+            paired,
             expected,
             labels,
             tags,
@@ -429,6 +543,20 @@ impl Layout {
             .get(name)
             .or_else(|| artifact.params.get(name))
             .map(value_text)
+    }
+
+    /// The values of the `over` axes for `artifact`, one per axis (`None` where it lacks one):
+    /// which draw it is.
+    pub fn draw_of(&self, artifact: &InputArtifact) -> Vec<Option<String>> {
+        self.over.iter().map(|o| self.field(o, artifact)).collect()
+    }
+
+    /// The `over` axes as a note names them: `` `seed` `` or `` `seed` × `teacher_seed` ``.
+    pub fn over_text(over: &[String]) -> String {
+        over.iter()
+            .map(|o| format!("`{o}`"))
+            .collect::<Vec<_>>()
+            .join(" × ")
     }
 
     /// Whether `artifact` passes the `filter`.
@@ -491,7 +619,9 @@ mod tests {
         assert_eq!(layout.rows, vec![Dimension::Stage]);
         assert_eq!(layout.cols, vec![Dimension::Metric]);
         assert_eq!(layout.metrics, vec!["map", "r1"]);
-        assert_eq!(layout.over, "seed");
+        assert_eq!(layout.over, vec!["seed"]);
+        assert_eq!(layout.ci, None);
+        assert!(layout.paired.is_empty());
         assert_eq!(layout.expected, None);
         assert_eq!(layout.plot_xy, Some(("query_gflops".into(), "map".into())));
         assert_eq!(layout.plot_size, (640, 480));

@@ -272,6 +272,7 @@ mod tests {
             key: String::new(),
             outputs: [(LOSS_OUTPUT.to_string(), path)].into(),
             metrics: Default::default(),
+            draws: Vec::new(),
         };
         let figures = loss_figures(&[artifact], (320, 240)).unwrap();
         let names: Vec<&str> = figures[0].series.iter().map(|s| s.label.as_str()).collect();

@@ -100,6 +100,7 @@ mod tests {
             } else {
                 BTreeMap::new()
             },
+            draws: Vec::new(),
         }
     }
 

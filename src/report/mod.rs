@@ -9,10 +9,14 @@
 //!
 //! How the parts fit (one concept per file):
 //! - [`Layout`] (`layout.rs`): which dimensions (the upstream stage, a sweep axis, a tag, the
-//!   metric) make the rows and the columns, which axis is aggregated over (seeds by default),
+//!   metric) make the rows and the columns, which axes are aggregated over (seeds by default),
 //!   labels, filters, orders and number formats, parsed from the stage's parameters.
 //! - [`Cell`] (`cell.rs`): the values of one metric in one cell, with mean, sample standard
-//!   deviation (n - 1) and n of expected.
+//!   deviation (n - 1), n of expected and, with `ci`, a Student-t interval ([`student_t`]).
+//! - [`provenance`]: which stochastic upstream stages a cell's spread covers and which ran
+//!   once (a footnote in every format), from the DAG each input carries.
+//! - [`paired`]: rows of per-draw differences between two stages, with mean, interval and
+//!   how many are positive.
 //! - [`NumberFormat`] (`format.rs`): how a cell reads ("41.2 ± 0.3 (2/3)", a dash when empty).
 //! - [`Table`] (`table.rs`): builds the grid from gathered [`InputArtifact`]s.
 //! - Renderers: [`markdown`], [`csv`] (the table as it reads, plus a long numeric form),
@@ -41,7 +45,10 @@ pub mod layout;
 pub mod loss;
 pub mod markdown;
 pub mod missing;
+pub mod paired;
 pub mod plot;
+pub mod provenance;
+pub mod student_t;
 pub mod table;
 
 pub use cell::Cell;

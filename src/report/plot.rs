@@ -364,6 +364,7 @@ mod tests {
             key: String::new(),
             outputs: BTreeMap::new(),
             metrics: BTreeMap::from([("query_gflops".into(), gflops), ("map".into(), map)]),
+            draws: Vec::new(),
         }
     }
 

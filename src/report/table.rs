@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::footnote::{self, Footnotes};
 use super::layout::Dimension;
-use super::{has_run, Cell, Layout, ReportError};
-use crate::kind::InputArtifact;
+use super::{has_run, paired, provenance, Cell, Layout, ReportError};
+use crate::kind::{Draw, InputArtifact};
 
 /// One side of the grid (the rows, or the columns).
 #[derive(Debug, Clone, PartialEq)]
@@ -62,10 +62,12 @@ pub struct Table {
     pub cols: Axis,
     /// `cells[row][col]`.
     pub cells: Vec<Vec<Cell>>,
-    /// The aggregated axis, or `None` when no result has the layout's `over` axis (a table
-    /// with `seed` as a column aggregates nothing, `over = "none"`): then each cell holds at
-    /// most one result and the note names no axis.
-    pub over: Option<String>,
+    /// The aggregated axes that some result has; empty when none has any of the layout's
+    /// `over` axes (a table with `seed` as a column aggregates nothing, `over = "none"`): then
+    /// each cell holds at most one result and the note names no axis.
+    pub over: Vec<String>,
+    /// The confidence level of the cells' Student-t intervals, if any.
+    pub ci: Option<f64>,
     /// Why some cells lack values ([`footnote`]), numbered in reading order.
     pub footnotes: Footnotes,
     /// `marks[row][col]`: the footnote numbers of a cell (empty for a complete one).
@@ -222,14 +224,11 @@ fn ambiguity(layout: &Layout, metric: &str, a: &InputArtifact, b: &InputArtifact
             differ.insert(key.clone());
         }
     }
-    let over_value = layout
-        .field(&layout.over, a)
-        .unwrap_or_else(|| "(none)".into());
     let hint = if differ.is_empty() {
         "give them different `tags`, or narrow the results with `filter`".to_string()
     } else {
         format!(
-            "add {} to `rows` or `cols`, or narrow the results with `filter`",
+            "add {} to `rows` or `cols` (or to `over`), or narrow the results with `filter`",
             differ
                 .iter()
                 .map(|d| format!("`{d}`"))
@@ -237,12 +236,68 @@ fn ambiguity(layout: &Layout, metric: &str, a: &InputArtifact, b: &InputArtifact
                 .join(" or ")
         )
     };
+    let at = draw_text(&layout.over, &layout.draw_of(a));
+    let at = if at.is_empty() {
+        String::new()
+    } else {
+        format!(" with {at}")
+    };
     ReportError::Ambiguous(format!(
-        "two results for metric `{metric}` land in one cell with {}={over_value}: {} and {}; {hint}",
-        layout.over,
+        "two results for metric `{metric}` land in one cell{at}: {} and {}; {hint}",
         describe(a),
         describe(b)
     ))
+}
+
+/// A draw as text: `seed=1`, `seed=1, teacher_seed=0`; axes it lacks are left out.
+pub(crate) fn draw_text(over: &[String], draw: &[Option<String>]) -> String {
+    over.iter()
+        .zip(draw)
+        .filter_map(|(axis, v)| v.as_ref().map(|v| format!("{axis}={v}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Each `over` axis' value order (`order`, numbers ascending, first appearance), as ranks.
+fn over_ranks(layout: &Layout, kept: &[&InputArtifact]) -> Vec<HashMap<String, usize>> {
+    layout
+        .over
+        .iter()
+        .map(|axis| {
+            let mut seen = Vec::new();
+            for a in kept {
+                if let Some(v) = layout.field(axis, a) {
+                    if !seen.contains(&v) {
+                        seen.push(v);
+                    }
+                }
+            }
+            value_order(layout, &Dimension::Field(axis.clone()), seen)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (v, i))
+                .collect()
+        })
+        .collect()
+}
+
+/// A draw's position in the order of the `over` axes (absent values last).
+fn draw_rank(draw: &[Option<String>], ranks: &[HashMap<String, usize>]) -> Vec<usize> {
+    draw.iter()
+        .zip(ranks)
+        .map(|(v, r)| {
+            v.as_ref()
+                .and_then(|v| r.get(v))
+                .copied()
+                .unwrap_or(usize::MAX)
+        })
+        .collect()
+}
+
+/// A cell being built: its values, the instances they came from, and its footnote marks.
+struct Built<'a> {
+    cell: Cell,
+    sources: Vec<&'a InputArtifact>,
 }
 
 impl Table {
@@ -261,7 +316,7 @@ impl Table {
             .collect::<Result<Vec<_>, _>>()?;
         let fitted = layout.fitted_to(&kept);
         let layout = &fitted;
-        let rows = build_axis(layout, &layout.rows, &kept);
+        let mut rows = build_axis(layout, &layout.rows, &kept);
         let cols = build_axis(layout, &layout.cols, &kept);
 
         let mut groups: HashMap<(Vec<String>, Vec<String>), Vec<Member>> = HashMap::new();
@@ -272,22 +327,13 @@ impl Table {
             );
             groups.entry(key).or_default().push((artifact, declined));
         }
-        let over_dim = Dimension::Field(layout.over.clone());
-        let over_seen: Vec<String> = {
-            let mut seen = Vec::new();
-            for a in &kept {
-                if let Some(v) = layout.field(&layout.over, a) {
-                    if !seen.contains(&v) {
-                        seen.push(v);
-                    }
-                }
-            }
-            seen
-        };
-        let over_rank: HashMap<String, usize> = value_order(layout, &over_dim, over_seen)
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (v, i))
+        let ranks = over_ranks(layout, &kept);
+        let over: Vec<String> = layout
+            .over
+            .iter()
+            .zip(&ranks)
+            .filter(|(_, r)| !r.is_empty())
+            .map(|(o, _)| o.clone())
             .collect();
 
         let mut cells = Vec::with_capacity(rows.len());
@@ -304,25 +350,61 @@ impl Table {
                     .get(&(row_plain.clone(), col_plain))
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
-                let cell = Self::cell(layout, &metric, members, &over_rank)?;
+                let built = Self::cell(layout, &metric, members, &ranks)?;
                 let mut cell_marks = Vec::new();
+                let mut mark = |text: String| {
+                    let n = footnotes.number(text);
+                    if !cell_marks.contains(&n) {
+                        cell_marks.push(n);
+                    }
+                };
+                let cell = &built.cell;
                 if cell.is_missing() || cell.n() < cell.expected {
                     let label = layout.metric_label(&metric);
-                    let declined: Vec<(&InputArtifact, Option<&String>)> = members
+                    let declined: Vec<footnote::Declined> = members
                         .iter()
-                        .map(|(a, reasons)| (*a, reasons.get(&metric)))
+                        .map(|(a, reasons)| footnote::Declined {
+                            artifact: a,
+                            reason: reasons.get(&metric),
+                            draw: draw_text(&layout.over, &layout.draw_of(a)),
+                        })
                         .collect();
                     for text in footnote::reasons(&declined, &metric, &label, cell.is_missing()) {
-                        let mark = footnotes.number(text);
-                        if !cell_marks.contains(&mark) {
-                            cell_marks.push(mark);
-                        }
+                        mark(text);
                     }
                 }
-                line.push(cell);
+                if !over.is_empty() {
+                    let draws: Vec<Vec<&Draw>> = built
+                        .sources
+                        .iter()
+                        .map(|a| a.draws.iter().collect())
+                        .collect();
+                    if let Some(text) = provenance::footnote(&draws, &over) {
+                        mark(text);
+                    }
+                }
+                line.push(built.cell);
                 line_marks.push(cell_marks);
             }
             cells.push(line);
+            marks.push(line_marks);
+        }
+        for spec in &layout.paired {
+            let row = paired::row(layout, spec, &kept, &cols, &over)?;
+            rows.keys.push(row.key);
+            rows.labels.push(row.label);
+            let mut line_marks = Vec::with_capacity(cols.len());
+            for texts in row.footnotes {
+                let mut cell_marks: Vec<usize> = Vec::new();
+                for text in texts {
+                    let n = footnotes.number(text);
+                    if !cell_marks.contains(&n) {
+                        cell_marks.push(n);
+                    }
+                }
+                line_marks.push(cell_marks);
+            }
+            cells.push(row.cells);
             marks.push(line_marks);
         }
         Ok(Table {
@@ -330,47 +412,50 @@ impl Table {
             rows,
             cols,
             cells,
-            over: (!over_rank.is_empty()).then(|| layout.over.clone()),
+            over,
+            ci: layout.ci,
             footnotes,
             marks,
         })
     }
 
-    fn cell(
+    fn cell<'a>(
         layout: &Layout,
         metric: &str,
-        members: &[Member],
-        over_rank: &HashMap<String, usize>,
-    ) -> Result<Cell, ReportError> {
-        // over value -> (value, instance); None where the instance lacks the axis.
-        let mut values: BTreeMap<(usize, Option<String>), (f64, &InputArtifact)> = BTreeMap::new();
-        let mut expected: BTreeSet<Option<String>> = BTreeSet::new();
+        members: &[Member<'a>],
+        ranks: &[HashMap<String, usize>],
+    ) -> Result<Built<'a>, ReportError> {
+        // draw -> (value, instance); a draw's values are None on the axes the instance lacks.
+        type Draws<'a> = BTreeMap<(Vec<usize>, Vec<Option<String>>), (f64, &'a InputArtifact)>;
+        let mut values: Draws<'a> = BTreeMap::new();
+        let mut expected: BTreeSet<Vec<Option<String>>> = BTreeSet::new();
         for &(artifact, declined) in members {
-            let over = layout.field(&layout.over, artifact);
+            let draw = layout.draw_of(artifact);
             let value = artifact
                 .metrics
                 .get(metric)
                 .copied()
                 .filter(|v| v.is_finite());
             if value.is_some() || !has_run(artifact) || declined.contains_key(metric) {
-                expected.insert(over.clone());
+                expected.insert(draw.clone());
             }
             if let Some(v) = value {
-                let rank = over
-                    .as_ref()
-                    .and_then(|o| over_rank.get(o))
-                    .copied()
-                    .unwrap_or(usize::MAX);
-                if let Some((_, other)) = values.insert((rank, over), (v, artifact)) {
+                let rank = draw_rank(&draw, ranks);
+                if let Some((_, other)) = values.insert((rank, draw), (v, artifact)) {
                     return Err(ambiguity(layout, metric, other, artifact));
                 }
             }
         }
-        Ok(Cell {
-            metric: metric.to_string(),
-            values: values.values().map(|(v, _)| *v).collect(),
-            expected: layout.expected.unwrap_or(expected.len()),
-            format: layout.format_of(metric),
+        Ok(Built {
+            cell: Cell {
+                metric: metric.to_string(),
+                values: values.values().map(|(v, _)| *v).collect(),
+                expected: layout.expected.unwrap_or(expected.len()),
+                format: layout.format_of(metric),
+                ci: layout.ci,
+                paired: false,
+            },
+            sources: values.values().map(|(_, a)| *a).collect(),
         })
     }
 
@@ -380,14 +465,33 @@ impl Table {
         let missing = self.cells.iter().flatten().any(Cell::is_missing);
         let spread = self.cells.iter().flatten().any(|c| c.n() > 1);
         let single = self.cells.iter().flatten().any(|c| c.n() == 1);
-        let mut note = match (&self.over, spread || single) {
-            (Some(over), true) if spread => {
-                format!("Mean{plus_minus}sample standard deviation (n - 1) over `{over}`.")
+        let over = Layout::over_text(&self.over);
+        let mut note = match (self.over.is_empty(), spread || single) {
+            (false, true) if spread => {
+                format!("Mean{plus_minus}sample standard deviation (n - 1) over {over}.")
             }
-            (Some(over), true) => format!("One result per cell (no spread over `{over}`)."),
-            (None, true) => "One result per cell.".to_string(),
+            (false, true) => format!("One result per cell (no spread over {over})."),
+            (true, true) => "One result per cell.".to_string(),
             (_, false) => "No results yet.".to_string(),
         };
+        let interval = self.cells.iter().flatten().any(|c| c.interval().is_some());
+        if let (Some(level), true) = (self.ci, interval) {
+            note.push_str(&format!(
+                " [lo, hi]: the {}% Student-t confidence interval of the mean.",
+                (level * 1e6).round() / 1e4
+            ));
+        }
+        if self
+            .cells
+            .iter()
+            .flatten()
+            .any(|c| c.paired && !c.is_missing())
+        {
+            note.push_str(
+                " A paired row holds the per-draw differences a - b (mean, spread and interval \
+                 over the draws) and how many are positive.",
+            );
+        }
         if partial {
             note.push_str(" (k/n): k of n expected results present.");
         }
@@ -411,6 +515,7 @@ impl Table {
 mod tests {
     use super::*;
     use crate::kind::Params;
+    use crate::report::cell::CellStyle;
     use serde_json::{json, Value};
     use std::collections::BTreeMap;
 
@@ -431,6 +536,7 @@ mod tests {
             key: format!("{stage}-key"),
             outputs,
             metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            draws: Vec::new(),
         }
     }
 
@@ -497,10 +603,10 @@ mod tests {
         ];
         let per_seed = layout(json!({"cols": ["seed"], "metrics": ["diff_map"], "over": "none"}));
         let t = Table::build(&per_seed, &two).unwrap();
-        assert_eq!(t.over, None);
+        assert!(t.over.is_empty());
         assert_eq!(t.note(" ± ", "-"), "One result per cell.");
         let t = Table::build(&layout(json!({"metrics": ["diff_map"]})), &two[..1]).unwrap();
-        assert_eq!(t.over.as_deref(), Some("seed"));
+        assert_eq!(t.over, vec!["seed"]);
         assert_eq!(
             t.note(" ± ", "-"),
             "One result per cell (no spread over `seed`)."
@@ -587,5 +693,119 @@ mod tests {
         }));
         let t = Table::build(&l, &inputs).unwrap();
         assert_eq!(t.cols.keys, vec![vec!["cars", "map"], vec!["cub", "map"]]);
+    }
+    fn with_draws(mut a: InputArtifact, draws: &[(&str, &str)]) -> InputArtifact {
+        a.draws = draws
+            .iter()
+            .map(|(stage, instance)| Draw {
+                stage: stage.to_string(),
+                instance: instance.to_string(),
+            })
+            .collect();
+        a
+    }
+
+    #[test]
+    fn over_several_axes_spreads_over_every_draw_and_keeps_one_axis_working() {
+        let mut inputs = Vec::new();
+        for (s, t, map) in [(0, 0, 0.40), (0, 1, 0.44), (1, 0, 0.42), (1, 1, 0.50)] {
+            inputs.push(artifact(
+                "eval",
+                json!({"seed": s, "teacher_seed": t}),
+                &[("map", map)],
+            ));
+        }
+        let both = layout(json!({"metrics": ["map"], "over": ["seed", "teacher_seed"]}));
+        let t = Table::build(&both, &inputs).unwrap();
+        assert_eq!(t.cells[0][0].values, vec![0.40, 0.44, 0.42, 0.50]);
+        assert_eq!(t.cells[0][0].expected, 4);
+        assert_eq!(
+            t.note(" ± ", "-"),
+            "Mean ± sample standard deviation (n - 1) over `seed` × `teacher_seed`."
+        );
+        let err = Table::build(
+            &layout(json!({"metrics": ["map"], "over": "seed"})),
+            &inputs,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("seed=0") && err.contains("`teacher_seed`"),
+            "{err}"
+        );
+        let by_teacher = layout(json!({"metrics": ["map"], "cols": "teacher_seed"}));
+        let t = Table::build(&by_teacher, &inputs).unwrap();
+        assert_eq!(t.cells[0][1].values, vec![0.44, 0.50]);
+    }
+
+    #[test]
+    fn the_variation_footnote_names_what_ran_once_and_is_absent_when_all_vary() {
+        let shared = |seed: i64, map: f64| {
+            with_draws(
+                artifact("eval", json!({"seed": seed}), &[("map", map)]),
+                &[
+                    ("teacher", "teacher"),
+                    ("student", &format!("student[seed={seed}]")),
+                ],
+            )
+        };
+        let inputs = vec![shared(0, 0.4), shared(1, 0.5)];
+        let t = Table::build(&layout(json!({"metrics": ["map"]})), &inputs).unwrap();
+        assert_eq!(
+            t.footnotes.texts,
+            vec!["± over `seed` covers student; teacher ran once."]
+        );
+        assert_eq!(t.marks[0][0], vec![1]);
+        let swept = |seed: i64, map: f64| {
+            with_draws(
+                artifact("eval", json!({"seed": seed}), &[("map", map)]),
+                &[
+                    ("teacher", &format!("teacher[seed={seed}]")),
+                    ("student", &format!("student[seed={seed}]")),
+                ],
+            )
+        };
+        let inputs = vec![swept(0, 0.4), swept(1, 0.5)];
+        let t = Table::build(&layout(json!({"metrics": ["map"]})), &inputs).unwrap();
+        assert!(t.footnotes.is_empty(), "{:?}", t.footnotes);
+    }
+
+    #[test]
+    fn a_paired_row_holds_per_draw_differences_with_their_interval() {
+        let mut inputs = Vec::new();
+        // a - b per seed: +0.066, -0.012, +0.013 (scipy's interval of these is in student_t.rs).
+        for (seed, (a, b)) in [(0.566, 0.5), (0.488, 0.5), (0.513, 0.5)]
+            .into_iter()
+            .enumerate()
+        {
+            inputs.push(artifact("ts", json!({"seed": seed}), &[("map", a)]));
+            inputs.push(artifact("tq", json!({"seed": seed}), &[("map", b)]));
+        }
+        let l = layout(json!({
+            "metrics": ["map"], "ci": 0.95,
+            "paired": {"a": "ts", "b": "tq", "label": "student - trained at r"}
+        }));
+        let t = Table::build(&l, &inputs).unwrap();
+        assert_eq!(t.rows.labels[2], vec!["student - trained at r"]);
+        let cell = &t.cells[2][0];
+        assert!(cell.paired && cell.n() == 3 && cell.positive() == 2);
+        let (lo, hi) = cell.interval().unwrap();
+        assert!((lo + 0.07660689150554645).abs() < 1e-9, "{lo}");
+        assert!((hi - 0.12127355817221311).abs() < 1e-9, "{hi}");
+        assert_eq!(
+            cell.text(CellStyle::PLAIN),
+            "+2.2 ± 4.0 [-7.7, +12.1], 2 of 3 positive"
+        );
+        let t = Table::build(
+            &layout(json!({"metrics": ["map"], "paired": {"a": "ts", "b": "nope"}})),
+            &inputs,
+        )
+        .unwrap();
+        assert!(t.cells[2][0].is_missing());
+        assert!(
+            t.footnotes.texts[t.marks[2][0][0] - 1].contains("`nope` is not an input"),
+            "{:?}",
+            t.footnotes
+        );
     }
 }

@@ -10,8 +10,12 @@
 //! Instances that have not run (as `asymflow report FILE` passes them: no metrics, no
 //! outputs) leave dashes or partial counts in their cells and are listed under the table.
 //! Every dash or partial count carries a footnote mark giving the reason
-//! ([`crate::report::footnote`]): the reason a stage recorded when it declined the metric, or
-//! that an instance has not run, or recorded no such metric.
+//! ([`crate::report::footnote`]): the reason a stage recorded when it declined the metric (with
+//! the draws that declined it), or that an instance has not run, or recorded no such metric.
+//! A cell whose spread does not cover every stochastic stage upstream (a teacher trained once
+//! for all the students' seeds) carries a footnote naming what varied and what ran once
+//! ([`crate::report::provenance`]); the engine hands each input the stochastic instances it
+//! descends from, and they are part of this kind's key.
 
 use crate::report::{
     csv,
@@ -103,7 +107,10 @@ impl Stage for Report {
         // 2: dashes and partial counts carry footnote marks saying why a value is missing.
         // 3: table.csv carries the marks too, and a `notes` column with each row's footnotes;
         //    the note names no `over` axis that no result has.
-        3
+        // 4: the variation footnote (which stochastic stages a spread covers, which ran once),
+        //    `over` across several axes, `ci` intervals, `paired` rows, declined draws named in
+        //    their footnotes; results.csv gains ci_low, ci_high and positive.
+        4
     }
 
     fn summary(&self) -> &'static str {
@@ -133,6 +140,10 @@ impl Stage for Report {
 
     fn default_gather(&self) -> &'static [&'static str] {
         &["*"]
+    }
+
+    fn reads_draws(&self) -> bool {
+        true
     }
 
     fn publishes(&self) -> bool {

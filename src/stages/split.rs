@@ -171,6 +171,29 @@ impl Stage for Split {
         "split"
     }
 
+    fn seeds(&self) -> &'static [&'static str] {
+        &["seed", "split_seed"]
+    }
+
+    /// Synthetic images are drawn by `seed`; random subsets, galleries, non-mated probes and
+    /// pairs by `split_seed`. A real data set split by its class order alone draws nothing.
+    fn stochastic(&self, params: &Params) -> bool {
+        let drawn = |name: &str| {
+            params.get(name).is_some_and(|v| {
+                v.as_f64().is_some_and(|x| x > 0.0) || v.as_array().is_some_and(|a| !a.is_empty())
+            })
+        };
+        params.str("dataset").map_or(true, |d| d == "synthetic")
+            || [
+                "subsets",
+                "gallery_per_class",
+                "non_mated",
+                "pairs_per_class",
+            ]
+            .iter()
+            .any(|name| drawn(name))
+    }
+
     fn impl_version(&self) -> u32 {
         // 2: `validation` with `subsets` also writes val-train-<p> (manifests without both are
         // byte-identical, so what reads them cuts off early).

@@ -74,6 +74,19 @@ const TRAIN_PARAMS: &[ParamDecl] = &[
     ),
 ];
 
+/// `test-train`'s inputs: the test kinds' data slots, and a stand-in teacher (another
+/// `test-train`), so a two-level stochastic pipeline (a teacher, students) can be tested.
+const TRAIN_INPUTS: &[InputDecl] = &[
+    INPUTS[0],
+    INPUTS[1],
+    InputDecl {
+        name: "teacher",
+        required: false,
+        accepts: &[Artifact::Metrics],
+        doc: "a stand-in teacher (its metrics are not read)",
+    },
+];
+
 /// The loss of `test-train` after `epoch` of `epochs` with `value`.
 pub fn train_loss(value: f64, epoch: i64, epochs: i64) -> f64 {
     (1.0 + value) * (-2.0 * epoch as f64 / epochs.max(1) as f64).exp()
@@ -93,7 +106,7 @@ impl Stage for Train {
         TRAIN_PARAMS
     }
     fn inputs(&self) -> &'static [InputDecl] {
-        INPUTS
+        TRAIN_INPUTS
     }
     fn outputs(&self) -> &'static [OutputDecl] {
         &[super::outputs::LOSSES]
@@ -388,6 +401,7 @@ pub fn artifact(stage: &str, key: &str, outputs: &[(&str, &Path)]) -> InputArtif
             .map(|(n, p)| (n.to_string(), p.to_path_buf()))
             .collect(),
         metrics: BTreeMap::new(),
+        draws: Vec::new(),
     }
 }
 

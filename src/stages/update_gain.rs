@@ -75,7 +75,9 @@ impl Stage for UpdateGainStage {
     fn impl_version(&self) -> u32 {
         // 2: a gain that is not applicable is declined with its reason (`reasons.json`).
         // 3: a metric an evaluation declined is declined here with that reason (was an error).
-        3
+        // 4: a gain that is not applicable says why with the draw's numbers, for the report's
+        //    footnote naming the failing seeds.
+        4
     }
 
     fn summary(&self) -> &'static str {
@@ -193,6 +195,21 @@ fn measured(
     value(input, slot, metric).map(Measured::Value)
 }
 
+/// Why G has no value on this draw, with the numbers that decide it, so a report's footnote
+/// says which draws fail and by how much ("seed=1: the criterion fails: ...").
+fn not_applicable(g: &crate::metrics::UpdateGain, no: f64, oo: f64, nn: f64) -> String {
+    if !g.criterion {
+        format!(
+            "the criterion fails: M(new, old) {no:.4} <= M(old, old) {oo:.4}, so G is not defined"
+        )
+    } else {
+        format!(
+            "the paragon does not improve on the old model: M(new*, new*) {nn:.4} <= M(old, old) \
+             {oo:.4}, so G is not defined"
+        )
+    }
+}
+
 impl Run for UpdateGainStage {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let new_old = ctx.input("new_old")?.clone();
@@ -230,13 +247,9 @@ impl Run for UpdateGainStage {
             );
             match (g.gain, g.not_applicable) {
                 (Some(gain), _) => ctx.metric(&registry::GAIN.named(m), gain),
-                (None, reason) => ctx.decline(
-                    &registry::GAIN.named(m),
-                    format!(
-                        "G is not applicable: {}",
-                        reason.unwrap_or("no reason given")
-                    ),
-                )?,
+                (None, _) => {
+                    ctx.decline(&registry::GAIN.named(m), not_applicable(&g, no, oo, nn))?
+                }
             }
             ctx.log(format!(
                 "{m}: new/old {no:.4}, old/old {oo:.4}, new*/new* {nn:.4}: criterion {}, G {}",
@@ -307,6 +320,12 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("criterion fails"));
+        let declined: BTreeMap<String, String> =
+            crate::kind::read_json(&out.path().join("reasons.json")).unwrap();
+        assert_eq!(
+            declined["gain_r1"],
+            "the criterion fails: M(new, old) 0.2000 <= M(old, old) 0.3000, so G is not defined"
+        );
     }
 
     #[test]

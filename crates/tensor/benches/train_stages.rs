@@ -96,6 +96,7 @@ fn run(
             key: name.into(),
             outputs,
             metrics,
+            draws: Vec::new(),
         },
         breakdown,
         wall,

@@ -292,6 +292,8 @@ fn aggregated_table(state: &PipelineState, base: &str, over: &str) -> String {
                 values,
                 expected: members.len(),
                 format: NumberFormat::default_for(m, NumberFormat::Fixed(4)),
+                ci: None,
+                paired: false,
             };
             let class = if agg.is_missing() {
                 "missing"

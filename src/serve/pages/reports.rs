@@ -29,6 +29,7 @@ fn artifacts(state: &PipelineState, ups: &[usize]) -> Vec<InputArtifact> {
                 key: s.key.clone().unwrap_or_default(),
                 outputs: BTreeMap::new(),
                 metrics: record.map(|r| r.metrics.clone()).unwrap_or_default(),
+                draws: Vec::new(),
             }
         })
         .collect()
