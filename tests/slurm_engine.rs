@@ -187,7 +187,12 @@ fn a_killed_engine_restarted_follows_its_slurm_jobs_and_submits_nothing_twice() 
     assert!(text.contains("4 ran, 1 cached, 0 failed"), "{text}");
 
     let sbatch = fake.sbatch_calls();
-    assert_eq!(sbatch, 2, "one Slurm job per key: {:?}", fake.calls());
+    assert_eq!(
+        sbatch,
+        1,
+        "one job array for both trainings, one element per key: {:?}",
+        fake.calls()
+    );
     assert_eq!(values(&dir), local_values());
 
     // The leases are gone with the run; `show` lists each training's Slurm log.
@@ -350,7 +355,7 @@ fn restarted_without_slurm_the_run_says_it_cannot_follow_the_job_and_computes_th
     );
     assert!(err.contains("4 ran, 1 cached, 0 failed"), "{err}");
     let sbatch = fake.sbatch_calls();
-    assert_eq!(sbatch, 2, "{:?}", fake.calls());
+    assert_eq!(sbatch, 1, "one job array: {:?}", fake.calls());
     assert_eq!(values(&dir), local_values());
 }
 
@@ -382,6 +387,8 @@ fn hostile_sweep_values_never_run_as_commands_in_the_batch_script() {
     let log = dir.join("run.log");
     let mut run = spawn_run(&dir, &log);
     wait_for(&log, "as Slurm job", values.len(), Duration::from_secs(60));
+    // The jobs wait in the queue a while: "ran in" counts from their start, not from here.
+    std::thread::sleep(Duration::from_millis(2500));
     for id in fake.job_ids() {
         let script = std::fs::read_to_string(fake.state().join("jobs").join(&id).join("script"))
             .unwrap();
@@ -395,6 +402,17 @@ fn hostile_sweep_values_never_run_as_commands_in_the_batch_script() {
     assert!(exit.success(), "{exit:?}\n{text}");
     for n in 1..=5 {
         assert!(!mark(n).exists(), "pwned{n} was created:\n{text}");
+    }
+    // A label with a newline spans lines; each "ran" line ends on the last of them.
+    let ran: Vec<&str> = text.lines().filter(|l| l.ends_with("s queued)")).collect();
+    assert_eq!(ran.len(), values.len(), "{text}");
+    for line in ran {
+        let secs = |after: &str| -> f64 {
+            let rest = line.rsplit(after).next().unwrap_or_else(|| panic!("{line}"));
+            rest.split('s').next().unwrap().trim().parse().unwrap()
+        };
+        assert!(secs(", after ") >= 2.0, "the queue wait is said apart: {line}");
+        assert!(secs(" in ") < secs(", after "), "{line}");
     }
     // Each value reached its stage unchanged.
     let out = asymflow(&dir, &["show", "pipelines/engine.toml", "train", "--json"])

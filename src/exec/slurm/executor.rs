@@ -613,7 +613,7 @@ impl SlurmExecutor {
                     Step::Finished(mut outcome) => {
                         if let JobOutcome::Failed(failure) = &mut *outcome {
                             if failure.log_tail.is_none() {
-                                failure.log_tail = f.dir.log_tail(&slurm_id);
+                                failure.log_tail = f.dir.log_tail_of(&slurm_id, 400);
                             }
                             condense_failure(failure);
                             failure.message = format!(

@@ -107,6 +107,11 @@ impl JobDir {
         tail(&self.log(slurm_id), LOG_TAIL_LINES)
     }
 
+    /// The last `lines` lines of job `slurm_id`'s log (for a tail to be cut down further).
+    pub fn log_tail_of(&self, slurm_id: &str, lines: usize) -> Option<String> {
+        tail(&self.log(slurm_id), lines)
+    }
+
     /// Writes `name` in the folder: a temporary file renamed into place, so a job never reads
     /// half a file.
     pub fn write(&self, path: &Path, contents: &[u8]) -> std::io::Result<()> {

@@ -305,7 +305,8 @@ fn native_frame(line: &str) -> bool {
 }
 
 /// A failure cut to what a user can act on: libtorch's C++ frames and Rust's backtrace lines
-/// dropped from the message and the log tail, the message's first lines kept, and a CUDA
+/// dropped from the message and the log tail (then cut to its last
+/// [`super::layout::LOG_TAIL_LINES`] lines), the message's first lines kept, and a CUDA
 /// failure said to be one, with what to check.
 pub fn condense_failure(failure: &mut JobFailure) {
     let kept: Vec<&str> = failure
@@ -333,7 +334,8 @@ pub fn condense_failure(failure: &mut JobFailure) {
     failure.message = message;
     if let Some(tail) = &failure.log_tail {
         let lines: Vec<&str> = tail.lines().filter(|l| !native_frame(l)).collect();
-        failure.log_tail = (!lines.is_empty()).then(|| lines.join("\n"));
+        let from = lines.len().saturating_sub(super::layout::LOG_TAIL_LINES);
+        failure.log_tail = (from < lines.len()).then(|| lines[from..].join("\n"));
     }
 }
 
