@@ -607,7 +607,13 @@ fn requests_for_another_host_name_are_refused() {
         format!("localhost:{}", port.parse::<u32>().unwrap() + 1),
         "attacker.example".to_string(),
     ] {
-        for path in ["/", "/p/sweep", "/api/p/sweep/status", "/assets/app.js", "/nowhere"] {
+        for path in [
+            "/",
+            "/p/sweep",
+            "/api/p/sweep/status",
+            "/assets/app.js",
+            "/nowhere",
+        ] {
             let r = get(Some(&host), path);
             assert_eq!(r.status, 403, "{host} {path}: {}", r.text());
             assert!(r.text().contains("DNS rebinding"), "{}", r.text());
@@ -664,7 +670,10 @@ fn a_corrupt_log_is_shown_as_corrupt_and_the_page_stays() {
         text.contains("class=\"log error\">The log cannot be shown: object"),
         "{text}"
     );
-    assert!(text.contains(&format!("object {digest} is corrupt")), "{text}");
+    assert!(
+        text.contains(&format!("object {digest} is corrupt")),
+        "{text}"
+    );
     assert!(text.contains(">corrupt</span>"), "{text}");
     assert!(!text.contains("flipped bits"), "{text}");
     assert!(text.contains("data-metric=\"map\""), "{text}");
@@ -675,7 +684,10 @@ fn a_corrupt_log_is_shown_as_corrupt_and_the_page_stays() {
     let doc = live.json();
     assert_eq!(doc["status"], "cached", "{doc}");
     assert!(doc["log"].is_null(), "{doc}");
-    assert!(doc["log_error"].as_str().unwrap().contains("is corrupt"), "{doc}");
+    assert!(
+        doc["log_error"].as_str().unwrap().contains("is corrupt"),
+        "{doc}"
+    );
 
     let raw = server.get(&format!("/p/sweep/i/{id}/log"));
     assert_eq!(raw.status, 500);

@@ -280,7 +280,10 @@ fn a_job_goes_from_sbatch_through_the_queue_to_its_result() {
     let args: Vec<String> = fake.get(&id, "args").lines().map(str::to_string).collect();
     assert!(args.contains(&"--parsable".to_string()), "{args:?}");
     assert!(
-        args.contains(&format!("--job-name=teacher_seed=0-asymflow-{}", &key[..16])),
+        args.contains(&format!(
+            "--job-name=teacher_seed=0-asymflow-{}",
+            &key[..16]
+        )),
         "{args:?}"
     );
     assert!(args.contains(&"--gres=gpu:1".to_string()), "{args:?}");
@@ -711,7 +714,11 @@ fn sbatch_errors_and_missing_tools_say_what_to_do() {
         matches!(&f.reason, FailureReason::Executor { state, .. } if state == "REFUSED"),
         "{f:?}"
     );
-    assert_eq!(fake.sbatch_calls(), 1, "a refusal that does not pass is not retried");
+    assert_eq!(
+        fake.sbatch_calls(),
+        1,
+        "a refusal that does not pass is not retried"
+    );
     assert!(ex.jobs().is_empty());
 
     let profile = SlurmProfile {
@@ -830,7 +837,10 @@ fn a_refused_sbatch_backs_off_keeps_following_and_submits_later() {
     std::fs::remove_file(fake.state().join("sbatch_error")).unwrap();
     let start = Instant::now();
     while ex.slurm_job_id(1).is_none() {
-        assert!(start.elapsed() < Duration::from_secs(10), "b was never submitted");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "b was never submitted"
+        );
         ex.next_event(Duration::from_millis(50));
     }
     let b = ex.slurm_job_id(1).unwrap().to_string();
@@ -870,7 +880,10 @@ fn ready_instances_of_one_stage_go_as_one_throttled_job_array() {
         })
         .collect();
     for (i, j) in jobs.iter().enumerate() {
-        assert!(ex.has_room(Resource::Device), "arrays take every ready instance");
+        assert!(
+            ex.has_room(Resource::Device),
+            "arrays take every ready instance"
+        );
         ex.submit(i, j.clone()).unwrap();
     }
     ex.submit(9, job(&project, "other", json!({}))).unwrap();
@@ -883,7 +896,8 @@ fn ready_instances_of_one_stage_go_as_one_throttled_job_array() {
     let args = fake.get("100_0", "args");
     assert!(args.lines().any(|a| a == "--array=0-4%2"), "{args}");
     assert!(
-        args.lines().any(|a| a.starts_with("--job-name=train-asymflow-")),
+        args.lines()
+            .any(|a| a.starts_with("--job-name=train-asymflow-")),
         "{args}"
     );
     for (i, j) in jobs.iter().enumerate() {
@@ -891,7 +905,11 @@ fn ready_instances_of_one_stage_go_as_one_throttled_job_array() {
         let log = PathBuf::from(fake.get(&format!("100_{i}"), "output"));
         assert_eq!(
             log.parent().unwrap().canonicalize().unwrap(),
-            project.join("cache/slurm").join(&j.key).canonicalize().unwrap(),
+            project
+                .join("cache/slurm")
+                .join(&j.key)
+                .canonicalize()
+                .unwrap(),
             "{log:?}"
         );
     }
@@ -906,7 +924,11 @@ fn ready_instances_of_one_stage_go_as_one_throttled_job_array() {
         notes.contains(&"waiting in Slurm's queue: 6 jobs (Priority)".to_string()),
         "{notes:?}"
     );
-    let squeue = fake.calls().into_iter().rfind(|c| c.starts_with("squeue")).unwrap();
+    let squeue = fake
+        .calls()
+        .into_iter()
+        .rfind(|c| c.starts_with("squeue"))
+        .unwrap();
     assert_eq!(squeue, "squeue -h -r -t all -j 100,101 -o %i|%T|%r|%N");
     for i in [3, 0, 1, 4, 2] {
         let id = format!("100_{i}");
@@ -921,12 +943,17 @@ fn ready_instances_of_one_stage_go_as_one_throttled_job_array() {
             "element {i} ran another job file: {log}"
         );
         assert!(key_dir.join(format!("{id}.result.json")).exists());
-        assert_eq!(job_logs(&project.join("cache"), &jobs[i].key), [key_dir.join(format!("{id}.log"))]);
+        assert_eq!(
+            job_logs(&project.join("cache"), &jobs[i].key),
+            [key_dir.join(format!("{id}.log"))]
+        );
     }
     // A failed element is its own failure.
     fake.set("101", "state", "TIMEOUT");
     let (_, outcome) = until_finished(&mut ex, 9, Duration::from_secs(5));
-    assert!(matches!(&failure(&outcome).reason, FailureReason::Executor { state, .. } if state == "TIMEOUT"));
+    assert!(
+        matches!(&failure(&outcome).reason, FailureReason::Executor { state, .. } if state == "TIMEOUT")
+    );
 }
 
 /// Issue 29, item 9: an engine restarted from the leases follows array elements by their
@@ -949,13 +976,20 @@ fn array_elements_are_followed_after_an_engine_restart() {
     second.adopt(5, &a, "100_0").unwrap();
     second.submit(6, b.clone()).unwrap();
     second.flush();
-    assert_eq!(second.slurm_job_id(6), Some("100_1"), "found by the array's name");
+    assert_eq!(
+        second.slurm_job_id(6),
+        Some("100_1"),
+        "found by the array's name"
+    );
     assert_eq!(fake.sbatch_calls(), 1);
     for id in ["100_0", "100_1"] {
         assert_eq!(fake.run(id), 0);
     }
     let done = drain(&mut second, Duration::from_secs(5));
-    assert!(done.values().all(|o| matches!(o, JobOutcome::Done(_))), "{done:?}");
+    assert!(
+        done.values().all(|o| matches!(o, JobOutcome::Done(_))),
+        "{done:?}"
+    );
 }
 
 /// Issue 29, item 10: a drained node and a failing squeue are said once, then again when
@@ -969,7 +1003,10 @@ fn queue_reasons_and_squeue_failures_are_shown_once_then_on_change() {
     ex.flush();
     let notes = notes_for(&mut ex, Duration::from_millis(150));
     assert_eq!(
-        notes.iter().filter(|n| n.contains("waiting in Slurm's queue")).count(),
+        notes
+            .iter()
+            .filter(|n| n.contains("waiting in Slurm's queue"))
+            .count(),
         1,
         "{notes:?}"
     );
@@ -977,8 +1014,10 @@ fn queue_reasons_and_squeue_failures_are_shown_once_then_on_change() {
     let notes = notes_for(&mut ex, Duration::from_millis(200));
     assert_eq!(
         notes,
-        ["waiting in Slurm's queue: 1 job (ReqNodeNotAvail, UnavailableNodes:gpu07) - a node \
-          it needs is down, drained or reserved; `sinfo -R` says why"],
+        [
+            "waiting in Slurm's queue: 1 job (ReqNodeNotAvail, UnavailableNodes:gpu07) - a node \
+          it needs is down, drained or reserved; `sinfo -R` says why"
+        ],
     );
     std::fs::write(
         fake.state().join("squeue_error"),
@@ -1006,20 +1045,30 @@ fn a_cuda_failure_is_a_clear_error() {
     let fake = FakeSlurm::new();
     let project = fake.project();
     let mut ex = fake.executor(None);
-    ex.submit(0, job(&project, "train", json!({"mode": "cuda"}))).unwrap();
+    ex.submit(0, job(&project, "train", json!({"mode": "cuda"})))
+        .unwrap();
     ex.flush();
     assert_eq!(fake.run("100"), 1);
     let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
     let f = failure(&outcome);
     let tail = f.log_tail.as_deref().unwrap();
-    assert!(f.message.len() < 1000, "{} bytes: {}", f.message.len(), f.message);
     assert!(
-        f.message.starts_with("CUDA failed on the node: stage panicked")
+        f.message.len() < 1000,
+        "{} bytes: {}",
+        f.message.len(),
+        f.message
+    );
+    assert!(
+        f.message
+            .starts_with("CUDA failed on the node: stage panicked")
             && f.message.contains("no CUDA-capable device is detected")
             && f.message.contains("[executor.slurm.device]"),
         "{}",
         f.message
     );
     assert!(!tail.contains("frame #"), "{tail}");
-    assert!(tail.contains("CUDA error: no CUDA-capable device"), "{tail}");
+    assert!(
+        tail.contains("CUDA error: no CUDA-capable device"),
+        "{tail}"
+    );
 }

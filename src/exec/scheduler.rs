@@ -365,10 +365,9 @@ impl<'a> Driver<'a> {
                 continue;
             };
             match self.executor.external_job(i) {
-                Some(external) => {
-                    self.index
-                        .set_external(digest, &self.owner, Some(&external))?
-                }
+                Some(external) => self
+                    .index
+                    .set_external(digest, &self.owner, Some(&external))?,
                 None => left.push(i),
             }
         }

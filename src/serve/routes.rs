@@ -30,9 +30,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use super::host::HostCheck;
 use super::pages::{compare, instance, not_found, pipeline, pipelines, reports};
 use super::state::pipeline_state;
-use super::host::HostCheck;
 use super::{assets, objects, ServeError, Site};
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \

@@ -200,7 +200,12 @@ impl SlurmExecutor {
                 job.label
             )));
         }
-        self.follow(id, job.label.clone(), JobDir::new(&job.cache_dir, &job.key), slurm_id);
+        self.follow(
+            id,
+            job.label.clone(),
+            JobDir::new(&job.cache_dir, &job.key),
+            slurm_id,
+        );
         self.events.push_back(JobEvent::Note {
             id,
             message: format!("following Slurm job {slurm_id}, submitted by an earlier run"),
@@ -645,7 +650,11 @@ impl SlurmExecutor {
             if !f.tracker.last.as_ref().is_some_and(|s| s.queued()) {
                 continue;
             }
-            let reason = f.tracker.reason.clone().unwrap_or_else(|| "no reason given".into());
+            let reason = f
+                .tracker
+                .reason
+                .clone()
+                .unwrap_or_else(|| "no reason given".into());
             waiting.entry(reason).or_insert((0, id)).0 += 1;
         }
         let reasons: Vec<String> = waiting.keys().cloned().collect();
@@ -700,7 +709,11 @@ pub fn passes(message: &str) -> bool {
 /// A word on queue reasons that mean a wait may not end by itself.
 fn explain_reason(reason: &str) -> &'static str {
     let r = reason.to_ascii_lowercase();
-    if r.contains("reqnodenotavail") || r.contains("drain") || r.contains("nodedown") || r.contains("down") {
+    if r.contains("reqnodenotavail")
+        || r.contains("drain")
+        || r.contains("nodedown")
+        || r.contains("down")
+    {
         " - a node it needs is down, drained or reserved; `sinfo -R` says why"
     } else if r.contains("partitionnodelimit") || r.contains("partitiontimelimit") {
         " - it asks for more than the partition allows; check the profile's class"

@@ -205,12 +205,14 @@ fn link(_target: &Path, _path: &Path) -> std::io::Result<()> {
 /// The job arrays in the cache at `cache_dir` with an element linked to `key`: each array's
 /// folder and the element's index (for an engine that died while `sbatch` ran).
 pub fn arrays_linking(cache_dir: &Path, key: &str) -> Vec<(ArrayDir, usize)> {
-    let root = JobDir::new(cache_dir, key)
-        .path()
-        .with_file_name("arrays");
+    let root = JobDir::new(cache_dir, key).path().with_file_name("arrays");
     let mut found = Vec::new();
     for array in std::fs::read_dir(root).into_iter().flatten().flatten() {
-        for element in std::fs::read_dir(array.path()).into_iter().flatten().flatten() {
+        for element in std::fs::read_dir(array.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let Ok(index) = element.file_name().to_string_lossy().parse::<usize>() else {
                 continue;
             };

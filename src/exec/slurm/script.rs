@@ -149,7 +149,10 @@ pub fn render(
     s.push_str("#!/bin/bash\n");
     match batch {
         Batch::Single(job, _) => {
-            s.push_str(&comment(&format!("asymflow: {} (key {})", job.label, job.key)));
+            s.push_str(&comment(&format!(
+                "asymflow: {} (key {})",
+                job.label, job.key
+            )));
         }
         Batch::Array { jobs, .. } => {
             s.push_str(&comment(&format!(
@@ -162,14 +165,20 @@ pub fn render(
             }
         }
     }
-    s.push_str(&comment(&format!("submitted with: {}", submitted.join(" "))));
+    s.push_str(&comment(&format!(
+        "submitted with: {}",
+        submitted.join(" ")
+    )));
     match batch {
         Batch::Single(..) => {
             s.push_str(&format!("dir={}\n", quote(&folder)));
             s.push_str("id=\"$SLURM_JOB_ID\"\n");
         }
         Batch::Array { .. } => {
-            s.push_str(&format!("dir={}/\"$SLURM_ARRAY_TASK_ID\"\n", quote(&folder)));
+            s.push_str(&format!(
+                "dir={}/\"$SLURM_ARRAY_TASK_ID\"\n",
+                quote(&folder)
+            ));
             s.push_str("id=\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n");
         }
     }
@@ -329,11 +338,18 @@ mod tests {
             first[0],
             "# asymflow: t[tag=a\\ntouch /tmp/x #,b=`id`$(id)\\r\\u{1b}] (key abc)"
         );
-        assert!(first[1].starts_with("# submitted with: sbatch"), "{}", sub.script);
+        assert!(
+            first[1].starts_with("# submitted with: sbatch"),
+            "{}",
+            sub.script
+        );
         for line in sub.script.lines().filter(|l| l.contains("touch")) {
             assert!(line.starts_with("# "), "{line}");
         }
-        assert_eq!(name_part("t[tag=a\ntouch /tmp/x #]", 48), "t_tag=a_touch_tmp_x");
+        assert_eq!(
+            name_part("t[tag=a\ntouch /tmp/x #]", 48),
+            "t_tag=a_touch_tmp_x"
+        );
         assert_eq!(name_part("[[]]", 48), "stage");
     }
 
@@ -364,7 +380,10 @@ mod tests {
         );
         let s = &sub.script;
         assert!(s.contains("#   1: teacher[seed=1] (key k1)\n"), "{s}");
-        assert!(s.contains(&format!("dir={folder}/\"$SLURM_ARRAY_TASK_ID\"\n")), "{s}");
+        assert!(
+            s.contains(&format!("dir={folder}/\"$SLURM_ARRAY_TASK_ID\"\n")),
+            "{s}"
+        );
         assert!(
             s.contains("id=\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n"),
             "{s}"

@@ -276,7 +276,8 @@ mod tests {
 
     #[test]
     fn sacct_keeps_allocations_and_the_last_record() {
-        let text = "7|PREEMPTED|0:0\n7|COMPLETED|0:0\n7.batch|COMPLETED|0:0\n8|CANCELLED by 0|0:0\n\
+        let text =
+            "7|PREEMPTED|0:0\n7|COMPLETED|0:0\n7.batch|COMPLETED|0:0\n8|CANCELLED by 0|0:0\n\
                     9_0|TIMEOUT|0:15\n9_[1-4%2]|PENDING|0:0\n";
         let jobs = parse_sacct(text);
         assert_eq!(jobs.len(), 3);

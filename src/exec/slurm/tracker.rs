@@ -301,7 +301,9 @@ fn native_frame(line: &str) -> bool {
         || t.starts_with("note: run with `RUST_BACKTRACE")
         || t.starts_with("stack backtrace:")
         || (t.starts_with("at ") && t.contains(".rs:"))
-        || t.chars().next().is_some_and(|c| c.is_ascii_digit()) && t.contains(": ") && t.contains("::")
+        || t.chars().next().is_some_and(|c| c.is_ascii_digit())
+            && t.contains(": ")
+            && t.contains("::")
 }
 
 /// A failure cut to what a user can act on: libtorch's C++ frames and Rust's backtrace lines
@@ -440,9 +442,18 @@ mod tests {
         assert!(f.message.len() > 6000);
         condense_failure(&mut f);
         assert!(f.message.len() < 800, "{}", f.message);
-        assert!(f.message.starts_with("CUDA failed on the node: stage panicked"), "{}", f.message);
+        assert!(
+            f.message
+                .starts_with("CUDA failed on the node: stage panicked"),
+            "{}",
+            f.message
+        );
         assert!(f.message.contains("no kernel image"), "{}", f.message);
-        assert!(f.message.contains("[executor.slurm.device]"), "{}", f.message);
+        assert!(
+            f.message.contains("[executor.slurm.device]"),
+            "{}",
+            f.message
+        );
         let tail = f.log_tail.unwrap();
         assert!(!tail.contains("frame #"), "{tail}");
         assert!(tail.starts_with("epoch 1\n"), "{tail}");

@@ -87,7 +87,9 @@ fn corrupt_outputs(site: &Site, record: &RunRecord) -> std::collections::BTreeSe
     record
         .outputs
         .iter()
-        .filter(|(name, out)| name.as_str() == LOG_OUTPUT || name.as_str() == LOSS_OUTPUT || out.is_dir)
+        .filter(|(name, out)| {
+            name.as_str() == LOG_OUTPUT || name.as_str() == LOSS_OUTPUT || out.is_dir
+        })
         .filter(|(_, out)| {
             matches!(
                 objects::read(site.cache(), &out.digest),
