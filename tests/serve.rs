@@ -93,13 +93,27 @@ impl Response {
 
 /// One HTTP/1.1 request with `Connection: close`; `body` is sent as JSON.
 pub fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Response {
+    request_to(addr, Some(addr), method, path, body)
+}
+
+/// [`request`] with the `Host` header `host` (none when `None`).
+pub fn request_to(
+    addr: &str,
+    host: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Response {
     let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     let payload = body.map(|b| b.to_string()).unwrap_or_default();
-    let mut head =
-        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: */*\r\n");
+    let mut head = format!("{method} {path} HTTP/1.1\r\n");
+    if let Some(host) = host {
+        head.push_str(&format!("Host: {host}\r\n"));
+    }
+    head.push_str("Connection: close\r\nAccept: */*\r\n");
     if body.is_some() {
         head.push_str(&format!(
             "Content-Type: application/json\r\nContent-Length: {}\r\n",
@@ -576,6 +590,113 @@ fn a_non_loopback_host_is_warned_about() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(err.starts_with("warning: serving on 0.0.0.0"), "{err}");
+}
+
+/// Issue 29, item 11: a page that points its own domain at 127.0.0.1 (DNS rebinding) sends
+/// that domain as `Host`; the dashboard refuses it, and answers loopback names, the served
+/// address and names allowed with --allow-host.
+#[test]
+fn requests_for_another_host_name_are_refused() {
+    let project = sweep_project();
+    let server = Server::start(&project, &["--allow-host", "lab-box.example"]);
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let get = |host: Option<&str>, path: &str| request_to(&server.addr, host, "GET", path, None);
+    for host in [
+        format!("rebind.attacker.example:{port}"),
+        format!("localhost.attacker.example:{port}"),
+        format!("localhost:{}", port.parse::<u32>().unwrap() + 1),
+        "attacker.example".to_string(),
+    ] {
+        for path in [
+            "/",
+            "/p/sweep",
+            "/api/p/sweep/status",
+            "/assets/app.js",
+            "/nowhere",
+        ] {
+            let r = get(Some(&host), path);
+            assert_eq!(r.status, 403, "{host} {path}: {}", r.text());
+            assert!(r.text().contains("DNS rebinding"), "{}", r.text());
+            assert!(!r.text().contains("<html"), "{}", r.text());
+        }
+    }
+    let r = get(None, "/");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r.text().contains("was missing"), "{}", r.text());
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("LocalHost:{port}"),
+        format!("lab-box.example:{port}"),
+        "localhost".to_string(),
+    ] {
+        let r = get(Some(&host), "/api/p/sweep/status");
+        assert_eq!(r.status, 200, "{host}: {}", r.text());
+    }
+}
+
+/// Issue 29, item 12: an instance whose log object is corrupt keeps its page (the log shown
+/// as corrupt, the outputs table marking it, metrics still there), its live updates keep
+/// answering, and the raw log route says what is wrong.
+#[test]
+fn a_corrupt_log_is_shown_as_corrupt_and_the_page_stays() {
+    use asymflow::cache::Cache;
+    let project = sweep_project();
+    let server = Server::start(&project, &[]);
+    let id = instance_id(&server, "sweep", "train[lambda_t=0.5,seed=0]");
+    let page = server.get(&format!("/p/sweep/i/{id}")).text();
+    let row = page
+        .split("<tr><td>log.txt</td>")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no log row:\n{page}"));
+    let digest = row
+        .split("<code title=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    let cache = Cache::new(&project.path().join("cache"));
+    let path = cache.objects().local_path(&digest).expect("the log object");
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&path, perms).unwrap();
+    std::fs::write(&path, "epoch 1 loss 0.1\nflipped bits\n").unwrap();
+
+    let page = server.get(&format!("/p/sweep/i/{id}"));
+    assert_eq!(page.status, 200, "{}", page.text());
+    let text = page.text();
+    assert!(
+        text.contains("class=\"log error\">The log cannot be shown: object"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("object {digest} is corrupt")),
+        "{text}"
+    );
+    assert!(text.contains(">corrupt</span>"), "{text}");
+    assert!(!text.contains("flipped bits"), "{text}");
+    assert!(text.contains("data-metric=\"map\""), "{text}");
+    assert!(text.contains("data-live="), "{text}");
+
+    let live = server.get(&format!("/api/p/sweep/i/{id}"));
+    assert_eq!(live.status, 200, "{}", live.text());
+    let doc = live.json();
+    assert_eq!(doc["status"], "cached", "{doc}");
+    assert!(doc["log"].is_null(), "{doc}");
+    assert!(
+        doc["log_error"].as_str().unwrap().contains("is corrupt"),
+        "{doc}"
+    );
+
+    let raw = server.get(&format!("/p/sweep/i/{id}/log"));
+    assert_eq!(raw.status, 500);
+    assert!(raw.text().contains("cache verify"), "{}", raw.text());
+    // Nothing was quarantined or repaired by the dashboard.
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "epoch 1 loss 0.1\nflipped bits\n"
+    );
 }
 
 #[test]

@@ -147,6 +147,14 @@ impl FakeSlurm {
     fn executor_with(&self, max_jobs: Option<usize>, setup: Option<&str>) -> SlurmExecutor {
         let profile = SlurmProfile {
             setup: setup.map(str::to_string),
+            ..self.profile()
+        };
+        SlurmExecutor::new(profile, job_command(), max_jobs).unwrap()
+    }
+
+    /// The profile of this cluster: its tools, a fast poll, a GPU per device job.
+    pub fn profile(&self) -> SlurmProfile {
+        SlurmProfile {
             partition: Some("gpu".into()),
             time: Some("01:00:00".into()),
             poll_interval: Some(0.02),
@@ -156,8 +164,7 @@ impl FakeSlurm {
                 ..ClassProfile::default()
             },
             ..SlurmProfile::default()
-        };
-        SlurmExecutor::new(profile, job_command(), max_jobs).unwrap()
+        }
     }
 
     /// The folder of the fake tools (the profile's `bin_dir`).
@@ -165,14 +172,18 @@ impl FakeSlurm {
         self.dir.path().join("bin")
     }
 
-    /// The ids of the jobs `sbatch` took, in order.
+    /// The ids of the jobs `sbatch` took (`ID`, or `ID_INDEX` for array elements), in order.
     pub fn job_ids(&self) -> Vec<String> {
-        let mut ids: Vec<u64> = std::fs::read_dir(self.state().join("jobs"))
+        let mut ids: Vec<(u64, u64, String)> = std::fs::read_dir(self.state().join("jobs"))
             .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().to_str()?.to_string();
+                let (a, t) = name.split_once('_').unwrap_or((&name, "0"));
+                Some((a.parse().ok()?, t.parse().ok()?, name))
+            })
             .collect();
         ids.sort_unstable();
-        ids.into_iter().map(|id| id.to_string()).collect()
+        ids.into_iter().map(|(_, _, id)| id).collect()
     }
 
     pub fn state(&self) -> PathBuf {
@@ -208,9 +219,14 @@ impl FakeSlurm {
             .append(true)
             .open(&log)
             .unwrap();
-        let status = Command::new("bash")
+        let mut cmd = Command::new("bash");
+        if let Some((array, index)) = id.split_once('_') {
+            cmd.env("SLURM_ARRAY_JOB_ID", array)
+                .env("SLURM_ARRAY_TASK_ID", index);
+        }
+        let status = cmd
             .arg(self.state().join("jobs").join(id).join("script"))
-            .env("SLURM_JOB_ID", id)
+            .env("SLURM_JOB_ID", id.replace('_', "0"))
             .env("CUDA_VISIBLE_DEVICES", "0")
             .stdout(file.try_clone().unwrap())
             .stderr(file)
@@ -257,13 +273,17 @@ fn a_job_goes_from_sbatch_through_the_queue_to_its_result() {
     let j = job(&project, "teacher", json!({"mode": "ok"}));
     let key = j.key.clone();
     ex.submit(0, j).unwrap();
+    ex.flush();
     let id = ex.slurm_job_id(0).unwrap().to_string();
     assert_eq!(id, "100");
 
     let args: Vec<String> = fake.get(&id, "args").lines().map(str::to_string).collect();
     assert!(args.contains(&"--parsable".to_string()), "{args:?}");
     assert!(
-        args.contains(&format!("--job-name=asymflow-teacher-{key}")),
+        args.contains(&format!(
+            "--job-name=teacher_seed=0-asymflow-{}",
+            &key[..16]
+        )),
         "{args:?}"
     );
     assert!(args.contains(&"--gres=gpu:1".to_string()), "{args:?}");
@@ -288,7 +308,7 @@ fn a_job_goes_from_sbatch_through_the_queue_to_its_result() {
         "{notes:?}"
     );
     assert!(
-        notes.contains(&"Slurm job 100 is queued (Priority)".to_string()),
+        notes.contains(&"waiting in Slurm's queue: 1 job (Priority)".to_string()),
         "{notes:?}"
     );
     fake.running(&id);
@@ -315,6 +335,7 @@ fn polls_batch_every_job_into_one_squeue_call() {
     for i in 0..3 {
         ex.submit(i, job(&project, &format!("s{i}"), json!({})))
             .unwrap();
+        ex.flush();
     }
     notes_for(&mut ex, Duration::from_millis(100));
     let squeues: Vec<String> = fake
@@ -326,7 +347,7 @@ fn polls_batch_every_job_into_one_squeue_call() {
     assert!(
         squeues
             .iter()
-            .all(|c| c == "squeue -h -t all -j 100,101,102 -o %i|%T|%r|%N"),
+            .all(|c| c == "squeue -h -r -t all -j 100,101,102 -o %i|%T|%r|%N"),
         "{squeues:?}"
     );
     // Pending jobs never cost a scontrol or sacct call.
@@ -350,6 +371,7 @@ fn each_failure_state_is_reported_with_the_job_id_and_the_log_tail() {
         let project = fake.project();
         let mut ex = fake.executor(None);
         ex.submit(0, job(&project, "teacher", json!({}))).unwrap();
+        ex.flush();
         fake.running("100");
         fake.append_log(
             "100",
@@ -385,8 +407,10 @@ fn a_stage_failure_and_a_crash_come_from_the_job_files() {
     let mut ex = fake.executor(None);
     ex.submit(0, job(&project, "nan", json!({"mode": "fail"})))
         .unwrap();
+    ex.flush();
     ex.submit(1, job(&project, "segv", json!({"mode": "crash"})))
         .unwrap();
+    ex.flush();
     assert_eq!(fake.run("100"), 1);
     assert_eq!(fake.run("101"), 139);
     let done = drain(&mut ex, Duration::from_secs(5));
@@ -430,6 +454,7 @@ fn a_requeued_job_is_followed_to_its_result() {
     let project = fake.project();
     let mut ex = fake.executor(None);
     ex.submit(0, job(&project, "teacher", json!({}))).unwrap();
+    ex.flush();
     fake.running("100");
     notes_for(&mut ex, Duration::from_millis(100));
     fake.set("100", "state", "PREEMPTED");
@@ -461,8 +486,11 @@ fn cancel_scancels_and_reports_an_interruption() {
     let project = fake.project();
     let mut ex = fake.executor(None);
     ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
     ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    ex.flush();
     ex.submit(2, job(&project, "c", json!({}))).unwrap();
+    ex.flush();
     fake.running("100");
     ex.cancel(0);
     assert!(
@@ -494,6 +522,7 @@ fn shutdown_cancels_what_is_still_queued() {
     let project = fake.project();
     let mut ex = fake.executor(None);
     ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
     ex.shutdown();
     assert_eq!(fake.get("100", "state"), "CANCELLED");
     assert!(ex.jobs().is_empty());
@@ -503,10 +532,16 @@ fn shutdown_cancels_what_is_still_queued() {
 fn max_jobs_caps_what_is_queued_at_once() {
     let fake = FakeSlurm::new();
     let project = fake.project();
-    let mut ex = fake.executor(Some(2));
+    let profile = SlurmProfile {
+        arrays: Some(false),
+        ..fake.profile()
+    };
+    let mut ex = SlurmExecutor::new(profile, job_command(), Some(2)).unwrap();
     assert!(ex.has_room(Resource::Device));
     ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
     ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    ex.flush();
     assert!(!ex.has_room(Resource::Device));
     assert_eq!(fake.run("100"), 0);
     until_finished(&mut ex, 0, Duration::from_secs(5));
@@ -525,6 +560,7 @@ fn a_purged_job_is_read_from_sacct_or_else_from_its_files() {
     let project = fake.project();
     let mut ex = fake.executor(None);
     ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
     fake.set("100", "state", "TIMEOUT");
     fake.set("100", "purged", "");
     let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
@@ -542,7 +578,9 @@ fn a_purged_job_is_read_from_sacct_or_else_from_its_files() {
     let project = fake.project();
     let mut ex = fake.executor(None);
     ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
     ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    ex.flush();
     assert_eq!(fake.run("100"), 0);
     fake.set("100", "purged", "");
     let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
@@ -571,7 +609,9 @@ fn a_restarted_engine_follows_the_job_instead_of_submitting_again() {
     let (ran, done) = {
         let mut first = fake.executor(None);
         first.submit(0, running.clone()).unwrap();
+        first.flush();
         first.submit(1, finished.clone()).unwrap();
+        first.flush();
         (
             first.slurm_job_id(0).unwrap().to_string(),
             first.slurm_job_id(1).unwrap().to_string(),
@@ -615,7 +655,9 @@ fn an_engine_killed_before_it_recorded_the_job_id_finds_the_job_by_name() {
     {
         let mut first = fake.executor(None);
         first.submit(0, queued.clone()).unwrap();
+        first.flush();
         first.submit(1, cancelled.clone()).unwrap();
+        first.flush();
         // Killed before the job ids reached the leases: the next engine knows nothing of them.
     }
     assert_eq!(fake.job_ids(), ["100", "101"]);
@@ -623,10 +665,13 @@ fn an_engine_killed_before_it_recorded_the_job_id_finds_the_job_by_name() {
     // A job of `b`'s name that writes into another cache is not this cache's job.
     let mut other = cancelled.clone();
     other.cache_dir = fake.state().join("other-cache");
-    fake.executor(None).submit(0, other).unwrap();
+    let mut third = fake.executor(None);
+    third.submit(0, other).unwrap();
+    third.flush();
 
     let mut second = fake.executor(None);
     second.submit(3, queued.clone()).unwrap();
+    second.flush();
     assert_eq!(second.slurm_job_id(3), Some("100"));
     match second.next_event(Duration::ZERO) {
         Some(JobEvent::Note { id: 3, message }) => {
@@ -635,6 +680,7 @@ fn an_engine_killed_before_it_recorded_the_job_id_finds_the_job_by_name() {
         other => panic!("expected a note, got {other:?}"),
     }
     second.submit(4, cancelled).unwrap();
+    second.flush();
     assert_eq!(second.slurm_job_id(4), Some("103"), "b's own job ended");
     assert_eq!(fake.run("100"), 0);
     let (_, outcome) = until_finished(&mut second, 3, Duration::from_secs(5));
@@ -656,11 +702,22 @@ fn sbatch_errors_and_missing_tools_say_what_to_do() {
     )
     .unwrap();
     let mut ex = fake.executor(None);
-    let err = ex.submit(0, job(&project, "a", json!({}))).unwrap_err();
-    let text = err.to_string();
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    let f = failure(&outcome);
     assert!(
-        text.contains("a[seed=0]") && text.contains("invalid partition"),
-        "{text}"
+        f.message.contains("a[seed=0]") && f.message.contains("invalid partition"),
+        "{f:?}"
+    );
+    assert!(
+        matches!(&f.reason, FailureReason::Executor { state, .. } if state == "REFUSED"),
+        "{f:?}"
+    );
+    assert_eq!(
+        fake.sbatch_calls(),
+        1,
+        "a refusal that does not pass is not retried"
     );
     assert!(ex.jobs().is_empty());
 
@@ -669,10 +726,10 @@ fn sbatch_errors_and_missing_tools_say_what_to_do() {
         ..SlurmProfile::default()
     };
     let mut ex = SlurmExecutor::new(profile, job_command(), None).unwrap();
-    let err = ex
-        .submit(0, job(&project, "a", json!({})))
-        .unwrap_err()
-        .to_string();
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    let err = &failure(&outcome).message;
     assert!(
         err.contains("not found") && err.contains("bin_dir"),
         "{err}"
@@ -697,6 +754,7 @@ fn a_failing_squeue_skips_one_poll_and_loses_nothing() {
     let project = fake.project();
     let mut ex = fake.executor(None);
     ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
     std::fs::write(
         fake.state().join("squeue_error"),
         "squeue: error: slurm_receive_msg: Socket timed out on send/recv operation\n",
@@ -717,6 +775,7 @@ fn the_setup_line_runs_first_and_its_failure_ends_the_job() {
     let project = fake.project();
     let mut ex = fake.executor_with(None, Some("echo setting up && export READY=1"));
     ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
     assert_eq!(fake.run("100"), 0);
     let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
     assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
@@ -725,6 +784,7 @@ fn the_setup_line_runs_first_and_its_failure_ends_the_job() {
 
     let mut ex = fake.executor_with(None, Some("module load cuda/99"));
     ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    ex.flush();
     assert_eq!(fake.run("101"), 127);
     let (_, outcome) = until_finished(&mut ex, 1, Duration::from_secs(5));
     let f = failure(&outcome);
@@ -737,5 +797,278 @@ fn the_setup_line_runs_first_and_its_failure_ends_the_job() {
     assert!(
         !tail.contains("fake-exec"),
         "the command must not run: {tail}"
+    );
+}
+
+/// Issue 29, item 8: a per-user limit refuses `sbatch`; the run keeps following what it
+/// submitted, says what happened, tries again after a back-off, and submits once the limit
+/// passes. Without any job of the run left in Slurm, it gives up after a bounded number of
+/// tries, and those jobs fail with sbatch's message.
+#[test]
+fn a_refused_sbatch_backs_off_keeps_following_and_submits_later() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
+    assert_eq!(ex.slurm_job_id(0), Some("100"));
+    let limit = "sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job \
+                 submission failed: Job violates accounting/QOS policy (job submit limit, \
+                 user's size and/or time limits)\n";
+    std::fs::write(fake.state().join("sbatch_error"), limit).unwrap();
+    ex.submit(1, job(&project, "b", json!({}))).unwrap();
+    ex.flush();
+    assert_eq!(ex.slurm_job_id(1), None);
+    let notes = notes_for(&mut ex, Duration::from_millis(200));
+    let refused: Vec<&String> = notes.iter().filter(|n| n.contains("refused")).collect();
+    assert!(!refused.is_empty(), "{notes:?}");
+    assert!(
+        refused[0].contains("sbatch refused b[seed=0]")
+            && refused[0].contains("QOSMaxSubmitJobPerUserLimit")
+            && refused[0].contains("trying again in")
+            && refused[0].contains("already submitted are followed"),
+        "{refused:?}"
+    );
+    // The submitted job is still followed to its end.
+    assert_eq!(fake.run("100"), 0);
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+    // The limit passes: b is submitted at the next try.
+    std::fs::remove_file(fake.state().join("sbatch_error")).unwrap();
+    let start = Instant::now();
+    while ex.slurm_job_id(1).is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "b was never submitted"
+        );
+        ex.next_event(Duration::from_millis(50));
+    }
+    let b = ex.slurm_job_id(1).unwrap().to_string();
+    assert_eq!(fake.run(&b), 0);
+    let (_, outcome) = until_finished(&mut ex, 1, Duration::from_secs(5));
+    assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+
+    // A limit that never passes, with nothing of the run in Slurm: bounded, then failed.
+    std::fs::write(fake.state().join("sbatch_error"), limit).unwrap();
+    let before = fake.sbatch_calls();
+    ex.submit(2, job(&project, "c", json!({}))).unwrap();
+    ex.flush();
+    let (notes, outcome) = until_finished(&mut ex, 2, Duration::from_secs(30));
+    let f = failure(&outcome);
+    assert!(
+        matches!(&f.reason, FailureReason::Executor { state, .. } if state == "REFUSED"),
+        "{f:?}"
+    );
+    assert!(f.message.contains("refused c[seed=0] 8 times"), "{f:?}");
+    assert_eq!(fake.sbatch_calls() - before, 8, "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("try 7 of 8")), "{notes:?}");
+}
+
+/// Issue 29, item 9: the ready instances of one stage go to Slurm as one job array, throttled
+/// by --max-jobs; each element runs its own job file and writes its files into its own key's
+/// folder under its element id; the elements are followed one by one.
+#[test]
+fn ready_instances_of_one_stage_go_as_one_throttled_job_array() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(Some(2));
+    let jobs: Vec<Job> = (0..5)
+        .map(|i| {
+            let mut j = job(&project, "train", json!({"lr": i}));
+            j.label = format!("train[seed={i}]");
+            j
+        })
+        .collect();
+    for (i, j) in jobs.iter().enumerate() {
+        assert!(
+            ex.has_room(Resource::Device),
+            "arrays take every ready instance"
+        );
+        ex.submit(i, j.clone()).unwrap();
+    }
+    ex.submit(9, job(&project, "other", json!({}))).unwrap();
+    ex.flush();
+    assert_eq!(fake.sbatch_calls(), 2, "{:?}", fake.calls());
+    assert_eq!(
+        fake.job_ids(),
+        ["100_0", "100_1", "100_2", "100_3", "100_4", "101"]
+    );
+    let args = fake.get("100_0", "args");
+    assert!(args.lines().any(|a| a == "--array=0-4%2"), "{args}");
+    assert!(
+        args.lines()
+            .any(|a| a.starts_with("--job-name=train-asymflow-")),
+        "{args}"
+    );
+    for (i, j) in jobs.iter().enumerate() {
+        assert_eq!(ex.slurm_job_id(i), Some(format!("100_{i}").as_str()));
+        let log = PathBuf::from(fake.get(&format!("100_{i}"), "output"));
+        assert_eq!(
+            log.parent().unwrap().canonicalize().unwrap(),
+            project
+                .join("cache/slurm")
+                .join(&j.key)
+                .canonicalize()
+                .unwrap(),
+            "{log:?}"
+        );
+    }
+    let notes = notes_for(&mut ex, Duration::from_millis(150));
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "submitted train[seed=3] as Slurm job 100_3 (element 3 of an array of 5, at most 2 at once"
+        )),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&"waiting in Slurm's queue: 6 jobs (Priority)".to_string()),
+        "{notes:?}"
+    );
+    let squeue = fake
+        .calls()
+        .into_iter()
+        .rfind(|c| c.starts_with("squeue"))
+        .unwrap();
+    assert_eq!(squeue, "squeue -h -r -t all -j 100,101 -o %i|%T|%r|%N");
+    for i in [3, 0, 1, 4, 2] {
+        let id = format!("100_{i}");
+        fake.running(&id);
+        assert_eq!(fake.run(&id), 0);
+        let (_, outcome) = until_finished(&mut ex, i, Duration::from_secs(5));
+        assert!(matches!(outcome, JobOutcome::Done(_)), "{outcome:?}");
+        let key_dir = project.join("cache/slurm").join(&jobs[i].key);
+        let log = std::fs::read_to_string(key_dir.join(format!("{id}.log"))).unwrap();
+        assert!(
+            log.contains(&format!("fake-exec: key={}", jobs[i].key)),
+            "element {i} ran another job file: {log}"
+        );
+        assert!(key_dir.join(format!("{id}.result.json")).exists());
+        assert_eq!(
+            job_logs(&project.join("cache"), &jobs[i].key),
+            [key_dir.join(format!("{id}.log"))]
+        );
+    }
+    // A failed element is its own failure.
+    fake.set("101", "state", "TIMEOUT");
+    let (_, outcome) = until_finished(&mut ex, 9, Duration::from_secs(5));
+    assert!(
+        matches!(&failure(&outcome).reason, FailureReason::Executor { state, .. } if state == "TIMEOUT")
+    );
+}
+
+/// Issue 29, item 9: an engine restarted from the leases follows array elements by their
+/// `ARRAY_INDEX` ids; one killed while sbatch ran finds the elements by the array's name.
+#[test]
+fn array_elements_are_followed_after_an_engine_restart() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let a = job(&project, "train", json!({"lr": 1}));
+    let b = job(&project, "train", json!({"lr": 2}));
+    {
+        let mut first = fake.executor(None);
+        first.submit(0, a.clone()).unwrap();
+        first.submit(1, b.clone()).unwrap();
+        first.flush();
+        assert_eq!(first.slurm_job_id(1), Some("100_1"));
+        // Killed before the ids reached the leases.
+    }
+    let mut second = fake.executor(None);
+    second.adopt(5, &a, "100_0").unwrap();
+    second.submit(6, b.clone()).unwrap();
+    second.flush();
+    assert_eq!(
+        second.slurm_job_id(6),
+        Some("100_1"),
+        "found by the array's name"
+    );
+    assert_eq!(fake.sbatch_calls(), 1);
+    for id in ["100_0", "100_1"] {
+        assert_eq!(fake.run(id), 0);
+    }
+    let done = drain(&mut second, Duration::from_secs(5));
+    assert!(
+        done.values().all(|o| matches!(o, JobOutcome::Done(_))),
+        "{done:?}"
+    );
+}
+
+/// Issue 29, item 10: a drained node and a failing squeue are said once, then again when
+/// they change, instead of a silent wait.
+#[test]
+fn queue_reasons_and_squeue_failures_are_shown_once_then_on_change() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "a", json!({}))).unwrap();
+    ex.flush();
+    let notes = notes_for(&mut ex, Duration::from_millis(150));
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n.contains("waiting in Slurm's queue"))
+            .count(),
+        1,
+        "{notes:?}"
+    );
+    fake.set("100", "reason", "ReqNodeNotAvail, UnavailableNodes:gpu07");
+    let notes = notes_for(&mut ex, Duration::from_millis(200));
+    assert_eq!(
+        notes,
+        [
+            "waiting in Slurm's queue: 1 job (ReqNodeNotAvail, UnavailableNodes:gpu07) - a node \
+          it needs is down, drained or reserved; `sinfo -R` says why"
+        ],
+    );
+    std::fs::write(
+        fake.state().join("squeue_error"),
+        "squeue: error: slurm_receive_msg: Socket timed out on send/recv operation\n",
+    )
+    .unwrap();
+    std::fs::write(fake.state().join("squeue_error_keep"), "").unwrap();
+    let notes = notes_for(&mut ex, Duration::from_millis(300));
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("squeue: squeue: error: slurm_receive_msg: Socket timed out")
+            && notes[0].contains("the 1 jobs of this run are still followed"),
+        "{notes:?}"
+    );
+    std::fs::remove_file(fake.state().join("squeue_error_keep")).unwrap();
+    std::fs::remove_file(fake.state().join("squeue_error")).unwrap();
+    let notes = notes_for(&mut ex, Duration::from_millis(150));
+    assert_eq!(notes, ["squeue answers again"]);
+}
+
+/// Issue 29, item 10: a CUDA failure on the node is a short, clear error, not libtorch's
+/// frames.
+#[test]
+fn a_cuda_failure_is_a_clear_error() {
+    let fake = FakeSlurm::new();
+    let project = fake.project();
+    let mut ex = fake.executor(None);
+    ex.submit(0, job(&project, "train", json!({"mode": "cuda"})))
+        .unwrap();
+    ex.flush();
+    assert_eq!(fake.run("100"), 1);
+    let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(5));
+    let f = failure(&outcome);
+    let tail = f.log_tail.as_deref().unwrap();
+    assert!(
+        f.message.len() < 1000,
+        "{} bytes: {}",
+        f.message.len(),
+        f.message
+    );
+    assert!(
+        f.message
+            .starts_with("CUDA failed on the node: stage panicked")
+            && f.message.contains("no CUDA-capable device is detected")
+            && f.message.contains("[executor.slurm.device]"),
+        "{}",
+        f.message
+    );
+    assert!(!tail.contains("frame #"), "{tail}");
+    assert!(
+        tail.contains("CUDA error: no CUDA-capable device"),
+        "{tail}"
     );
 }

@@ -86,6 +86,7 @@ fn jobs_run_two_at_a_time_each_on_its_own_fake_gpu() {
     for i in 0..4 {
         let j = job(project.path(), &format!("train{i}"), json!({"seconds": 2}));
         ex.submit(i, j).unwrap();
+        ex.flush();
     }
     let done = drain(&mut ex, Duration::from_secs(120));
     let mut spans = Vec::new();
@@ -120,8 +121,10 @@ fn a_failing_job_is_reported_with_its_id_and_log_tail() {
     let mut ex = executor(None);
     ex.submit(0, job(project.path(), "nan", json!({"mode": "fail"})))
         .unwrap();
+    ex.flush();
     ex.submit(1, job(project.path(), "segv", json!({"mode": "crash"})))
         .unwrap();
+    ex.flush();
     let segv_id = ex.slurm_job_id(1).unwrap().to_string();
     let done = drain(&mut ex, Duration::from_secs(120));
 
@@ -164,6 +167,7 @@ fn a_job_past_its_time_limit_is_reported_as_timeout() {
     let mut ex = executor_timed(None, "1");
     ex.submit(0, job(project.path(), "slow", json!({"seconds": 300})))
         .unwrap();
+    ex.flush();
     let id = ex.slurm_job_id(0).unwrap().to_string();
     let (_, outcome) = until_finished(&mut ex, 0, Duration::from_secs(180));
     let f = failure(&outcome);
@@ -186,6 +190,7 @@ fn scancel_from_outside_is_reported_as_cancelled() {
     let mut ex = executor(None);
     ex.submit(0, job(project.path(), "long", json!({"seconds": 60})))
         .unwrap();
+    ex.flush();
     let id = ex.slurm_job_id(0).unwrap().to_string();
     wait_running(&mut ex, 1);
     let status = Command::new("scancel").arg(&id).status().unwrap();
@@ -211,6 +216,7 @@ fn a_requeued_job_is_followed_to_its_result() {
     let log_dir = j.cache_dir.clone();
     let key = j.key.clone();
     ex.submit(0, j).unwrap();
+    ex.flush();
     let id = ex.slurm_job_id(0).unwrap().to_string();
     wait_running(&mut ex, 1);
     // Slurm reports RUNNING before slurmd has started the batch script; requeued before its
@@ -274,6 +280,7 @@ fn ctrl_c_cancels_every_job_the_run_submitted() {
     for i in 0..3 {
         let j = job(project.path(), &format!("long{i}"), json!({"seconds": 60}));
         ex.submit(i, j).unwrap();
+        ex.flush();
     }
     wait_running(&mut ex, 2);
     let ids = ex.cancel_all();
@@ -300,7 +307,9 @@ fn a_restarted_engine_follows_its_jobs_and_submits_nothing_twice() {
     {
         let mut first = executor(None);
         first.submit(0, slow.clone()).unwrap();
+        first.flush();
         first.submit(1, quick.clone()).unwrap();
+        first.flush();
         leases.insert(0, first.slurm_job_id(0).unwrap().to_string());
         leases.insert(1, first.slurm_job_id(1).unwrap().to_string());
         // The engine dies here, without shutdown: its jobs go on.

@@ -187,7 +187,12 @@ fn a_killed_engine_restarted_follows_its_slurm_jobs_and_submits_nothing_twice() 
     assert!(text.contains("4 ran, 1 cached, 0 failed"), "{text}");
 
     let sbatch = fake.sbatch_calls();
-    assert_eq!(sbatch, 2, "one Slurm job per key: {:?}", fake.calls());
+    assert_eq!(
+        sbatch,
+        1,
+        "one job array for both trainings, one element per key: {:?}",
+        fake.calls()
+    );
     assert_eq!(values(&dir), local_values());
 
     // The leases are gone with the run; `show` lists each training's Slurm log.
@@ -197,9 +202,19 @@ fn a_killed_engine_restarted_follows_its_slurm_jobs_and_submits_nothing_twice() 
         &dir,
         &["show", "pipelines/engine.toml", "train"],
     ));
+    // An array element's log is written through the array folder's link to the key's folder,
+    // where `show` finds it: the same file.
+    let canonical = |p: &str| std::fs::canonicalize(p).ok();
     for id in &ids {
-        let log = fake.get(id, "output");
-        assert!(shown.contains(&format!("slurm log {log}")), "{shown}");
+        let log = canonical(&fake.get(id, "output"));
+        assert!(log.is_some(), "{id}");
+        assert!(
+            shown.lines().any(|l| l
+                .trim()
+                .strip_prefix("slurm log ")
+                .is_some_and(|p| canonical(p) == log)),
+            "{shown}"
+        );
     }
     let json = stdout(&mut asymflow(
         &dir,
@@ -343,13 +358,91 @@ fn restarted_without_slurm_the_run_says_it_cannot_follow_the_job_and_computes_th
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_eq!(
-        err.matches("this run does not use that executor; running it again")
+        err.matches("submitted by an earlier run, is left as it is (`scancel ")
             .count(),
         2,
         "{err}"
     );
     assert!(err.contains("4 ran, 1 cached, 0 failed"), "{err}");
     let sbatch = fake.sbatch_calls();
-    assert_eq!(sbatch, 2, "{:?}", fake.calls());
+    assert_eq!(sbatch, 1, "one job array: {:?}", fake.calls());
     assert_eq!(values(&dir), local_values());
+}
+
+/// Issue 29, item 6: sweep values with a newline, quotes, `$()` and backticks, used as a
+/// parameter, reach each job's label and so its batch script; the script must stay inert:
+/// the jobs run, every value arrives as it was written, and nothing runs on the "node".
+#[test]
+fn hostile_sweep_values_never_run_as_commands_in_the_batch_script() {
+    let fake = FakeSlurm::new();
+    let dir = project(&fake.project(), Some(&fake_profile(&fake)));
+    let mark = |n: u32| dir.join(format!("pwned{n}"));
+    let values = [
+        format!("a\ntouch {} #", mark(1).display()),
+        format!("$(touch {})", mark(2).display()),
+        format!("`touch {}`", mark(3).display()),
+        format!("it's \"q\"; touch {} #", mark(4).display()),
+        format!("b\r\ntouch {} #", mark(5).display()),
+    ];
+    let toml_list: Vec<String> = values
+        .iter()
+        .map(|v| serde_json::to_string(v).unwrap())
+        .collect();
+    let pipeline = format!(
+        "[pipeline]\nname = \"engine\"\n\n[sweep]\ntag = [{}]\n\n[stages.train]\n\
+         kind = \"test-echo\"\nparams = {{ value = \"${{sweep.tag}}\", device = true }}\n",
+        toml_list.join(", ")
+    );
+    std::fs::write(dir.join("pipelines/engine.toml"), pipeline).unwrap();
+    let log = dir.join("run.log");
+    let mut run = spawn_run(&dir, &log);
+    wait_for(&log, "as Slurm job", values.len(), Duration::from_secs(60));
+    // The jobs wait in the queue a while: "ran in" counts from their start, not from here.
+    std::thread::sleep(Duration::from_millis(2500));
+    for id in fake.job_ids() {
+        let script =
+            std::fs::read_to_string(fake.state().join("jobs").join(&id).join("script")).unwrap();
+        for line in script.lines().filter(|l| l.contains("touch")) {
+            assert!(
+                line.starts_with("# "),
+                "a label line escaped: {line:?}\n{script}"
+            );
+        }
+        assert_eq!(fake.run(&id), 0, "{script}");
+    }
+    let exit = wait_exit(&mut run, Duration::from_secs(60), &log);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(exit.success(), "{exit:?}\n{text}");
+    for n in 1..=5 {
+        assert!(!mark(n).exists(), "pwned{n} was created:\n{text}");
+    }
+    // A label with a newline spans lines; each "ran" line ends on the last of them.
+    let ran: Vec<&str> = text.lines().filter(|l| l.ends_with("s queued)")).collect();
+    assert_eq!(ran.len(), values.len(), "{text}");
+    for line in ran {
+        let secs = |after: &str| -> f64 {
+            let rest = line
+                .rsplit(after)
+                .next()
+                .unwrap_or_else(|| panic!("{line}"));
+            rest.split('s').next().unwrap().trim().parse().unwrap()
+        };
+        assert!(
+            secs(", after ") >= 2.0,
+            "the queue wait is said apart: {line}"
+        );
+        assert!(secs(" in ") < secs(", after "), "{line}");
+    }
+    // Each value reached its stage unchanged.
+    let out = asymflow(&dir, &["show", "pipelines/engine.toml", "train", "--json"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    for v in &values {
+        let json = serde_json::to_string(v).unwrap();
+        assert!(
+            shown.contains(&json[1..json.len() - 1]),
+            "{v:?} not in:\n{shown}"
+        );
+    }
 }

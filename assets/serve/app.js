@@ -227,7 +227,12 @@ function applyInstanceStatus(doc) {
   const log = document.getElementById("log");
   if (log && typeof doc.log === "string" && log.textContent !== doc.log) {
     log.textContent = doc.log;
+    log.classList.remove("muted", "error");
+  } else if (log && typeof doc.log_error === "string") {
+    const text = `The log cannot be shown: ${doc.log_error}`;
+    if (log.textContent !== text) log.textContent = text;
     log.classList.remove("muted");
+    log.classList.add("error");
   }
   // A stage that just finished has outputs, metrics and provenance to show: reload once.
   if (before && before !== doc.status && doc.status === "cached") window.location.reload();

@@ -19,6 +19,10 @@ pub struct ServeArgs {
     /// network.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
+    /// Another name the dashboard answers to (repeatable), besides the loopback names and
+    /// --host: requests addressed to any other name are refused (DNS rebinding).
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
     /// The port (0 picks a free one).
     #[arg(long, default_value_t = 8765)]
     pub port: u16,
@@ -53,7 +57,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let site = Site::new(&project, &cache, registry());
     let addr = SocketAddr::new(args.host, args.port);
-    run_server(site, addr, |bound| {
+    run_server(site, addr, &args.allow_host, |bound| {
         println!(
             "asymflow serve: http://{bound}/  (project {}, cache {}; Ctrl-C stops)",
             project.display(),

@@ -232,7 +232,12 @@ pub trait Executor {
     fn has_room(&self, class: Resource) -> bool;
 
     /// Starts `job`. The executor fills in `job.resources` (device, threads) as it grants them.
+    /// An executor that batches (Slurm's job arrays) may only queue it until [`Self::flush`].
     fn submit(&mut self, id: JobId, job: Job) -> Result<(), ExecutorError>;
+
+    /// Starts what `submit` queued; the scheduler calls it after each round of submitting
+    /// what is ready. Problems come back as events of the jobs concerned.
+    fn flush(&mut self) {}
 
     /// The job outside this process that runs job `id` (a Slurm job), while it is followed;
     /// the scheduler records it in the key's lease. `None` for work in local processes, which
@@ -245,8 +250,14 @@ pub trait Executor {
     /// it reports like a submitted job, also when it finished while no engine was watching.
     /// An executor that cannot follow such a job says so, and the scheduler runs the job.
     fn adopt(&mut self, _id: JobId, job: Job, external: &ExternalJob) -> Result<(), ExecutorError> {
+        let stop = if external.executor == "slurm" {
+            format!(" (`scancel {}` stops it)", external.id)
+        } else {
+            String::new()
+        };
         Err(ExecutorError::Other(format!(
-            "cannot follow {} job {} for {}: this run does not use that executor",
+            "{} job {} for {}, submitted by an earlier run, is left as it is{stop}: this run \
+             does not use that executor",
             external.executor, external.id, job.label
         )))
     }

@@ -58,6 +58,11 @@ impl Executor for Routed {
         Ok(())
     }
 
+    fn flush(&mut self) {
+        self.remote.flush();
+        self.local.flush();
+    }
+
     fn external_job(&self, id: JobId) -> Option<ExternalJob> {
         match self.placed.get(&id) {
             Some(true) => self.remote.external_job(id),

@@ -232,6 +232,9 @@ struct Driver<'a> {
     lease_wait: HashMap<usize, Instant>,
     /// Fingerprints (hashes of the files a stage reads) computed so far.
     fingerprints: HashMap<usize, serde_json::Value>,
+    /// Submitted instances whose job outside this process (a Slurm job) is not yet named in
+    /// their lease: a batching executor names it at its next flush.
+    unrecorded: Vec<usize>,
 }
 
 impl<'a> Driver<'a> {
@@ -267,6 +270,7 @@ impl<'a> Driver<'a> {
             bars: HashMap::new(),
             lease_wait: HashMap::new(),
             fingerprints: HashMap::new(),
+            unrecorded: Vec::new(),
         })
     }
 
@@ -342,11 +346,32 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    /// Starts ready instances while the executor has room.
+    /// Starts ready instances while the executor has room, then has the executor submit
+    /// them (one batch where it can) and names their jobs in their leases.
     fn start_ready(&mut self) -> Result<(), ExecError> {
         for i in self.schedule.startable() {
             self.try_start(i)?;
         }
+        self.executor.flush();
+        self.record_external()
+    }
+
+    /// Names in the lease of each submitted instance the job outside this process running it,
+    /// once the executor knows it.
+    fn record_external(&mut self) -> Result<(), ExecError> {
+        let mut left = Vec::new();
+        for i in std::mem::take(&mut self.unrecorded) {
+            let State::Running { digest, .. } = self.schedule.state(i) else {
+                continue;
+            };
+            match self.executor.external_job(i) {
+                Some(external) => self
+                    .index
+                    .set_external(digest, &self.owner, Some(&external))?,
+                None => left.push(i),
+            }
+        }
+        self.unrecorded = left;
         Ok(())
     }
 
@@ -423,12 +448,16 @@ impl<'a> Driver<'a> {
                 self.index.release(&digest, &self.owner)?;
                 return Err(e.into());
             }
-            // The lease names the job outside this process, or (taken over from a dead engine
-            // whose job this executor cannot follow) no longer names any.
+            // The lease names the job outside this process once the executor has submitted
+            // it, or (taken over from a dead engine whose job this executor cannot follow)
+            // no longer names any.
             let external = self.executor.external_job(i);
             if external.is_some() || adopt.is_some() {
                 self.index
                     .set_external(&digest, &self.owner, external.as_ref())?;
+            }
+            if external.is_none() {
+                self.unrecorded.push(i);
             }
         }
         self.schedule.start(i, key_json, Instant::now());
@@ -496,17 +525,25 @@ impl<'a> Driver<'a> {
         result: JobResult,
     ) -> Result<(), ExecError> {
         let provenance = result.provenance.clone();
+        // Counted from when the job started (on a cluster node, after its queue wait), not
+        // from when it was submitted; a wait of a second or more is said apart.
+        let seconds = (result.finished - result.started).max(0.0);
+        let waited = started.elapsed().as_secs_f64() - seconds;
         let record = success_record(self.plan, i, digest, key_json, result);
         self.index
             .record_success(&record, &object_sizes(&record, self.cache))?;
         self.index.record_provenance(&record.key, &provenance)?;
-        let seconds = started.elapsed().as_secs_f64();
         let progress = &self.progress;
         if let Some(remote) = self.options.remote.as_ref().filter(|r| r.push_after_run()) {
             remote.push_after(self.cache, &record, &|m| progress.println(m));
         }
+        let queued = if waited >= 1.0 {
+            format!(", after {waited:.1}s queued")
+        } else {
+            String::new()
+        };
         self.progress.println(&format!(
-            "ran     {} in {seconds:.1}s ({})",
+            "ran     {} in {seconds:.1}s ({}{queued})",
             self.label(i),
             join(reasons)
         ));

@@ -18,6 +18,7 @@
 //! - [`pages`]: one file per page; [`dag`] draws the stage graph as SVG; [`reason`] renders
 //!   dirty reasons.
 //! - [`objects`]: reading objects for display and download, verified, never written.
+//! - [`host`]: the `Host` check that keeps other web pages out (DNS rebinding).
 //! - [`routes`]: the axum router and the only place tokio is used; [`assets`] holds the
 //!   stylesheet and script, embedded in the binary (no CDN, no build step).
 //!
@@ -28,6 +29,7 @@
 
 pub mod assets;
 pub mod dag;
+pub mod host;
 pub mod html;
 pub mod live;
 pub mod objects;
@@ -87,12 +89,14 @@ impl ServeError {
     }
 }
 
-/// Serves `site` on `addr` until the process is stopped. `ready` is called with the bound
+/// Serves `site` on `addr` until the process is stopped, to requests addressed to a loopback
+/// name, to `addr` or to one of `allow_hosts` ([`host`]). `ready` is called with the bound
 /// address (port 0 picks a free one) before the first request is accepted.
 pub fn serve(
     site: Site,
     addr: SocketAddr,
+    allow_hosts: &[String],
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    routes::serve(site, addr, ready)
+    routes::serve(site, addr, allow_hosts, ready)
 }

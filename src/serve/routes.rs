@@ -16,7 +16,9 @@
 //! | `/api/p/NAME/status`, `/api/p/NAME/i/ID` | what the script polls for live updates |
 //! | `/assets/FILE` | the stylesheet and the script |
 //!
-//! Anything else, and any unknown pipeline, instance, output or digest, is a 404 page.
+//! Anything else, and any unknown pipeline, instance, output or digest, is a 404 page. A
+//! request whose `Host` header names neither a loopback name nor the served address is
+//! refused with a 403 before any route sees it ([`super::host`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -28,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use super::host::HostCheck;
 use super::pages::{compare, instance, not_found, pipeline, pipelines, reports};
 use super::state::pipeline_state;
 use super::{assets, objects, ServeError, Site};
@@ -337,8 +340,31 @@ async fn fallback(uri: Uri) -> Reply {
     )
 }
 
-/// The router over `site`.
-pub(crate) fn router(site: Site) -> Router {
+/// Refuses a request whose `Host` header `hosts` does not allow (DNS rebinding).
+async fn host_check(
+    State(hosts): State<Arc<HostCheck>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned());
+    if hosts.allows(host.as_deref()) {
+        return next.run(request).await;
+    }
+    let mut response = Reply::File(
+        "text/plain; charset=utf-8",
+        None,
+        hosts.explain(host.as_deref()).into_bytes(),
+    )
+    .into_response();
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response
+}
+
+/// The router over `site`, answering the hosts `hosts` allows.
+pub(crate) fn router(site: Site, hosts: HostCheck) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/assets/{file}", get(asset))
@@ -353,13 +379,19 @@ pub(crate) fn router(site: Site) -> Router {
         .route("/api/p/{name}/i/{id}", get(api_instance))
         .fallback(fallback)
         .layer(axum::middleware::map_response(rejections))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(hosts),
+            host_check,
+        ))
         .with_state(Arc::new(site))
 }
 
-/// Binds `addr` and serves until the process ends.
+/// Binds `addr` and serves until the process ends, answering requests addressed to a
+/// loopback name, to `addr` or to one of `allow_hosts`.
 pub fn serve(
     site: Site,
     addr: SocketAddr,
+    allow_hosts: &[String],
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
     let listener =
@@ -379,7 +411,7 @@ pub fn serve(
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener).map_err(ServeError::Server)?;
         ready(bound);
-        axum::serve(listener, router(site))
+        axum::serve(listener, router(site, HostCheck::new(bound, allow_hosts)))
             .await
             .map_err(ServeError::Server)
     })

@@ -8,6 +8,12 @@
 //! ID.exit             the command's exit status, written by the script after it returns
 //! ```
 //!
+//! A job array ([`ArrayDir`]) has its own folder, `CACHE/slurm/arrays/HASH/`, holding the one
+//! batch script of all its elements and, per element index, a link `INDEX -> ../../KEY` to
+//! the key's folder: element `INDEX` finds its `job.json` there, and its log
+//! (`--output=.../%a/%A_%a.log`), result and exit status land in the key's folder under the
+//! element's id (`ARRAYID_INDEX`), exactly where a plain job's would.
+//!
 //! Files of one attempt are named by its Slurm job id, so a retry never reads an older
 //! attempt's result, and an engine restarted with a job id from a lease reads exactly that
 //! job's. The folder is inside the cache (it goes wherever the cache goes, on the shared
@@ -101,6 +107,11 @@ impl JobDir {
         tail(&self.log(slurm_id), LOG_TAIL_LINES)
     }
 
+    /// The last `lines` lines of job `slurm_id`'s log (for a tail to be cut down further).
+    pub fn log_tail_of(&self, slurm_id: &str, lines: usize) -> Option<String> {
+        tail(&self.log(slurm_id), lines)
+    }
+
     /// Writes `name` in the folder: a temporary file renamed into place, so a job never reads
     /// half a file.
     pub fn write(&self, path: &Path, contents: &[u8]) -> std::io::Result<()> {
@@ -114,16 +125,127 @@ impl JobDir {
     }
 }
 
+/// The folder of one job array: its script, and a link per element to the element's key
+/// folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayDir {
+    dir: PathBuf,
+}
+
+impl ArrayDir {
+    /// The folder of the array over `keys` (in element order) in the cache at `cache_dir`:
+    /// named by a hash of the cache's path and the keys, so the same instances make the same
+    /// folder, and the array's job name differs from any other cache's.
+    pub fn new(cache_dir: &Path, keys: &[&str]) -> ArrayDir {
+        let cache = std::path::absolute(cache_dir).unwrap_or_else(|_| cache_dir.to_path_buf());
+        let named = format!("{}\n{}", cache.display(), keys.join(","));
+        let hash = blake3::hash(named.as_bytes()).to_hex();
+        ArrayDir {
+            dir: cache.join("slurm").join("arrays").join(&hash[..16]),
+        }
+    }
+
+    /// The array folder at `dir`.
+    pub fn at(dir: PathBuf) -> ArrayDir {
+        ArrayDir { dir }
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The 16 hex digits naming it.
+    pub fn hash(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// `job.sh`.
+    pub fn script(&self) -> PathBuf {
+        self.dir.join("job.sh")
+    }
+
+    /// Links element `index` to `key`'s folder (replacing an older link).
+    pub fn link(&self, index: usize, key: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.dir.join(index.to_string());
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        link(&Path::new("..").join("..").join(key), &path)
+    }
+
+    /// Writes the script (renamed into place).
+    pub fn write_script(&self, text: &str) -> std::io::Result<()> {
+        JobDir {
+            dir: self.dir.clone(),
+        }
+        .write(&self.script(), text.as_bytes())
+    }
+}
+
+#[cfg(unix)]
+fn link(target: &Path, path: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, path)
+}
+
+#[cfg(not(unix))]
+fn link(_target: &Path, _path: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "job arrays need symbolic links (set executor.slurm.arrays = false)",
+    ))
+}
+
+/// The job arrays in the cache at `cache_dir` with an element linked to `key`: each array's
+/// folder and the element's index (for an engine that died while `sbatch` ran).
+pub fn arrays_linking(cache_dir: &Path, key: &str) -> Vec<(ArrayDir, usize)> {
+    let root = JobDir::new(cache_dir, key).path().with_file_name("arrays");
+    let mut found = Vec::new();
+    for array in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        for element in std::fs::read_dir(array.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let Ok(index) = element.file_name().to_string_lossy().parse::<usize>() else {
+                continue;
+            };
+            let target = std::fs::read_link(element.path()).ok();
+            if target.is_some_and(|t| t.file_name().is_some_and(|n| n == key)) {
+                found.push((ArrayDir::at(array.path()), index));
+            }
+        }
+    }
+    found
+}
+
+/// A Slurm job id as files name it: `1234`, or `1234_7` for element 7 of array 1234; its
+/// order (array or job id, then element).
+pub fn parse_job_id(id: &str) -> Option<(u64, u64)> {
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    match id.split_once('_') {
+        Some((a, t)) if digits(a) && digits(t) => Some((a.parse().ok()?, t.parse().ok()?)),
+        None if digits(id) => Some((id.parse().ok()?, 0)),
+        _ => None,
+    }
+}
+
 /// The Slurm logs kept for `key` in the cache at `cache_dir`, oldest job first (for `show`).
 pub fn job_logs(cache_dir: &Path, key: &str) -> Vec<PathBuf> {
     let dir = JobDir::new(cache_dir, key);
-    let mut logs: Vec<(u64, PathBuf)> = std::fs::read_dir(dir.path())
+    let mut logs: Vec<((u64, u64), PathBuf)> = std::fs::read_dir(dir.path())
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let id = name.strip_suffix(".log")?.parse::<u64>().ok()?;
+            let id = parse_job_id(name.strip_suffix(".log")?)?;
             Some((id, e.path()))
         })
         .collect();
@@ -193,7 +315,11 @@ mod tests {
             tail.starts_with("line 11\n") && tail.ends_with("line 30"),
             "{tail}"
         );
-        assert_eq!(job_logs(tmp.path(), "abc"), [dir.log("5"), dir.log("12")]);
+        dir.write(&dir.log("7_3"), b"x\n").unwrap();
+        assert_eq!(
+            job_logs(tmp.path(), "abc"),
+            [dir.log("5"), dir.log("7_3"), dir.log("12")]
+        );
         assert!(job_logs(tmp.path(), "other").is_empty());
         assert_eq!(job_label(dir.path()), None);
         dir.write(&dir.job(), b"{not a job").unwrap();

@@ -38,6 +38,9 @@ pub struct SlurmProfile {
     /// Seconds between two polls of `squeue` (default 10: a login node and slurmctld are
     /// shared with every other user).
     pub poll_interval: Option<f64>,
+    /// Whether the ready instances of one stage go to Slurm as one job array (default `true`);
+    /// `false` submits one job per instance, for clusters that refuse arrays.
+    pub arrays: Option<bool>,
     /// The folder holding `sbatch`, `squeue`, ... when they are not on `PATH`.
     pub bin_dir: Option<std::path::PathBuf>,
     /// What stages that need a device slot (training, embedding) ask for.
@@ -133,22 +136,200 @@ impl Request {
     }
 }
 
-/// Options the executor sets itself; the profile may not.
+/// Options the executor sets itself; the profile may not (long names, and short letters).
 const RESERVED: &[&str] = &[
-    "--output",
-    "--error",
-    "--job-name",
-    "--parsable",
-    "--wrap",
-    "--open-mode",
-    "--array",
-    "--chdir",
-    "-o",
-    "-e",
-    "-J",
-    "-a",
-    "-D",
+    "output",
+    "error",
+    "job-name",
+    "parsable",
+    "wrap",
+    "open-mode",
+    "array",
+    "chdir",
 ];
+const RESERVED_SHORT: &[char] = &['o', 'e', 'J', 'a', 'D'];
+
+/// Options that ask for GPUs: the executor must know of a GPU to hand the stage its device,
+/// so they belong in the class's `gres` or `gpus`, never in `sbatch_args`.
+const GPU_OPTIONS: &[&str] = &[
+    "gres",
+    "gpus",
+    "gpus-per-node",
+    "gpus-per-socket",
+    "gpus-per-task",
+    "tres-per-task",
+];
+const GPU_SHORT: &[char] = &['G'];
+
+/// Short options of `sbatch` that take no value, so `-vJname` is `-v` then `-J name`.
+const SHORT_FLAGS: &[char] = &['h', 'H', 'I', 'k', 'O', 'Q', 's', 'v', 'V', 'W'];
+
+/// Every long option of `sbatch` (Slurm 23.11), for its unique-prefix rule: `getopt_long`
+/// takes `--outp` as `--output`, so a reserved option must be recognised by any prefix that
+/// names it alone.
+const SBATCH_LONG: &[&str] = &[
+    "account",
+    "acctg-freq",
+    "array",
+    "batch",
+    "bb",
+    "bbf",
+    "begin",
+    "chdir",
+    "cluster-constraint",
+    "clusters",
+    "comment",
+    "constraint",
+    "container",
+    "container-id",
+    "contiguous",
+    "core-spec",
+    "cores-per-socket",
+    "cpu-freq",
+    "cpus-per-gpu",
+    "cpus-per-task",
+    "deadline",
+    "delay-boot",
+    "dependency",
+    "distribution",
+    "error",
+    "exclude",
+    "exclusive",
+    "export",
+    "export-file",
+    "extra",
+    "extra-node-info",
+    "get-user-env",
+    "gid",
+    "gpu-bind",
+    "gpu-freq",
+    "gpus",
+    "gpus-per-node",
+    "gpus-per-socket",
+    "gpus-per-task",
+    "gres",
+    "gres-flags",
+    "help",
+    "hint",
+    "hold",
+    "ignore-pbs",
+    "input",
+    "job-name",
+    "kill-on-invalid-dep",
+    "licenses",
+    "mail-type",
+    "mail-user",
+    "mcs-label",
+    "mem",
+    "mem-bind",
+    "mem-per-cpu",
+    "mem-per-gpu",
+    "mincpus",
+    "network",
+    "nice",
+    "no-kill",
+    "no-requeue",
+    "nodefile",
+    "nodelist",
+    "nodes",
+    "ntasks",
+    "ntasks-per-core",
+    "ntasks-per-gpu",
+    "ntasks-per-node",
+    "ntasks-per-socket",
+    "open-mode",
+    "output",
+    "overcommit",
+    "oversubscribe",
+    "parsable",
+    "partition",
+    "power",
+    "prefer",
+    "priority",
+    "profile",
+    "propagate",
+    "qos",
+    "quiet",
+    "reboot",
+    "requeue",
+    "reservation",
+    "resv-ports",
+    "signal",
+    "sockets-per-node",
+    "spread-job",
+    "switches",
+    "test-only",
+    "thread-spec",
+    "threads-per-core",
+    "time",
+    "time-min",
+    "tmp",
+    "tres-bind",
+    "tres-per-task",
+    "uid",
+    "usage",
+    "use-min-nodes",
+    "verbose",
+    "version",
+    "wait",
+    "wait-all-nodes",
+    "wckey",
+    "wrap",
+];
+
+/// What one `sbatch_args` entry is, read as `sbatch` reads it.
+#[derive(Debug, PartialEq)]
+enum SbatchOption {
+    /// An option asymflow sets itself (its full name).
+    Reserved(String),
+    /// An option that asks for GPUs (its full name).
+    Gpu(String),
+    /// An abbreviation that names several options (they are listed).
+    Ambiguous(String, Vec<&'static str>),
+    /// Anything else.
+    Other,
+}
+
+/// Reads `arg` (`--name[=value]` or `-Xvalue`) with `getopt_long`'s rules.
+fn classify(arg: &str) -> SbatchOption {
+    if let Some(long) = arg.strip_prefix("--") {
+        let name = long.split('=').next().unwrap_or(long);
+        let full: &str = if SBATCH_LONG.contains(&name) {
+            name
+        } else {
+            let matches: Vec<&'static str> = SBATCH_LONG
+                .iter()
+                .copied()
+                .filter(|o| !name.is_empty() && o.starts_with(name))
+                .collect();
+            match matches.as_slice() {
+                [] => return SbatchOption::Other,
+                [one] => one,
+                _ => return SbatchOption::Ambiguous(name.to_string(), matches),
+            }
+        };
+        return if RESERVED.contains(&full) {
+            SbatchOption::Reserved(format!("--{full}"))
+        } else if GPU_OPTIONS.contains(&full) {
+            SbatchOption::Gpu(format!("--{full}"))
+        } else {
+            SbatchOption::Other
+        };
+    }
+    for c in arg.chars().skip(1) {
+        if SHORT_FLAGS.contains(&c) {
+            continue;
+        }
+        if RESERVED_SHORT.contains(&c) {
+            return SbatchOption::Reserved(format!("-{c}"));
+        }
+        if GPU_SHORT.contains(&c) {
+            return SbatchOption::Gpu(format!("-{c}"));
+        }
+        break;
+    }
+    SbatchOption::Other
+}
 
 impl SlurmProfile {
     /// Whether stages of `class` go to the cluster (device stages always; CPU stages only
@@ -192,6 +373,11 @@ impl SlurmProfile {
         } else {
             "local (a CPU stage; an [executor.slurm.cpu] table would submit it)".to_string()
         }
+    }
+
+    /// Whether stages are submitted as job arrays.
+    pub fn arrays(&self) -> bool {
+        self.arrays.unwrap_or(true)
     }
 
     /// Seconds between polls.
@@ -305,19 +491,24 @@ fn check_common(
                 ),
             });
         }
-        let name = a.split('=').next().unwrap_or(a);
-        let reserved = RESERVED
-            .iter()
-            .any(|r| name == *r || (r.len() == 2 && name.starts_with(r) && !a.starts_with("--")));
-        if reserved {
-            return Err(ProfileError {
-                field: f,
-                message: format!(
-                    "`{name}` is set by asymflow itself (job name with the key, log under the \
-                     cache); remove it"
-                ),
-            });
-        }
+        let message = match classify(a) {
+            SbatchOption::Reserved(name) => format!(
+                "`{a}` is `{name}`, which asymflow sets itself (job name with the key, log under \
+                 the cache, job arrays); remove it"
+            ),
+            SbatchOption::Gpu(name) => format!(
+                "`{a}` is `{name}`, which asks for GPUs; asymflow must know of a job's GPU to \
+                 train on it, so write it as `gres = \"gpu:1\"` (or `gpus = \"1\"`) under \
+                 [executor.slurm.device] instead"
+            ),
+            SbatchOption::Ambiguous(name, options) => format!(
+                "`--{name}` is an abbreviation sbatch cannot resolve (it could be --{}); write \
+                 the option in full",
+                options.join(", --")
+            ),
+            SbatchOption::Other => continue,
+        };
+        return Err(ProfileError { field: f, message });
     }
     Ok(())
 }
@@ -505,12 +696,12 @@ mod tests {
             (
                 "sbatch_args = [\"--output=x\"]",
                 ".sbatch_args[0]",
-                "set by asymflow",
+                "sets itself",
             ),
             (
                 "sbatch_args = [\"-Jname\"]",
                 ".sbatch_args[0]",
-                "set by asymflow",
+                "sets itself",
             ),
             (
                 "sbatch_args = [\"qos=normal\"]",
@@ -540,6 +731,51 @@ mod tests {
             assert_eq!(err.field, field, "{line}: {err}");
             assert!(err.to_string().contains(hint), "{line}: {err}");
             assert!(err.to_string().starts_with("executor.slurm."), "{err}");
+        }
+    }
+
+    #[test]
+    fn abbreviations_and_gpu_options_in_sbatch_args_are_read_as_sbatch_reads_them() {
+        let refused = [
+            ("--outp=x.log", "`--output`"),
+            ("--job=x", "`--job-name`"),
+            ("--arr=0-3", "`--array`"),
+            ("--ch=/tmp", "`--chdir`"),
+            ("--pars", "`--parsable`"),
+            ("-vJname", "`-J`"),
+            ("--gres=gpu:1", "[executor.slurm.device]"),
+            ("--gpus=2", "[executor.slurm.device]"),
+            ("--gpus-per-node=1", "[executor.slurm.device]"),
+            ("--tres-per-task=gres/gpu:1", "[executor.slurm.device]"),
+            ("-G1", "[executor.slurm.device]"),
+            ("--gre=gpu:1", "--gres, --gres-flags"),
+            ("--par=gpu", "write the option in full"),
+        ];
+        for (arg, hint) in refused {
+            let p = SlurmProfile {
+                sbatch_args: vec![arg.to_string()],
+                ..SlurmProfile::default()
+            };
+            let err = p.validate().unwrap_err().to_string();
+            assert!(err.contains(hint), "{arg}: {err}");
+        }
+        for arg in [
+            "--qos=normal",
+            "--constraint=a100",
+            "--mem-per-gpu=10G",
+            "--gres-flags=enforce-binding",
+            "--exclusive",
+            "-vq",
+            "--some-future-option=1",
+        ] {
+            let p = SlurmProfile {
+                device: ClassProfile {
+                    sbatch_args: vec![arg.to_string()],
+                    ..ClassProfile::default()
+                },
+                ..SlurmProfile::default()
+            };
+            assert_eq!(p.validate(), Ok(()), "{arg}");
         }
     }
 

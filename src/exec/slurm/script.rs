@@ -12,7 +12,7 @@
 use crate::exec::executor::Job;
 
 use super::command::{JobCommand, JOB_PLACEHOLDER, RESULT_PLACEHOLDER};
-use super::layout::JobDir;
+use super::layout::{ArrayDir, JobDir};
 use super::profile::Request;
 
 /// What to submit.
@@ -29,48 +29,109 @@ pub struct Submission {
 #[error("{0}")]
 pub struct RenderError(pub String);
 
-/// The job name: `asymflow-STAGE-KEY` (the stage cut to letters, digits, `-`, `_`).
+/// The job name: the instance's label cut to what reads well in `squeue` (letters, digits,
+/// `.`, `=`, `-`, the rest as `_`; at most 48 characters), then `-asymflow-` and the first 16
+/// digits of the key: `train_seed=0-asymflow-0123456789abcdef`. `squeue`'s default format
+/// shows the first 8 characters of a name, so the stage comes first.
 pub fn job_name(job: &Job) -> String {
-    let stage: String = job
-        .stage
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(40)
-        .collect();
-    format!("asymflow-{stage}-{}", job.key)
+    format!(
+        "{}-asymflow-{}",
+        name_part(&job.label, 48),
+        job.key.get(..16).unwrap_or(&job.key)
+    )
 }
 
-/// Renders the script and arguments for `job` into `dir`.
+/// `text` as a Slurm name: letters, digits, `.`, `=`, `-`; every run of other characters one
+/// `_`; no `_` at either end; at most `max` characters.
+pub(crate) fn name_part(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || ".=-".contains(c) {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let cut: String = out.trim_matches('_').chars().take(max).collect();
+    let cut = cut.trim_end_matches('_');
+    if cut.is_empty() {
+        "stage".to_string()
+    } else {
+        cut.to_string()
+    }
+}
+
+/// What one `sbatch` call submits.
+#[derive(Debug, Clone, Copy)]
+pub enum Batch<'a> {
+    /// One job, its files in its key's folder.
+    Single(&'a Job, &'a JobDir),
+    /// A job array: element `i` runs `jobs[i]`, whose folder the array folder links as `i`;
+    /// at most `throttle` elements run at once (`--array=0-N%K`).
+    Array {
+        /// The jobs, in element order (one stage, one project).
+        jobs: &'a [&'a Job],
+        /// The array's folder.
+        dir: &'a ArrayDir,
+        /// `%K`.
+        throttle: Option<usize>,
+    },
+}
+
+/// The job array's name: the stage, cut as [`job_name`] cuts a label, then `-asymflow-` and
+/// the array folder's hash.
+pub fn array_name(stage: &str, dir: &ArrayDir) -> String {
+    format!("{}-asymflow-{}", name_part(stage, 48), dir.hash())
+}
+
+/// Renders the script and arguments of `batch`.
 pub fn render(
-    job: &Job,
-    dir: &JobDir,
+    batch: Batch<'_>,
     request: &Request,
     setup: Option<&str>,
     command: &JobCommand,
 ) -> Result<Submission, RenderError> {
-    let folder = dir.path().to_string_lossy();
+    let (first, folder, script) = match batch {
+        Batch::Single(job, dir) => (job, dir.path().to_path_buf(), dir.script()),
+        Batch::Array { jobs, dir, .. } => {
+            let first = jobs
+                .first()
+                .ok_or_else(|| RenderError("an empty job array".into()))?;
+            (*first, dir.path().to_path_buf(), dir.script())
+        }
+    };
+    let folder = folder.to_string_lossy().into_owned();
     if folder.contains('%') {
         return Err(RenderError(format!(
             "the cache folder {folder} contains `%`, which sbatch reads as a pattern in log \
              names; move the cache (--cache DIR)"
         )));
     }
-    let project = std::path::absolute(&job.project_dir).unwrap_or_else(|_| job.project_dir.clone());
+    let project =
+        std::path::absolute(&first.project_dir).unwrap_or_else(|_| first.project_dir.clone());
+    let (name, output) = match batch {
+        Batch::Single(job, _) => (job_name(job), format!("{folder}/%j.log")),
+        Batch::Array { dir, .. } => (
+            array_name(&first.stage, dir),
+            format!("{folder}/%a/%A_%a.log"),
+        ),
+    };
     let mut args = vec![
         "--parsable".to_string(),
-        format!("--job-name={}", job_name(job)),
-        format!("--output={folder}/%j.log"),
+        format!("--job-name={name}"),
+        format!("--output={output}"),
         "--open-mode=append".to_string(),
         format!("--chdir={}", project.display()),
     ];
+    if let Batch::Array { jobs, throttle, .. } = batch {
+        let mut spec = format!("--array=0-{}", jobs.len() - 1);
+        if let Some(k) = throttle {
+            spec.push_str(&format!("%{k}"));
+        }
+        args.push(spec);
+    }
     args.extend(request.to_args());
-    args.push(dir.script().to_string_lossy().into_owned());
+    args.push(script.to_string_lossy().into_owned());
 
     let line: Vec<String> = command
         .argv()
@@ -86,14 +147,46 @@ pub fn render(
         .collect();
     let mut s = String::new();
     s.push_str("#!/bin/bash\n");
-    s.push_str(&format!("# asymflow: {} (key {})\n", job.label, job.key));
-    s.push_str(&format!("# submitted with: {}\n", submitted.join(" ")));
-    s.push_str(&format!("dir={}\n", quote(&folder)));
-    s.push_str("result=\"$dir/$SLURM_JOB_ID.result.json\"\n");
-    s.push_str("exit_file=\"$dir/$SLURM_JOB_ID.exit\"\n");
+    match batch {
+        Batch::Single(job, _) => {
+            s.push_str(&comment(&format!(
+                "asymflow: {} (key {})",
+                job.label, job.key
+            )));
+        }
+        Batch::Array { jobs, .. } => {
+            s.push_str(&comment(&format!(
+                "asymflow: a job array of {} instances of stage {}",
+                jobs.len(),
+                first.stage
+            )));
+            for (i, job) in jobs.iter().enumerate() {
+                s.push_str(&comment(&format!("  {i}: {} (key {})", job.label, job.key)));
+            }
+        }
+    }
+    s.push_str(&comment(&format!(
+        "submitted with: {}",
+        submitted.join(" ")
+    )));
+    match batch {
+        Batch::Single(..) => {
+            s.push_str(&format!("dir={}\n", quote(&folder)));
+            s.push_str("id=\"$SLURM_JOB_ID\"\n");
+        }
+        Batch::Array { .. } => {
+            s.push_str(&format!(
+                "dir={}/\"$SLURM_ARRAY_TASK_ID\"\n",
+                quote(&folder)
+            ));
+            s.push_str("id=\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n");
+        }
+    }
+    s.push_str("result=\"$dir/$id.result.json\"\n");
+    s.push_str("exit_file=\"$dir/$id.exit\"\n");
     s.push_str("rm -f \"$result\" \"$exit_file\"\n");
     s.push_str(
-        "echo \"asymflow: Slurm job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}) on \
+        "echo \"asymflow: Slurm job $id (restart ${SLURM_RESTART_COUNT:-0}) on \
          $(hostname), CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}\"\n",
     );
     s.push_str(
@@ -110,6 +203,23 @@ pub fn render(
     s.push('\n');
     s.push_str("finish $?\n");
     Ok(Submission { script: s, args })
+}
+
+/// `text` as one comment line of the script: every character that could end the line or
+/// confuse a terminal (newlines, carriage returns, other control characters) is written as a
+/// visible escape (`\n`, `\u{1b}`), so a label from a pipeline file can never become a
+/// command. The rest of the script quotes every value it holds with [`quote`].
+pub fn comment(text: &str) -> String {
+    let mut line = String::from("# ");
+    for c in text.chars() {
+        if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line.push('\n');
+    line
 }
 
 /// `text` as one shell word.
@@ -165,12 +275,18 @@ mod tests {
             ..Request::default()
         };
         let cmd = JobCommand::asymflow_exec(Path::new("/opt/asym flow/asymflow"));
-        let sub = render(&j, &dir, &request, Some("module load cuda"), &cmd).unwrap();
+        let sub = render(
+            Batch::Single(&j, &dir),
+            &request,
+            Some("module load cuda"),
+            &cmd,
+        )
+        .unwrap();
         assert_eq!(
             sub.args,
             [
                 "--parsable",
-                "--job-name=asymflow-teacher_v2-abc",
+                "--job-name=teacher_seed=0-asymflow-abc",
                 "--output=/proj/cache/slurm/abc/%j.log",
                 "--open-mode=append",
                 "--chdir=/proj",
@@ -196,14 +312,83 @@ mod tests {
         j.cache_dir = PathBuf::from("/tmp/100%/cache");
         let dir = JobDir::new(&j.cache_dir, &j.key);
         let err = render(
-            &j,
-            &dir,
+            Batch::Single(&j, &dir),
             &Request::default(),
             None,
             &JobCommand::new(["true"]),
         )
         .unwrap_err();
         assert!(err.0.contains("--cache"), "{err}");
+    }
+
+    #[test]
+    fn a_label_with_a_newline_stays_in_its_comment() {
+        let mut j = job("abc");
+        j.label = "t[tag=a\ntouch /tmp/x #,b=`id`$(id)\r\u{1b}]".into();
+        let dir = JobDir::new(&j.cache_dir, &j.key);
+        let sub = render(
+            Batch::Single(&j, &dir),
+            &Request::default(),
+            None,
+            &JobCommand::new(["true"]),
+        )
+        .unwrap();
+        let first: Vec<&str> = sub.script.lines().skip(1).take(2).collect();
+        assert_eq!(
+            first[0],
+            "# asymflow: t[tag=a\\ntouch /tmp/x #,b=`id`$(id)\\r\\u{1b}] (key abc)"
+        );
+        assert!(
+            first[1].starts_with("# submitted with: sbatch"),
+            "{}",
+            sub.script
+        );
+        for line in sub.script.lines().filter(|l| l.contains("touch")) {
+            assert!(line.starts_with("# "), "{line}");
+        }
+        assert_eq!(
+            name_part("t[tag=a\ntouch /tmp/x #]", 48),
+            "t_tag=a_touch_tmp_x"
+        );
+        assert_eq!(name_part("[[]]", 48), "stage");
+    }
+
+    #[test]
+    fn an_array_runs_each_element_from_its_own_folder_with_a_throttle() {
+        let (a, mut b) = (job("k0"), job("k1"));
+        b.label = "teacher[seed=1]".into();
+        let dir = ArrayDir::new(&a.cache_dir, &["k0", "k1"]);
+        let jobs = [&a, &b];
+        let batch = Batch::Array {
+            jobs: &jobs,
+            dir: &dir,
+            throttle: Some(4),
+        };
+        let sub = render(batch, &Request::default(), None, &JobCommand::new(["true"])).unwrap();
+        let folder = dir.path().display().to_string();
+        assert_eq!(
+            sub.args,
+            [
+                "--parsable".to_string(),
+                format!("--job-name=teacher.v2-asymflow-{}", dir.hash()),
+                format!("--output={folder}/%a/%A_%a.log"),
+                "--open-mode=append".into(),
+                "--chdir=/proj".into(),
+                "--array=0-1%4".into(),
+                format!("{folder}/job.sh"),
+            ]
+        );
+        let s = &sub.script;
+        assert!(s.contains("#   1: teacher[seed=1] (key k1)\n"), "{s}");
+        assert!(
+            s.contains(&format!("dir={folder}/\"$SLURM_ARRAY_TASK_ID\"\n")),
+            "{s}"
+        );
+        assert!(
+            s.contains("id=\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n"),
+            "{s}"
+        );
+        assert!(s.contains("result=\"$dir/$id.result.json\"\n"), "{s}");
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! What Slurm says about a job: its state words, and the three tools' output parsed into them.
 //!
 //! Parsing is kept apart from running the tools so each format is tested on captured text:
-//! `squeue -h -t all -j IDS -o '%i|%T|%r|%N'` (one line per job slurmctld still holds),
+//! `squeue -h -r -t all -j IDS -o '%i|%T|%r|%N'` (one line per job, or per element of a job
+//! array as `ARRAYID_INDEX`, that slurmctld still holds),
 //! `scontrol show job -o ID` (one line of `Key=Value` words, for a job that left squeue's
-//! view) and `sacct -n -P -X -j IDS -o JobIDRaw,State,ExitCode` (only where accounting
-//! exists: it remembers jobs slurmctld has purged).
+//! view) and `sacct -n -P -X -j IDS -o JobID,State,ExitCode` (only where accounting
+//! exists: it remembers jobs slurmctld has purged; `JobID` names array elements as squeue
+//! does).
 
 use std::collections::BTreeMap;
 
@@ -202,15 +204,20 @@ pub fn parse_scontrol(text: &str) -> Option<(String, Sighting)> {
 }
 
 /// The `-o` format [`parse_sacct`] reads.
-pub const SACCT_FORMAT: &str = "JobIDRaw,State,ExitCode";
+pub const SACCT_FORMAT: &str = "JobID,State,ExitCode";
 
-/// Parses `sacct -n -P -X -o JobIDRaw,State,ExitCode`: job id -> sighting. With several
-/// records of one id (a requeued job), the last one counts.
+/// Parses `sacct -n -P -X -o JobID,State,ExitCode`: job id -> sighting. With several
+/// records of one id (a requeued job), the last one counts; steps (`7.batch`) and array
+/// elements not yet started (`7_[3-9]`) are skipped.
 pub fn parse_sacct(text: &str) -> BTreeMap<String, Sighting> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.trim().split('|').collect();
-        if fields.len() < 2 || fields[0].is_empty() || fields[0].contains('.') {
+        if fields.len() < 2
+            || fields[0].is_empty()
+            || fields[0].contains('.')
+            || fields[0].contains('[')
+        {
             continue;
         }
         let mut s = Sighting::of(SlurmState::parse(fields[1]));
@@ -270,9 +277,11 @@ mod tests {
     #[test]
     fn sacct_keeps_allocations_and_the_last_record() {
         let text =
-            "7|PREEMPTED|0:0\n7|COMPLETED|0:0\n7.batch|COMPLETED|0:0\n8|CANCELLED by 0|0:0\n";
+            "7|PREEMPTED|0:0\n7|COMPLETED|0:0\n7.batch|COMPLETED|0:0\n8|CANCELLED by 0|0:0\n\
+                    9_0|TIMEOUT|0:15\n9_[1-4%2]|PENDING|0:0\n";
         let jobs = parse_sacct(text);
-        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs.len(), 3);
+        assert_eq!(jobs["9_0"].state, SlurmState::Timeout);
         assert_eq!(jobs["7"].state, SlurmState::Completed);
         assert_eq!(jobs["8"].state, SlurmState::Cancelled);
     }

@@ -85,17 +85,27 @@ impl Tools {
             .ok_or_else(|| err(format!("printed no job id: {:?}", ran.stdout.trim())))
     }
 
-    /// `squeue` for `ids`: the jobs slurmctld still holds, in any state.
+    /// `squeue` for `ids` (`1234`, or `1234_7` for an array element): the jobs slurmctld
+    /// still holds, in any state. Elements are asked for by their array (one id for all of
+    /// them), each listed on its own line (`-r`).
     pub fn squeue(&self, ids: &[String]) -> Result<BTreeMap<String, Sighting>, ToolError> {
         if ids.is_empty() {
             return Ok(BTreeMap::new());
         }
+        let mut bases: Vec<&str> = ids
+            .iter()
+            .map(|id| id.split('_').next().unwrap_or(id))
+            .collect();
+        bases.dedup();
+        bases.sort_unstable();
+        bases.dedup();
         let args = [
             "-h".to_string(),
+            "-r".into(),
             "-t".into(),
             "all".into(),
             "-j".into(),
-            ids.join(","),
+            bases.join(","),
             "-o".into(),
             SQUEUE_FORMAT.into(),
         ];
@@ -112,12 +122,12 @@ impl Tools {
         }
     }
 
-    /// This user's jobs named `name` that are still queued or running, with the folder each
-    /// writes its log to (`squeue` lists only active jobs by default; `scontrol` gives each
-    /// one's `StdOut`).
-    pub fn active_named(&self, name: &str) -> Result<Vec<(String, PathBuf)>, ToolError> {
+    /// The ids of this user's jobs named `name` that are still queued or running (`squeue`
+    /// lists only active jobs by default, and array elements one by one with `-r`).
+    pub fn active_ids(&self, name: &str) -> Result<Vec<String>, ToolError> {
         let args = [
             "-h".to_string(),
+            "-r".into(),
             "--me".into(),
             "-n".into(),
             name.into(),
@@ -131,16 +141,23 @@ impl Tools {
                 message: ran.stderr,
             });
         }
+        Ok(ran.stdout.split_whitespace().map(str::to_string).collect())
+    }
+
+    /// [`Tools::active_ids`] with the folder each writes its log to (`scontrol` gives each
+    /// one's `StdOut`).
+    pub fn active_named(&self, name: &str) -> Result<Vec<(String, PathBuf)>, ToolError> {
+        let ids = self.active_ids(name)?;
         let mut jobs = Vec::new();
-        for id in ran.stdout.split_whitespace() {
-            let args = ["show".to_string(), "job".into(), "-o".into(), id.into()];
+        for id in &ids {
+            let args = ["show".to_string(), "job".into(), "-o".into(), id.clone()];
             let shown = self.run("scontrol", &args)?;
             let stdout = shown
                 .stdout
                 .split_whitespace()
                 .find_map(|word| word.strip_prefix("StdOut="));
             if let Some(folder) = stdout.and_then(|path| std::path::Path::new(path).parent()) {
-                jobs.push((id.to_string(), folder.to_path_buf()));
+                jobs.push((id.clone(), folder.to_path_buf()));
             }
         }
         Ok(jobs)

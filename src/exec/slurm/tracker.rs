@@ -54,6 +54,8 @@ pub struct Tracker {
     pub slurm_id: String,
     /// The state last seen.
     pub last: Option<SlurmState>,
+    /// Why it waits, as last seen (`Priority`, `ReqNodeNotAvail, ...`).
+    pub reason: Option<String>,
     /// Requeues seen (by this tracker, or reported by `scontrol`).
     pub restarts: u32,
     /// Whether this run asked Slurm to cancel it.
@@ -69,6 +71,7 @@ impl Tracker {
         Tracker {
             slurm_id: slurm_id.into(),
             last: None,
+            reason: None,
             restarts: 0,
             cancel_requested: false,
             preempted_polls: 0,
@@ -93,6 +96,7 @@ impl Tracker {
             return steps;
         };
         self.unknown_polls = 0;
+        self.reason = sighting.reason.clone();
         let state = &sighting.state;
         if let Some(note) = self.transition(sighting) {
             steps.push(Step::Note(note));
@@ -143,10 +147,6 @@ impl Tracker {
                     self.restarts
                 ))
             }
-            st if st.queued() && was.is_none() => Some(match &s.reason {
-                Some(r) => format!("Slurm job {id} is queued ({r})"),
-                None => format!("Slurm job {id} is queued"),
-            }),
             SlurmState::Running if !matches!(was, Some(SlurmState::Completing)) => {
                 Some(match &s.nodes {
                     Some(n) => format!("Slurm job {id} is running on {n}"),
@@ -292,6 +292,55 @@ impl Tracker {
     }
 }
 
+/// Lines libtorch appends to an error: the C++ frames of where it was raised. They make a
+/// CUDA failure kilobytes long and say nothing a user can act on.
+fn native_frame(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("Exception raised from")
+        || t.starts_with("frame #")
+        || t.starts_with("note: run with `RUST_BACKTRACE")
+        || t.starts_with("stack backtrace:")
+        || (t.starts_with("at ") && t.contains(".rs:"))
+        || t.chars().next().is_some_and(|c| c.is_ascii_digit())
+            && t.contains(": ")
+            && t.contains("::")
+}
+
+/// A failure cut to what a user can act on: libtorch's C++ frames and Rust's backtrace lines
+/// dropped from the message and the log tail (then cut to its last
+/// [`super::layout::LOG_TAIL_LINES`] lines), the message's first lines kept, and a CUDA
+/// failure said to be one, with what to check.
+pub fn condense_failure(failure: &mut JobFailure) {
+    let kept: Vec<&str> = failure
+        .message
+        .lines()
+        .take_while(|l| !native_frame(l))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let mut message: String = kept.iter().take(6).copied().collect::<Vec<_>>().join("\n");
+    if message.chars().count() > 1200 {
+        message = message.chars().take(1200).collect::<String>() + " [...]";
+    }
+    if message.is_empty() {
+        message = failure.message.lines().next().unwrap_or("").to_string();
+    }
+    let lower = failure.message.to_ascii_lowercase();
+    let cuda = lower.contains("cuda") && !message.starts_with("CUDA failed");
+    if cuda {
+        message = format!(
+            "CUDA failed on the node: {message}\n(check that the class asks for a GPU the node \
+             has, with `gres` or `gpus` under [executor.slurm.device], that the node's driver \
+             matches the libtorch build, and the `setup` line loads CUDA)"
+        );
+    }
+    failure.message = message;
+    if let Some(tail) = &failure.log_tail {
+        let lines: Vec<&str> = tail.lines().filter(|l| !native_frame(l)).collect();
+        let from = lines.len().saturating_sub(super::layout::LOG_TAIL_LINES);
+        failure.log_tail = (from < lines.len()).then(|| lines[from..].join("\n"));
+    }
+}
+
 fn finish(outcome: JobOutcome) -> Step {
     Step::Finished(Box::new(outcome))
 }
@@ -374,14 +423,58 @@ mod tests {
     }
 
     #[test]
+    fn a_cuda_failure_is_cut_to_what_a_user_can_act_on() {
+        let mut frames = String::from(
+            "stage panicked: called `Result::unwrap()` on an `Err` value: Torch(\"CUDA error: \
+             no kernel image is available for execution on the device\n",
+        );
+        frames.push_str("Exception raised from c10_cuda_check_implementation at ../c10/cuda/CUDAException.cpp:44 (most recent call first):\n");
+        for i in 0..80 {
+            frames.push_str(&format!(
+                "frame #{i}: c10::Error::Error(c10::SourceLocation, std::string) + 0x{i:x} (0x7f in /opt/libtorch/lib/libc10.so)\n"
+            ));
+        }
+        let mut f = JobFailure {
+            reason: FailureReason::Stage,
+            message: frames.clone(),
+            log_tail: Some(format!("epoch 1\n{frames}")),
+        };
+        assert!(f.message.len() > 6000);
+        condense_failure(&mut f);
+        assert!(f.message.len() < 800, "{}", f.message);
+        assert!(
+            f.message
+                .starts_with("CUDA failed on the node: stage panicked"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("no kernel image"), "{}", f.message);
+        assert!(
+            f.message.contains("[executor.slurm.device]"),
+            "{}",
+            f.message
+        );
+        let tail = f.log_tail.unwrap();
+        assert!(!tail.contains("frame #"), "{tail}");
+        assert!(tail.starts_with("epoch 1\n"), "{tail}");
+        // Any other failure keeps its words.
+        let mut plain = JobFailure {
+            reason: FailureReason::Stage,
+            message: "loss is NaN at epoch 3".into(),
+            log_tail: None,
+        };
+        condense_failure(&mut plain);
+        assert_eq!(plain.message, "loss is NaN at epoch 3");
+    }
+
+    #[test]
     fn queued_then_running_then_completed_with_a_result() {
         let mut t = Tracker::new("42");
         let mut pending = seen("PENDING");
         pending.sighting.as_mut().unwrap().reason = Some("Priority".into());
-        assert_eq!(
-            t.observe(&pending),
-            [Step::Note("Slurm job 42 is queued (Priority)".into())]
-        );
+        // Queue waits are the executor's to show, for all jobs at once.
+        assert_eq!(t.observe(&pending), []);
+        assert_eq!(t.reason.as_deref(), Some("Priority"));
         assert_eq!(t.observe(&pending), []);
         assert_eq!(
             t.observe(&seen("RUNNING")),

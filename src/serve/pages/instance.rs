@@ -3,6 +3,11 @@
 //! curves as an interactive chart, and "why would this rerun" against the pipeline file as it
 //! is now. A running instance shows its progress and the log written so far, and the script
 //! keeps both fresh through [`live_json`].
+//!
+//! An object that cannot be read (its bytes no longer match its digest, or the file is
+//! unreadable) is shown as such where it would appear, the outputs table marks it, and the
+//! rest of the page is built as usual: one bad file never hides the instance or stops the
+//! page's live updates.
 
 use std::fmt::Write;
 
@@ -68,6 +73,31 @@ pub(crate) fn log_text(site: &Site, s: &InstanceState) -> Result<Option<String>,
 /// The first 16 characters of a digest, as tables show it.
 fn short(digest: &str) -> &str {
     digest.get(..16).unwrap_or(digest)
+}
+
+/// The log for the page and the live updates: its text, or why it cannot be shown (a corrupt
+/// or unreadable object), so the page is still built.
+fn log_or_error(site: &Site, s: &InstanceState) -> Result<Option<String>, String> {
+    log_text(site, s).map_err(|e| e.to_string())
+}
+
+/// The digests of `record`'s outputs whose objects turned out corrupt while the page read
+/// them (the log, the loss curves, folder manifests).
+fn corrupt_outputs(site: &Site, record: &RunRecord) -> std::collections::BTreeSet<String> {
+    record
+        .outputs
+        .iter()
+        .filter(|(name, out)| {
+            name.as_str() == LOG_OUTPUT || name.as_str() == LOSS_OUTPUT || out.is_dir
+        })
+        .filter(|(_, out)| {
+            matches!(
+                objects::read(site.cache(), &out.digest),
+                Err(ServeError::Corrupt(_))
+            )
+        })
+        .map(|(_, out)| out.digest.clone())
+        .collect()
 }
 
 fn loss_curves(site: &Site, record: &RunRecord) -> Option<Value> {
@@ -170,16 +200,23 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
     }
 
     if let Some(record) = &s.record {
+        let corrupt = corrupt_outputs(site, record);
         body.push_str("<section><h2>Outputs</h2><table class=\"grid\" id=\"outputs\"><thead><tr><th>name</th><th>size</th><th>digest</th><th></th></tr></thead><tbody>");
         for (name, out) in &record.outputs {
             let size = objects::size(site.cache(), &out.digest);
             let href = format!("{here}/out/{}", seg(name));
+            let size = size.map(bytes).unwrap_or_else(|| "missing".into());
+            let size = if corrupt.contains(&out.digest) {
+                format!("{size} <span class=\"badge st-failed corrupt\">corrupt</span>")
+            } else {
+                size
+            };
             let _ = write!(
                 body,
                 "<tr><td>{}{}</td><td class=\"num\">{}</td><td><code title=\"{}\">{}</code></td><td><a href=\"{}\" download>download</a></td></tr>",
                 esc(name),
                 if out.is_dir { "/" } else { "" },
-                size.map(bytes).unwrap_or_else(|| "missing".into()),
+                size,
                 esc(&out.digest),
                 esc(short(&out.digest)),
                 esc(&href)
@@ -270,15 +307,22 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
     }
 
     body.push_str("<section><h2>Log</h2>");
-    match log_text(site, s)? {
-        Some(text) => {
+    match log_or_error(site, s) {
+        Ok(Some(text)) => {
             let _ = write!(
                 body,
                 "<p><a href=\"{here}/log\">raw</a></p><pre id=\"log\" class=\"log\">{}</pre>",
                 esc(&text)
             );
         }
-        None => body.push_str("<pre id=\"log\" class=\"log muted\">no log yet</pre>"),
+        Ok(None) => body.push_str("<pre id=\"log\" class=\"log muted\">no log yet</pre>"),
+        Err(why) => {
+            let _ = write!(
+                body,
+                "<pre id=\"log\" class=\"log error\">The log cannot be shown: {}</pre>",
+                esc(&why)
+            );
+        }
     }
     body.push_str("</section>\n");
 
@@ -293,13 +337,19 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
     ))
 }
 
-/// What the script polls on an instance page: status, progress, and the log so far.
+/// What the script polls on an instance page: status, progress, and the log so far (or, in
+/// `log_error`, why it cannot be shown).
 pub(crate) fn live_json(site: &Site, s: &InstanceState) -> Result<Value, ServeError> {
+    let (log, log_error) = match log_or_error(site, s) {
+        Ok(log) => (log, None),
+        Err(why) => (None, Some(why)),
+    };
     Ok(json!({
         "id": s.index,
         "status": s.status.name(),
         "progress": s.progress,
-        "log": log_text(site, s)?,
+        "log": log,
+        "log_error": log_error,
         "metrics": s.record.as_ref().map(|r| &r.metrics),
     }))
 }
