@@ -21,6 +21,7 @@ mod paper_pipelines;
 mod param_groups;
 mod raml;
 mod reliability;
+mod reliability_workers;
 mod remote;
 mod report;
 mod report_footnotes;

@@ -37,6 +37,8 @@ pub struct RawStage {
     pub params: Vec<(SKey, SValue)>,
     /// `gather`: a list of axis names.
     pub gather: Option<SValue>,
+    /// `timeout`: how long a job may run ([`super::timeout`]).
+    pub timeout: Option<SValue>,
 }
 
 const TOP_KEYS: &[&str] = &["pipeline", "vars", "sweep", "stages"];
@@ -48,6 +50,7 @@ pub const STAGE_KEYS: &[&str] = &[
     "inputs",
     "params",
     "gather",
+    "timeout",
     "description",
 ];
 
@@ -100,6 +103,7 @@ impl RawStage {
             inputs: vec![],
             params: vec![],
             gather: None,
+            timeout: None,
         };
         for (k, v) in table.expect_table(&what)? {
             match k.name.as_str() {
@@ -108,6 +112,7 @@ impl RawStage {
                 "inputs" => stage.inputs = v.expect_table(&format!("{what} inputs"))?.to_vec(),
                 "params" => stage.params = v.expect_table(&format!("{what} params"))?.to_vec(),
                 "gather" => stage.gather = Some(v.clone()),
+                "timeout" => stage.timeout = Some(v.clone()),
                 "description" => {}
                 other => return Err(unknown_key(&k.loc, other, &what, STAGE_KEYS)),
             }
@@ -122,6 +127,9 @@ impl RawStage {
         }
         if self.gather.is_none() {
             self.gather = template.gather;
+        }
+        if self.timeout.is_none() {
+            self.timeout = template.timeout;
         }
         merge_entries(&mut self.params, template.params);
         merge_entries(&mut self.inputs, template.inputs);

@@ -323,6 +323,11 @@ fn resolve_stage(
         resolve_params(&stage, (kind, kind_name), vars, axes, axis_names, warnings)?;
     let inputs = resolve_inputs(&stage, (kind, kind_name), stage_names)?;
     let gather = resolve_gather(&stage, kind, axis_names, &params)?;
+    let timeout = stage
+        .timeout
+        .as_ref()
+        .map(super::timeout::parse_timeout)
+        .transpose()?;
     Ok(StageSpec {
         name,
         kind: kind_name.to_string(),
@@ -330,6 +335,7 @@ fn resolve_stage(
         param_locs,
         inputs,
         gather,
+        timeout,
         loc: stage.name.loc.clone(),
     })
 }

@@ -152,6 +152,7 @@ mod tests {
             },
             project_dir: PathBuf::from("/proj"),
             cache_dir: PathBuf::from("/proj/cache"),
+            timeout_seconds: None,
         }
     }
 
