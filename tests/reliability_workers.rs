@@ -361,16 +361,16 @@ fn lying_worker_a_hung_job_fails_past_its_timeout() {
 fn lying_worker_a_silent_worker_fails_its_job_and_a_beating_one_does_not() {
     let p = Project::new();
     let worker = lying_worker(&p, "!hang");
-    let (summary, _) = run_with_worker(&p, &worker, &[("ASYMFLOW_WORKER_SILENCE", "1")]);
+    let (summary, _) = run_with_worker(&p, &worker, &[("ASYMFLOW_WORKER_SILENCE", "3")]);
     assert_both_failed(&summary, "not even a heartbeat");
-    // The real worker beats while a stage sleeps well past the silence limit.
+    // The real worker beats (every second) while a stage sleeps twice the silence limit.
     let p = Project::new();
     p.write(
         "pipelines/sleepy.toml",
-        "[stages.sleepy]\nkind = \"test-echo\"\nparams = { value = 1, sleep_ms = 4000 }\n",
+        "[stages.sleepy]\nkind = \"test-echo\"\nparams = { value = 1, sleep_ms = 6000 }\n",
     );
     let out = in_workers(&p, &["run", "pipelines/sleepy.toml", "--json"])
-        .env("ASYMFLOW_WORKER_SILENCE", "1")
+        .env("ASYMFLOW_WORKER_SILENCE", "3")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
