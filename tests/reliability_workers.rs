@@ -115,7 +115,11 @@ fn a_corrupt_input_of_several_consumers_is_recomputed_once_without_a_panic() {
     assert_eq!(summary["up"].0, "ran", "{summary:?}");
     assert_eq!(summary["down[seed=1]"].0, "ran", "{summary:?}");
     assert_eq!(summary["down[seed=2]"].0, "ran", "{summary:?}");
-    assert_eq!(trace_lines(&p).len(), 2, "the producer ran again exactly once");
+    assert_eq!(
+        trace_lines(&p).len(),
+        2,
+        "the producer ran again exactly once"
+    );
     assert_eq!(leases(&p), 0, "no lease outlives the run");
     verify_clean(&p, "after the recomputation");
 }
@@ -196,7 +200,10 @@ fn assert_gone_within_2s(workers: &[u32], after: &str) {
         // SAFETY: kill has no memory-safety preconditions; these are our own test's workers.
         unsafe { libc::kill(w as i32, libc::SIGKILL) };
     }
-    assert!(left.is_empty(), "workers {left:?} outlived the engine {after}");
+    assert!(
+        left.is_empty(),
+        "workers {left:?} outlived the engine {after}"
+    );
 }
 
 #[test]
@@ -270,10 +277,7 @@ fn run_with_worker(
     p: &Project,
     worker: &std::path::Path,
     extra_env: &[(&str, &str)],
-) -> (
-    std::collections::BTreeMap<String, (String, String)>,
-    String,
-) {
+) -> (std::collections::BTreeMap<String, (String, String)>, String) {
     p.write("pipelines/one.toml", ONE);
     let mut cmd = in_workers(p, &["run", "pipelines/one.toml", "--json", "--keep-going"]);
     cmd.env("ASYMFLOW_WORKER", worker);
@@ -296,7 +300,10 @@ fn run_with_worker(
 }
 
 /// Asserts both stages failed with a reason containing `expected`.
-fn assert_both_failed(summary: &std::collections::BTreeMap<String, (String, String)>, expected: &str) {
+fn assert_both_failed(
+    summary: &std::collections::BTreeMap<String, (String, String)>,
+    expected: &str,
+) {
     for stage in ["a", "b"] {
         let (status, reason) = &summary[stage];
         assert_eq!(status, "failed", "{stage}: {summary:?}");
@@ -344,7 +351,13 @@ fn lying_worker_a_hung_job_fails_past_its_timeout() {
     p.write("pipelines/one.toml", ONE);
     let file = "pipelines/one.toml";
     let text = std::fs::read_to_string(p.path().join(file)).unwrap();
-    p.write(file, &text.replace("kind = \"test-echo\"\n", "kind = \"test-echo\"\ntimeout = \"1s\"\n"));
+    p.write(
+        file,
+        &text.replace(
+            "kind = \"test-echo\"\n",
+            "kind = \"test-echo\"\ntimeout = \"1s\"\n",
+        ),
+    );
     let clock = std::time::Instant::now();
     let mut cmd = in_workers(&p, &["run", file, "--json", "--keep-going"]);
     cmd.env("ASYMFLOW_WORKER", &worker);
@@ -354,7 +367,11 @@ fn lying_worker_a_hung_job_fails_past_its_timeout() {
     let summary = statuses(&out.stdout);
     assert_both_failed(&summary, "timed out");
     assert!(summary["a"].1.contains("`timeout` of 1s"), "{summary:?}");
-    assert!(clock.elapsed() < Duration::from_secs(20), "{:?}", clock.elapsed());
+    assert!(
+        clock.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        clock.elapsed()
+    );
 }
 
 #[test]
@@ -477,7 +494,14 @@ fn disk_full_under_the_index_fails_the_stages_keeps_going_and_prints_the_summary
 
     p.write("pipelines/full.toml", FILLS_UP);
     let child = p
-        .cmd(&["run", "pipelines/full.toml", "--json", "--keep-going", "--jobs", "2"])
+        .cmd(&[
+            "run",
+            "pipelines/full.toml",
+            "--json",
+            "--keep-going",
+            "--jobs",
+            "2",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -500,7 +524,10 @@ fn disk_full_under_the_index_fails_the_stages_keeps_going_and_prints_the_summary
         "{summary:?}"
     );
     assert_eq!(summary["after"].0, "skipped", "{summary:?}");
-    assert_ne!(summary["other"].0, "skipped", "--keep-going ran the other branch");
+    assert_ne!(
+        summary["other"].0, "skipped",
+        "--keep-going ran the other branch"
+    );
 
     // Nothing was lost or half-recorded: with room again, the run completes and verifies.
     std::fs::remove_file(filler).unwrap();

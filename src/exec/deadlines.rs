@@ -108,7 +108,10 @@ mod tests {
             Some(Overdue::TimedOut(Duration::from_secs(5)))
         );
         let unlimited = Clocks::new(t0, None, false);
-        assert_eq!(unlimited.overdue(t0 + Duration::from_secs(1 << 20), SILENCE), None);
+        assert_eq!(
+            unlimited.overdue(t0 + Duration::from_secs(1 << 20), SILENCE),
+            None
+        );
     }
 
     #[test]

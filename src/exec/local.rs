@@ -56,14 +56,20 @@ pub struct LocalOptions {
 enum Message {
     /// An event of a job on an engine thread; `token` tells its submission apart from a later
     /// one of the same instance.
-    Engine { token: u64, event: Box<JobEvent> },
+    Engine {
+        token: u64,
+        event: Box<JobEvent>,
+    },
     /// A line from the worker of `slot` started as `generation`: a message, or why it is none.
     Worker {
         slot: usize,
         generation: u64,
         line: Result<FromWorker, String>,
     },
-    WorkerExited { slot: usize, generation: u64 },
+    WorkerExited {
+        slot: usize,
+        generation: u64,
+    },
 }
 
 struct WorkerProcess {
@@ -225,7 +231,10 @@ impl LocalExecutor {
                 for line in BufReader::new(stdout).lines() {
                     let Ok(line) = line else { break };
                     let line = serde_json::from_str::<FromWorker>(&line).map_err(|e| {
-                        format!("a line that is not a protocol message ({e}): {}", excerpt(&line))
+                        format!(
+                            "a line that is not a protocol message ({e}): {}",
+                            excerpt(&line)
+                        )
                     });
                     let message = Message::Worker {
                         slot,
@@ -714,7 +723,9 @@ impl Executor for LocalExecutor {
         let Some(job) = self.running.get_mut(&id) else {
             return;
         };
-        job.clocks.cancelled.get_or_insert_with(std::time::Instant::now);
+        job.clocks
+            .cancelled
+            .get_or_insert_with(std::time::Instant::now);
         match &job.placement {
             Placement::InProcess { cancel, .. } => cancel.store(true, Ordering::Relaxed),
             Placement::Worker { slot } => {

@@ -507,7 +507,11 @@ mod tests {
             matches!(s.state(2), State::Waiting),
             "c was keyed from a's old result: it waits for the recomputed one"
         );
-        assert_eq!(s.startable(), Vec::<usize>::new(), "nothing starts before a");
+        assert_eq!(
+            s.startable(),
+            Vec::<usize>::new(),
+            "nothing starts before a"
+        );
         assert_eq!(s.promotable().0, vec![0], "a runs first");
         s.hit(0, record("a"));
         assert_eq!(s.promotable().0, vec![1, 2]);

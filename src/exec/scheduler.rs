@@ -742,7 +742,9 @@ fn object_problem(cache: &Cache, output: &crate::cache::OutputRef) -> Option<Str
         return None;
     }
     match cache.objects().read_manifest(&output.digest) {
-        Err(e) => Some(format!("as folder {shown}, whose manifest is unreadable: {e}")),
+        Err(e) => Some(format!(
+            "as folder {shown}, whose manifest is unreadable: {e}"
+        )),
         Ok(manifest) => manifest
             .entries
             .iter()

@@ -28,7 +28,10 @@ pub(crate) fn parse_timeout(value: &SValue) -> Result<Duration, SpecError> {
         _ => {
             return Err(SpecError::at(
                 &value.loc,
-                format!("`timeout` must be a duration, found a {}", value.type_name()),
+                format!(
+                    "`timeout` must be a duration, found a {}",
+                    value.type_name()
+                ),
             )
             .hint(FORMAT))
         }
