@@ -26,6 +26,7 @@ mod param_groups;
 mod publish_safety;
 mod raml;
 mod reliability;
+mod reliability_workers;
 mod remote;
 mod report;
 mod report_footnotes;

@@ -56,6 +56,7 @@ pub fn job(project: &Path, stage: &str, params: Value) -> Job {
         },
         project_dir: project.to_path_buf(),
         cache_dir: project.join("cache"),
+        timeout_seconds: None,
     }
 }
 

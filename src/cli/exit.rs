@@ -8,7 +8,7 @@
 //! | 2 | bad command line (clap's usage errors) |
 //! | 3 | bad pipeline file or override (nothing ran) |
 //! | 4 | a stage failed, or `plan` found an instance that cannot run |
-//! | 130 | interrupted (Ctrl-C) |
+//! | 130 | interrupted (Ctrl-C, SIGTERM or SIGHUP) |
 
 use std::process::ExitCode;
 
@@ -18,7 +18,7 @@ pub(crate) const ERROR: u8 = 1;
 pub(crate) const BAD_PIPELINE: u8 = 3;
 /// A stage failed (or cannot run).
 pub(crate) const STAGE_FAILED: u8 = 4;
-/// Ctrl-C stopped the run.
+/// Ctrl-C (or SIGTERM, SIGHUP) stopped the run.
 pub(crate) const INTERRUPTED: u8 = 130;
 
 /// The exit-code table for `--help`.

@@ -293,8 +293,11 @@ pub fn folder(
     }
 }
 
-/// First Ctrl-C: stop launching stages and let running ones stop at their next check. Second:
-/// exit at once (the cache stays consistent either way: nothing is recorded half-done).
+/// First Ctrl-C, SIGTERM (what `timeout`, Slurm and systemd send) or SIGHUP (a closed
+/// terminal): stop launching stages and let running ones stop at their next check (a worker
+/// that does not stop within the grace is killed). Second: exit at once; the workers die with
+/// the engine (their parent-death signal). The cache stays consistent either way: nothing is
+/// recorded half-done.
 fn install_ctrl_c(cancel: &Arc<AtomicBool>) {
     let cancel = Arc::clone(cancel);
     let _ = ctrlc::set_handler(move || {

@@ -53,6 +53,18 @@ pub struct Job {
     pub project_dir: PathBuf,
     /// The cache folder whose object store holds the inputs and receives the outputs.
     pub cache_dir: PathBuf,
+    /// The stage's `timeout` in seconds: a job running longer fails. Not in the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+}
+
+impl Job {
+    /// The stage's `timeout`, if it has one.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout_seconds
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(Duration::from_secs_f64)
+    }
 }
 
 /// One upstream result as a job carries it: who made it, and its outputs by digest.

@@ -16,16 +16,24 @@
 //!
 //! A worker that dies (killed, out of memory, a crash in native code) is noticed when its
 //! pipe closes; its job fails with [`FailureReason::Crashed`] (which the scheduler may retry)
-//! and the slot starts a fresh worker for its next job.
+//! and the slot starts a fresh worker for its next job. A worker that breaks the protocol (a
+//! line that is not a message, a job id it is not running) is killed the same way, and so is
+//! one that runs past its stage's `timeout`, falls silent (no heartbeat, [`super::deadlines`])
+//! or ignores a cancel for [`super::deadlines::CANCEL_GRACE`].
+//!
+//! Workers die with the engine: each is started with a parent-death signal (SIGKILL), so a
+//! killed engine (kill -9, out of memory) leaves no worker training on as an orphan.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+use super::deadlines::{shown, silence_limit, Clocks, Overdue};
 use super::executor::{
     Executor, ExecutorError, FailureReason, Job, JobEvent, JobFailure, JobId, JobOutcome,
 };
@@ -46,8 +54,22 @@ pub struct LocalOptions {
 }
 
 enum Message {
-    Event(Box<JobEvent>),
-    WorkerExited { slot: usize, generation: u64 },
+    /// An event of a job on an engine thread; `token` tells its submission apart from a later
+    /// one of the same instance.
+    Engine {
+        token: u64,
+        event: Box<JobEvent>,
+    },
+    /// A line from the worker of `slot` started as `generation`: a message, or why it is none.
+    Worker {
+        slot: usize,
+        generation: u64,
+        line: Result<FromWorker, String>,
+    },
+    WorkerExited {
+        slot: usize,
+        generation: u64,
+    },
 }
 
 struct WorkerProcess {
@@ -68,8 +90,15 @@ struct Slot {
 }
 
 enum Placement {
-    InProcess { cancel: Arc<AtomicBool> },
+    InProcess { cancel: Arc<AtomicBool>, token: u64 },
     Worker { slot: usize },
+}
+
+struct RunningJob {
+    placement: Placement,
+    clocks: Clocks,
+    /// It ran past its timeout and was asked to stop (a job on an engine thread).
+    timed_out: bool,
 }
 
 /// See the module docs.
@@ -80,8 +109,9 @@ pub struct LocalExecutor {
     tx: mpsc::Sender<Message>,
     rx: mpsc::Receiver<Message>,
     slots: Vec<Slot>,
-    running: HashMap<JobId, Placement>,
+    running: HashMap<JobId, RunningJob>,
     generation: u64,
+    silence: Duration,
 }
 
 /// GPUs visible to this process, without loading CUDA: `CUDA_VISIBLE_DEVICES` when set, else
@@ -146,6 +176,7 @@ impl LocalExecutor {
             slots,
             running: HashMap::new(),
             generation: 0,
+            silence: silence_limit(),
         })
     }
 
@@ -158,7 +189,7 @@ impl LocalExecutor {
     fn in_process_jobs(&self) -> usize {
         self.running
             .values()
-            .filter(|p| matches!(p, Placement::InProcess { .. }))
+            .filter(|r| matches!(r.placement, Placement::InProcess { .. }))
             .count()
     }
 
@@ -179,6 +210,12 @@ impl LocalExecutor {
         if let Some(visible) = &s.visible {
             command.env("CUDA_VISIBLE_DEVICES", visible);
         }
+        let engine = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec and only makes
+        // async-signal-safe calls (prctl, getppid); it allocates nothing.
+        unsafe {
+            command.pre_exec(move || die_with_engine(engine));
+        }
         let mut child = command.spawn().map_err(|e| ExecutorError::Spawn {
             program: program.display().to_string(),
             message: e.to_string(),
@@ -193,30 +230,18 @@ impl LocalExecutor {
             .spawn(move || {
                 for line in BufReader::new(stdout).lines() {
                     let Ok(line) = line else { break };
-                    let event = match serde_json::from_str::<FromWorker>(&line) {
-                        Ok(FromWorker::Ready { .. }) => continue,
-                        Ok(FromWorker::Progress {
-                            id,
-                            position,
-                            length,
-                            message,
-                        }) => JobEvent::Progress {
-                            id,
-                            position,
-                            length,
-                            message,
-                        },
-                        Ok(FromWorker::Done { id, outcome }) => JobEvent::Finished {
-                            id,
-                            outcome: *outcome,
-                        },
-                        Err(_) => {
-                            // Not protocol: something in the worker printed to stdout.
-                            eprintln!("{line}");
-                            continue;
-                        }
+                    let line = serde_json::from_str::<FromWorker>(&line).map_err(|e| {
+                        format!(
+                            "a line that is not a protocol message ({e}): {}",
+                            excerpt(&line)
+                        )
+                    });
+                    let message = Message::Worker {
+                        slot,
+                        generation,
+                        line,
                     };
-                    if tx.send(Message::Event(Box::new(event))).is_err() {
+                    if tx.send(message).is_err() {
                         return;
                     }
                 }
@@ -267,6 +292,223 @@ impl LocalExecutor {
             }),
         })
     }
+}
+
+/// A job's failure outcome.
+fn failed(reason: FailureReason, message: String) -> JobOutcome {
+    JobOutcome::Failed(JobFailure {
+        reason,
+        message,
+        log_tail: None,
+    })
+}
+
+impl LocalExecutor {
+    /// Kills the worker of `slot` (it broke the protocol, hung, or overran) and returns the
+    /// job it was running; the slot starts a fresh worker for its next job.
+    fn kill_worker(&mut self, slot: usize) -> Option<JobId> {
+        if let Some(mut process) = self.slots[slot].process.take() {
+            let _ = process.child.kill();
+            let _ = process.child.wait();
+        }
+        let id = self.slots[slot].busy.take()?;
+        self.running.remove(&id);
+        Some(id)
+    }
+
+    /// The worker of `slot` broke the protocol: it is replaced, and its job fails.
+    fn broke_protocol(&mut self, slot: usize, what: &str) -> Option<JobEvent> {
+        let id = self.kill_worker(slot);
+        let message = format!(
+            "the worker process broke the protocol: {what}; it was stopped, nothing it \
+             reported is recorded, and a fresh worker takes the slot's next job"
+        );
+        match id {
+            Some(id) => Some(JobEvent::Finished {
+                id,
+                outcome: failed(FailureReason::Crashed, message),
+            }),
+            None => {
+                eprintln!("asymflow: {message}");
+                None
+            }
+        }
+    }
+
+    /// One line from the worker of `slot`, checked against what the slot runs: only a
+    /// progress or `done` of its own job goes on to the scheduler.
+    fn on_worker_line(
+        &mut self,
+        slot: usize,
+        generation: u64,
+        line: Result<FromWorker, String>,
+    ) -> Option<JobEvent> {
+        let current = self.slots[slot].process.as_ref().map(|p| p.generation);
+        if current != Some(generation) {
+            return None; // a line from a worker already replaced
+        }
+        let busy = self.slots[slot].busy;
+        if let Some(job) = busy.and_then(|id| self.running.get_mut(&id)) {
+            job.clocks.heard = Some(std::time::Instant::now());
+        }
+        let message = match line {
+            Ok(message) => message,
+            Err(what) => return self.broke_protocol(slot, &what),
+        };
+        match message {
+            FromWorker::Ready { .. } | FromWorker::Heartbeat => None,
+            FromWorker::Progress {
+                id,
+                position,
+                length,
+                message,
+            } if busy == Some(id) => Some(JobEvent::Progress {
+                id,
+                position,
+                length,
+                message,
+            }),
+            FromWorker::Done { id, outcome } if busy == Some(id) => {
+                self.slots[slot].busy = None;
+                self.running.remove(&id);
+                Some(JobEvent::Finished {
+                    id,
+                    outcome: *outcome,
+                })
+            }
+            FromWorker::Progress { id, .. } | FromWorker::Done { id, .. } => self.broke_protocol(
+                slot,
+                &format!(
+                    "it reported on job {id}, which it is not running ({})",
+                    busy.map_or("it runs none".into(), |b| format!("it runs job {b}"))
+                ),
+            ),
+        }
+    }
+
+    /// An event of a job on an engine thread; one of an abandoned submission is dropped.
+    fn on_engine_event(&mut self, token: u64, event: JobEvent) -> Option<JobEvent> {
+        let id = match &event {
+            JobEvent::Finished { id, .. } | JobEvent::Progress { id, .. } => *id,
+            JobEvent::Note { .. } => return Some(event),
+        };
+        let job = self.running.get(&id)?;
+        if !matches!(job.placement, Placement::InProcess { token: t, .. } if t == token) {
+            return None;
+        }
+        let JobEvent::Finished { outcome, .. } = event else {
+            return Some(event);
+        };
+        let timed_out = job.clocks.timeout.filter(|_| job.timed_out);
+        self.finish_in_process(id);
+        let outcome = match (timed_out, outcome) {
+            (Some(timeout), JobOutcome::Failed(f)) if f.reason == FailureReason::Interrupted => {
+                failed(FailureReason::Stage, timed_out_message(timeout))
+            }
+            (_, outcome) => outcome,
+        };
+        Some(JobEvent::Finished { id, outcome })
+    }
+
+    fn finish_in_process(&mut self, id: JobId) {
+        self.running.remove(&id);
+        for slot in &mut self.slots {
+            if slot.busy == Some(id) {
+                slot.busy = None;
+            }
+        }
+    }
+
+    /// The first running job that is overdue ([`super::deadlines`]), stopped and reported.
+    fn overdue_job(&mut self) -> Option<JobEvent> {
+        let now = std::time::Instant::now();
+        let (id, why, in_process, timed_out) = self.running.iter().find_map(|(id, job)| {
+            let why = job.clocks.overdue(now, self.silence)?;
+            let in_process = matches!(job.placement, Placement::InProcess { .. });
+            // A stage on an engine thread that overran was asked to stop: it gets the grace.
+            if in_process && job.timed_out && why != Overdue::IgnoredCancel {
+                return None;
+            }
+            Some((*id, why, in_process, job.timed_out))
+        })?;
+        if in_process && matches!(why, Overdue::TimedOut(_)) {
+            // A thread cannot be killed: ask it to stop first.
+            let job = self.running.get_mut(&id)?;
+            job.timed_out = true;
+            job.clocks.cancelled = Some(now);
+            if let Placement::InProcess { cancel, .. } = &job.placement {
+                cancel.store(true, Ordering::Relaxed);
+            }
+            return None;
+        }
+        let timeout = self.running.get(&id).and_then(|j| j.clocks.timeout);
+        let outcome = match (why, timeout) {
+            (Overdue::TimedOut(timeout), _) => {
+                failed(FailureReason::Stage, timed_out_message(timeout))
+            }
+            (Overdue::IgnoredCancel, Some(timeout)) if timed_out => {
+                failed(FailureReason::Stage, timed_out_message(timeout))
+            }
+            (Overdue::Silent(quiet), _) => failed(
+                FailureReason::Crashed,
+                format!(
+                    "its worker process sent nothing for {} (not even a heartbeat): it is hung \
+                     or stopped; it was killed, and a fresh worker takes the slot's next job",
+                    shown(quiet)
+                ),
+            ),
+            (Overdue::IgnoredCancel, _) => failed(
+                FailureReason::Interrupted,
+                format!(
+                    "interrupted; it did not stop within {} and was killed",
+                    shown(super::deadlines::CANCEL_GRACE)
+                ),
+            ),
+        };
+        match self.running.get(&id).map(|j| &j.placement) {
+            Some(Placement::Worker { slot }) => {
+                let slot = *slot;
+                self.kill_worker(slot);
+            }
+            // A thread cannot be killed: its late result is dropped (its token is gone).
+            _ => self.finish_in_process(id),
+        }
+        Some(JobEvent::Finished { id, outcome })
+    }
+}
+
+fn timed_out_message(timeout: Duration) -> String {
+    format!(
+        "timed out: it ran longer than its stage's `timeout` of {} and was stopped; raise \
+         `timeout` in the stage's table if it needs longer",
+        shown(timeout)
+    )
+}
+
+/// At most the first 200 characters of a line, for messages.
+fn excerpt(line: &str) -> String {
+    match line.char_indices().nth(200) {
+        Some((end, _)) => format!("{}...", &line[..end]),
+        None => line.to_string(),
+    }
+}
+
+/// In a worker between fork and exec: ask for SIGKILL when the engine dies, then check that
+/// it has not died already (the signal would never come).
+fn die_with_engine(engine: libc::pid_t) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl and getppid are async-signal-safe system calls without pointers.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() != engine {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = engine;
+    Ok(())
 }
 
 impl Slot {
@@ -325,6 +567,7 @@ pub fn worker_program() -> Result<PathBuf, ExecutorError> {
 
 struct ChannelProgress {
     id: JobId,
+    token: u64,
     tx: mpsc::Sender<Message>,
     state: std::sync::Mutex<(u64, u64, String)>,
 }
@@ -345,12 +588,16 @@ impl ProgressSink for ChannelProgress {
 
 impl ChannelProgress {
     fn send(&self, state: &(u64, u64, String)) {
-        let _ = self.tx.send(Message::Event(Box::new(JobEvent::Progress {
+        let event = JobEvent::Progress {
             id: self.id,
             position: state.0,
             length: state.1,
             message: state.2.clone(),
-        })));
+        };
+        let _ = self.tx.send(Message::Engine {
+            token: self.token,
+            event: Box::new(event),
+        });
     }
 }
 
@@ -379,10 +626,17 @@ impl Executor for LocalExecutor {
             };
             job.resources.threads = 1;
             let cancel = Arc::new(AtomicBool::new(false));
+            self.generation += 1;
+            let token = self.generation;
             self.running.insert(
                 id,
-                Placement::InProcess {
-                    cancel: Arc::clone(&cancel),
+                RunningJob {
+                    placement: Placement::InProcess {
+                        cancel: Arc::clone(&cancel),
+                        token,
+                    },
+                    clocks: Clocks::new(std::time::Instant::now(), job.timeout(), false),
+                    timed_out: false,
                 },
             );
             let (tx, registry) = (self.tx.clone(), Arc::clone(&self.registry));
@@ -390,6 +644,7 @@ impl Executor for LocalExecutor {
             self.pool.spawn(move || {
                 let progress = ChannelProgress {
                     id,
+                    token,
                     tx: tx.clone(),
                     state: std::sync::Mutex::new((0, 0, String::new())),
                 };
@@ -401,7 +656,8 @@ impl Executor for LocalExecutor {
                     &cancel,
                     Some(Box::new(progress)),
                 );
-                let _ = tx.send(Message::Event(Box::new(JobEvent::Finished { id, outcome })));
+                let event = Box::new(JobEvent::Finished { id, outcome });
+                let _ = tx.send(Message::Engine { token, event });
             });
             return Ok(());
         }
@@ -413,6 +669,7 @@ impl Executor for LocalExecutor {
         }
         job.resources.device = self.slots[slot].device;
         job.resources.threads = self.slots[slot].threads;
+        let timeout = job.timeout();
         let message = ToWorker::Job {
             id,
             job: Box::new(job),
@@ -428,46 +685,58 @@ impl Executor for LocalExecutor {
                 .map_err(|e2| ExecutorError::Other(format!("worker pipe: {e}; again: {e2}")))?;
         }
         self.slots[slot].busy = Some(id);
-        self.running.insert(id, Placement::Worker { slot });
+        self.running.insert(
+            id,
+            RunningJob {
+                placement: Placement::Worker { slot },
+                clocks: Clocks::new(std::time::Instant::now(), timeout, true),
+                timed_out: false,
+            },
+        );
         Ok(())
     }
 
     fn next_event(&mut self, timeout: Duration) -> Option<JobEvent> {
         let deadline = std::time::Instant::now() + timeout;
         loop {
+            if let Some(event) = self.overdue_job() {
+                return Some(event);
+            }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let message = self.rx.recv_timeout(left).ok()?;
-            match message {
-                Message::Event(event) => {
-                    let event = *event;
-                    if let JobEvent::Finished { id, .. } = &event {
-                        if self.running.remove(id).is_some() {
-                            for slot in &mut self.slots {
-                                if slot.busy == Some(*id) {
-                                    slot.busy = None;
-                                }
-                            }
-                        }
-                    }
-                    return Some(event);
-                }
-                Message::WorkerExited { slot, generation } => {
-                    if let Some(event) = self.crashed(slot, generation) {
-                        return Some(event);
-                    }
-                }
+            // Wake at least every 100 ms to watch the deadlines.
+            let message = match self.rx.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(message) => message,
+                Err(_) if left.is_zero() => return None,
+                Err(_) => continue,
+            };
+            let event = match message {
+                Message::Engine { token, event } => self.on_engine_event(token, *event),
+                Message::Worker {
+                    slot,
+                    generation,
+                    line,
+                } => self.on_worker_line(slot, generation, line),
+                Message::WorkerExited { slot, generation } => self.crashed(slot, generation),
+            };
+            if event.is_some() {
+                return event;
             }
         }
     }
 
     fn cancel(&mut self, id: JobId) {
-        match self.running.get(&id) {
-            Some(Placement::InProcess { cancel }) => cancel.store(true, Ordering::Relaxed),
-            Some(Placement::Worker { slot }) => {
+        let Some(job) = self.running.get_mut(&id) else {
+            return;
+        };
+        job.clocks
+            .cancelled
+            .get_or_insert_with(std::time::Instant::now);
+        match &job.placement {
+            Placement::InProcess { cancel, .. } => cancel.store(true, Ordering::Relaxed),
+            Placement::Worker { slot } => {
                 let slot = *slot;
                 let _ = self.send_to_worker(slot, &ToWorker::Cancel { id });
             }
-            None => {}
         }
     }
 

@@ -25,6 +25,7 @@
 //! - [`progress`]: progress bars; [`publish`]: reports copied out of the cache.
 //! - [`resolve`]: a pipeline's keys from records, for moving results between caches.
 
+mod deadlines;
 pub mod executor;
 pub mod freshness;
 pub mod local;

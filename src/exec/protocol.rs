@@ -7,10 +7,22 @@
 //! asks the running job to stop (it still answers `done`); `shutdown`, or the end of stdin,
 //! ends the worker after the running job. Bazel's persistent workers speak the same shape of
 //! protocol (a request, a response, over the process's own pipes).
+//!
+//! The worker also sends `heartbeat` every [`HEARTBEAT_EVERY`], from a thread of its own, so
+//! the engine can tell a busy worker from a hung or stopped one. The engine trusts nothing on
+//! this pipe: a line that is not one of these messages, or that names a job the worker is not
+//! running, fails the worker's job and the worker is replaced (see [`super::local`]). The
+//! worker writes its protocol lines to its own copy of stdout and points stdout itself at
+//! stderr, so nothing a stage or a library prints can land between them.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::executor::{Job, JobId, JobOutcome};
+
+/// How often a worker says it is alive.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// Engine -> worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -61,6 +73,8 @@ pub enum FromWorker {
         /// How.
         outcome: Box<JobOutcome>,
     },
+    /// The worker is alive (every [`HEARTBEAT_EVERY`]).
+    Heartbeat,
 }
 
 #[cfg(test)]
@@ -71,6 +85,8 @@ mod tests {
     fn messages_are_one_line_of_json_tagged_by_type() {
         let line = serde_json::to_string(&ToWorker::Cancel { id: 3 }).unwrap();
         assert_eq!(line, r#"{"type":"cancel","id":3}"#);
+        let beat = serde_json::to_string(&FromWorker::Heartbeat).unwrap();
+        assert_eq!(beat, r#"{"type":"heartbeat"}"#);
         let back: FromWorker = serde_json::from_str(
             r#"{"type":"progress","id":1,"position":2,"length":10,"message":"batches"}"#,
         )

@@ -276,13 +276,21 @@ impl Schedule {
     }
 
     /// Every done instance whose result is `key` goes back to waiting (its object turned out
-    /// corrupt); returns them.
+    /// corrupt); returns them. Ready instances that consume one of them go back to waiting
+    /// too: their keys were computed from a result that is no longer there, and they are
+    /// keyed again once it is recomputed (a sweep's other consumers of one corrupt input).
     fn invalidate(&mut self, key: &str) -> Vec<usize> {
         let mut reset = Vec::new();
         for (j, s) in self.states.iter_mut().enumerate() {
             if matches!(s, State::Done { record, .. } if record.key == key) {
                 *s = State::Waiting;
                 reset.push(j);
+            }
+        }
+        for j in 0..self.states.len() {
+            let consumes_reset = self.inputs[j].iter().any(|u| reset.contains(u));
+            if consumes_reset && matches!(self.states[j], State::Ready { .. }) {
+                self.states[j] = State::Waiting;
             }
         }
         reset
@@ -477,6 +485,36 @@ mod tests {
             "then the run gives up on it"
         );
         assert!(matches!(s.state(0), State::Done { .. }));
+    }
+
+    #[test]
+    fn a_corrupt_input_sends_its_other_ready_consumers_back_to_waiting() {
+        // a -> b and a -> c: b and c are two seeds of one consumer of a.
+        let mut s = Schedule::new(
+            ["a", "b", "c"].map(String::from).to_vec(),
+            vec![vec![], vec![0], vec![0]],
+            vec![0, 1, 2],
+            false,
+            0,
+        );
+        s.hit(0, record("a"));
+        assert_eq!(s.promotable().0, vec![1, 2]);
+        make_ready(&mut s, 1, "b");
+        make_ready(&mut s, 2, "c");
+        s.start(1, "{}".into(), Instant::now());
+        assert_eq!(s.recompute_input(1, "a"), Some(vec![0]));
+        assert!(
+            matches!(s.state(2), State::Waiting),
+            "c was keyed from a's old result: it waits for the recomputed one"
+        );
+        assert_eq!(
+            s.startable(),
+            Vec::<usize>::new(),
+            "nothing starts before a"
+        );
+        assert_eq!(s.promotable().0, vec![0], "a runs first");
+        s.hit(0, record("a"));
+        assert_eq!(s.promotable().0, vec![1, 2]);
     }
 
     #[test]

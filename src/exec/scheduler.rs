@@ -186,13 +186,28 @@ pub fn run_with(
     );
     let _heartbeat = Heartbeat::start(cache.dir(), &owner)?;
     let mut driver = Driver::new(plan, registry, cache, options, executor, owner)?;
+    let driven = drive(&mut driver, cancel);
+    // Leases are released whatever happened; one the index cannot release (a full disk) is
+    // taken over by the next run once this process is gone.
+    if let Err(e) = driver.index.release_all(&driver.owner) {
+        driver
+            .progress
+            .println(&format!("note    could not release this run's leases: {e}"));
+    }
+    driven?;
+    driver.progress.finish();
+    Ok(driver.summary(cancel.load(Ordering::Relaxed)))
+}
+
+/// The scheduler's loop, until nothing runs and nothing more may start.
+fn drive(driver: &mut Driver<'_>, cancel: &AtomicBool) -> Result<(), ExecError> {
     loop {
         if cancel.load(Ordering::Relaxed) && !driver.schedule.stopping() {
             for i in driver.schedule.cancel() {
                 driver.executor.cancel(i);
             }
         }
-        driver.key_promotable()?;
+        driver.key_promotable();
         driver.start_ready()?;
         if driver.schedule.finished(!driver.lease_wait.is_empty()) {
             driver.schedule.close(if cancel.load(Ordering::Relaxed) {
@@ -200,16 +215,13 @@ pub fn run_with(
             } else {
                 STOPPED_BY_FAILURE
             });
-            break;
+            return Ok(());
         }
         // Wait for an executor event (or a timeout for leases, heartbeats and Ctrl-C).
         if let Some(event) = driver.executor.next_event(Duration::from_millis(100)) {
-            driver.on_event(event)?;
+            driver.on_event(event);
         }
     }
-    driver.index.release_all(&driver.owner)?;
-    driver.progress.finish();
-    Ok(driver.summary(cancel.load(Ordering::Relaxed)))
 }
 
 /// The I/O around the [`Schedule`] during one run: the index, the leases, the executor and
@@ -280,15 +292,32 @@ impl<'a> Driver<'a> {
 
     /// Keys the instances whose inputs are all done (a hit is done, a miss ready); skips
     /// those whose inputs failed.
-    fn key_promotable(&mut self) -> Result<(), ExecError> {
+    fn key_promotable(&mut self) {
         let (promotable, skipped) = self.schedule.promotable();
         for _ in skipped {
             self.progress.inc();
         }
         for i in promotable {
-            self.key_instance(i)?;
+            if let Err(e) = self.key_instance(i) {
+                self.index_failed(i, "look its key up", &e);
+            }
         }
-        Ok(())
+    }
+
+    /// Instance `i` failed because the index could not `what` (a full disk, an I/O error):
+    /// that stage fails, nothing half-done is recorded, and the run goes on as after any
+    /// failure (on with `--keep-going`, else it stops launching).
+    fn index_failed(&mut self, i: usize, what: &str, error: &dyn std::fmt::Display) {
+        self.progress
+            .println(&format!("failed  {} (details below)", self.label(i)));
+        self.progress.inc();
+        self.schedule.fail(
+            i,
+            format!(
+                "the cache index could not {what}: {error}; nothing was recorded for it (if \
+                 the disk under the cache is full, free space and run again)"
+            ),
+        );
     }
 
     fn key_instance(&mut self, i: usize) -> Result<(), ExecError> {
@@ -350,7 +379,10 @@ impl<'a> Driver<'a> {
     /// them (one batch where it can) and names their jobs in their leases.
     fn start_ready(&mut self) -> Result<(), ExecError> {
         for i in self.schedule.startable() {
-            self.try_start(i)?;
+            match self.try_start(i) {
+                Err(ExecError::Index(e)) => self.index_failed(i, "lease or look up its key", &e),
+                other => other?,
+            }
         }
         self.executor.flush();
         self.record_external()
@@ -409,7 +441,10 @@ impl<'a> Driver<'a> {
         };
         self.lease_wait.remove(&i);
         // Another process may have finished it while we waited for the lease.
-        if let Some(record) = self.index.lookup(&digest)? {
+        let finished = self.index.lookup(&digest).inspect_err(|_| {
+            let _ = self.index.release(&digest, &self.owner);
+        })?;
+        if let Some(record) = finished {
             if outputs_present(self.cache, &record) && !self.options.force.contains(&i) {
                 self.index.release(&digest, &self.owner)?;
                 self.schedule.hit(i, record);
@@ -453,8 +488,15 @@ impl<'a> Driver<'a> {
             // no longer names any.
             let external = self.executor.external_job(i);
             if external.is_some() || adopt.is_some() {
-                self.index
-                    .set_external(&digest, &self.owner, external.as_ref())?;
+                if let Err(e) = self
+                    .index
+                    .set_external(&digest, &self.owner, external.as_ref())
+                {
+                    self.progress.println(&format!(
+                        "note    {}: the lease could not name its job: {e}",
+                        inst.label()
+                    ));
+                }
             }
             if external.is_none() {
                 self.unrecorded.push(i);
@@ -468,7 +510,21 @@ impl<'a> Driver<'a> {
     }
 
     /// One event from the executor: a note or progress for the terminal, or a finished job.
-    fn on_event(&mut self, event: JobEvent) -> Result<(), ExecError> {
+    /// An event naming no instance of the plan is dropped with a note: executors report what
+    /// their workers say, and a worker's word is not trusted.
+    fn on_event(&mut self, event: JobEvent) {
+        let id = match &event {
+            JobEvent::Note { id, .. }
+            | JobEvent::Progress { id, .. }
+            | JobEvent::Finished { id, .. } => *id,
+        };
+        if id >= self.plan.instances().len() {
+            self.progress.println(&format!(
+                "note    ignored an executor event about job {id}, which this run never \
+                 submitted"
+            ));
+            return;
+        }
         match event {
             JobEvent::Note { id, message } => {
                 self.progress
@@ -486,13 +542,13 @@ impl<'a> Driver<'a> {
                     bar.set_message(format!("{} {message}", self.label(id)));
                 }
             }
-            JobEvent::Finished { id, outcome } => self.on_finished(id, outcome)?,
+            JobEvent::Finished { id, outcome } => self.on_finished(id, outcome),
         }
-        Ok(())
     }
 
     /// A job ended: record its result in one transaction, or decide what its failure means.
-    fn on_finished(&mut self, i: usize, outcome: JobOutcome) -> Result<(), ExecError> {
+    /// The index failing to do so fails this stage only.
+    fn on_finished(&mut self, i: usize, outcome: JobOutcome) {
         if let Some(bar) = self.bars.remove(&i) {
             bar.finish_and_clear();
         }
@@ -503,15 +559,24 @@ impl<'a> Driver<'a> {
             started,
         } = self.schedule.state(i).clone()
         else {
-            return Ok(());
+            return;
         };
-        self.index.release(&digest, &self.owner)?;
+        if let Err(e) = self.index.release(&digest, &self.owner) {
+            self.progress.println(&format!(
+                "note    {}: could not release its lease: {e}",
+                self.label(i)
+            ));
+        }
         let kind = &self.plan.instances()[i].kind;
-        match contract_checked(outcome, self.registry, kind) {
+        let outcome = contract_checked(objects_checked(outcome, self.cache), self.registry, kind);
+        let recorded = match outcome {
             JobOutcome::Done(result) => {
                 self.on_success(i, &digest, &key_json, &reasons, started, *result)
             }
             JobOutcome::Failed(failure) => self.on_failure(i, &digest, &key_json, started, failure),
+        };
+        if let Err(e) = recorded {
+            self.index_failed(i, "record its outcome", &e);
         }
     }
 
@@ -532,7 +597,13 @@ impl<'a> Driver<'a> {
         let record = success_record(self.plan, i, digest, key_json, result);
         self.index
             .record_success(&record, &object_sizes(&record, self.cache))?;
-        self.index.record_provenance(&record.key, &provenance)?;
+        if let Err(e) = self.index.record_provenance(&record.key, &provenance) {
+            // The result is recorded; only where it ran is missing.
+            self.progress.println(&format!(
+                "note    {}: its provenance could not be recorded: {e}",
+                self.label(i)
+            ));
+        }
         let progress = &self.progress;
         if let Some(remote) = self.options.remote.as_ref().filter(|r| r.push_after_run()) {
             remote.push_after(self.cache, &record, &|m| progress.println(m));
@@ -671,6 +742,57 @@ impl<'a> Driver<'a> {
     }
 }
 
+/// `outcome`, or a failure when a finished job reports an output the object store does not
+/// hold under that digest (a malformed digest, an absent object, a folder whose manifest or
+/// files are missing). A worker's report is checked, not believed: the index only ever names
+/// objects that are there.
+fn objects_checked(outcome: JobOutcome, cache: &Cache) -> JobOutcome {
+    let JobOutcome::Done(result) = outcome else {
+        return outcome;
+    };
+    let missing = result
+        .outputs
+        .iter()
+        .find_map(|(name, output)| object_problem(cache, output).map(|p| format!("`{name}` {p}")));
+    match missing {
+        None => JobOutcome::Done(result),
+        Some(problem) => JobOutcome::Failed(JobFailure {
+            reason: FailureReason::Stage,
+            message: format!(
+                "its runner reported output {problem}; nothing was recorded (a broken or \
+                 lying worker, or a store its runner could not write)"
+            ),
+            log_tail: None,
+        }),
+    }
+}
+
+/// What is wrong with a reported output, if anything.
+fn object_problem(cache: &Cache, output: &crate::cache::OutputRef) -> Option<String> {
+    let shown: String = output.digest.chars().take(80).collect();
+    if !crate::cache::objects::is_digest(&output.digest) {
+        return Some(format!(
+            "with the digest `{shown}`, which is not 64 lowercase hex characters"
+        ));
+    }
+    if !cache.objects().contains(&output.digest) {
+        return Some(format!("as object {shown}, which the store does not hold"));
+    }
+    if !output.is_dir {
+        return None;
+    }
+    match cache.objects().read_manifest(&output.digest) {
+        Err(e) => Some(format!(
+            "as folder {shown}, whose manifest is unreadable: {e}"
+        )),
+        Ok(manifest) => manifest
+            .entries
+            .iter()
+            .find(|(_, d)| !cache.objects().contains(d))
+            .map(|(path, d)| format!("as folder {shown}, whose file `{path}` ({d}) is absent")),
+    }
+}
+
 /// `outcome`, or a stage failure when a finished job's outputs break its kind's declarations
 /// ([`crate::kind::check_outputs`]). Every executor's results pass through here before the
 /// index records them, so the cache never holds a result that breaks the contract; the
@@ -740,6 +862,11 @@ fn make_job(
         },
         project_dir: plan.spec().project_dir.clone(),
         cache_dir: cache.dir().to_path_buf(),
+        timeout_seconds: plan
+            .spec()
+            .stage(&inst.stage)
+            .and_then(|s| s.timeout)
+            .map(|t| t.as_secs_f64()),
     }
 }
 

@@ -251,10 +251,13 @@ fn log_tail(path: &Path) -> Option<String> {
     (!tail.is_empty()).then_some(tail)
 }
 
+/// The protocol's end of the pipe to the engine: the worker's own copy of stdout.
+type ProtocolOut = Arc<Mutex<std::fs::File>>;
+
 /// Progress of a job in a worker, sent to the engine as protocol lines.
 struct ProtocolProgress {
     id: JobId,
-    out: Arc<Mutex<std::io::Stdout>>,
+    out: ProtocolOut,
     state: Mutex<(u64, u64, String)>,
 }
 
@@ -283,18 +286,59 @@ impl ProtocolProgress {
     }
 }
 
-fn send(out: &Mutex<std::io::Stdout>, message: &FromWorker) {
-    let line = serde_json::to_string(message).expect("protocol messages serialise");
+/// Writes one protocol line, whole (one `write` under the lock).
+fn send(out: &Mutex<std::fs::File>, message: &FromWorker) {
+    let mut line = serde_json::to_string(message).expect("protocol messages serialise");
+    line.push('\n');
     let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
-    // A closed stdout means the engine is gone; the worker ends at the next read.
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    // A closed pipe means the engine is gone; the worker ends at the next read.
+    let _ = out.write_all(line.as_bytes());
+}
+
+/// Takes stdout for the protocol: returns a private copy of it (closed on exec, so a program a
+/// stage starts cannot hold the engine's pipe open) and points stdout at stderr, so that
+/// whatever a stage or a library prints goes to the engine's terminal, never into the
+/// protocol.
+fn take_stdout_for_protocol() -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain descriptor calls; `copy` is a fresh descriptor this function owns and
+    // hands to the File, and stdout's buffer is still empty (nothing was printed yet).
+    unsafe {
+        let copy = libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3);
+        if copy < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) < 0 {
+            let error = std::io::Error::last_os_error();
+            libc::close(copy);
+            return Err(error);
+        }
+        Ok(std::fs::File::from_raw_fd(copy))
+    }
+}
+
+/// Sends a heartbeat every [`super::protocol::HEARTBEAT_EVERY`] for as long as the process
+/// lives, from a thread of its own: a long stage step never looks like a hang.
+fn start_heartbeat(out: ProtocolOut) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("asymflow-worker-heartbeat".into())
+        .spawn(move || loop {
+            std::thread::sleep(super::protocol::HEARTBEAT_EVERY);
+            send(&out, &FromWorker::Heartbeat);
+        })
+        .map(|_| ())
 }
 
 /// The persistent worker: reads jobs from stdin and answers on stdout until stdin closes or
-/// `shutdown` arrives (see [`super::protocol`]).
+/// `shutdown` arrives (see [`super::protocol`]). SIGTERM, SIGINT or SIGHUP stop the running
+/// job (it answers `done`, interrupted) and end the worker: the terminal's Ctrl-C reaches the
+/// workers too, and a cluster sends SIGTERM to every process of a job.
 pub fn serve(registry: &Registry, runtime: &dyn Runtime) -> std::io::Result<()> {
-    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let out: ProtocolOut = Arc::new(Mutex::new(take_stdout_for_protocol()?));
+    let cancel = Arc::new(AtomicBool::new(false));
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        signal_flag(signal, Arc::clone(&cancel))?;
+    }
     send(
         &out,
         &FromWorker::Ready {
@@ -302,9 +346,9 @@ pub fn serve(registry: &Registry, runtime: &dyn Runtime) -> std::io::Result<()> 
             libtorch: runtime.libtorch(),
         },
     );
+    start_heartbeat(Arc::clone(&out))?;
     let (jobs_tx, jobs_rx) = mpsc::channel::<(JobId, Job)>();
     let running: Arc<Mutex<Option<JobId>>> = Arc::new(Mutex::new(None));
-    let cancel = Arc::new(AtomicBool::new(false));
     {
         let (running, cancel) = (Arc::clone(&running), Arc::clone(&cancel));
         std::thread::spawn(move || {
@@ -332,21 +376,30 @@ pub fn serve(registry: &Registry, runtime: &dyn Runtime) -> std::io::Result<()> 
         });
     }
     for (id, job) in jobs_rx {
+        let terminating = TERMINATING.load(Ordering::Relaxed);
         *running.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
-        cancel.store(false, Ordering::Relaxed);
-        let progress = ProtocolProgress {
-            id,
-            out: Arc::clone(&out),
-            state: Mutex::new((0, 0, String::new())),
+        cancel.store(terminating, Ordering::Relaxed);
+        let outcome = if terminating {
+            JobOutcome::Failed(JobFailure {
+                reason: FailureReason::Interrupted,
+                message: "the worker was stopped by a signal".into(),
+                log_tail: None,
+            })
+        } else {
+            let progress = ProtocolProgress {
+                id,
+                out: Arc::clone(&out),
+                state: Mutex::new((0, 0, String::new())),
+            };
+            run_job(
+                &job,
+                registry,
+                runtime,
+                "worker",
+                &cancel,
+                Some(Box::new(progress)),
+            )
         };
-        let outcome = run_job(
-            &job,
-            registry,
-            runtime,
-            "worker",
-            &cancel,
-            Some(Box::new(progress)),
-        );
         *running.lock().unwrap_or_else(|p| p.into_inner()) = None;
         send(
             &out,
@@ -355,6 +408,9 @@ pub fn serve(registry: &Registry, runtime: &dyn Runtime) -> std::io::Result<()> 
                 outcome: Box::new(outcome),
             },
         );
+        if TERMINATING.load(Ordering::Relaxed) {
+            break;
+        }
     }
     Ok(())
 }
@@ -397,7 +453,7 @@ pub fn exec_file(
     let job: Job = serde_json::from_str(&text)
         .map_err(|e| job_error(format!("not an asymflow job file: {e}")))?;
     let cancel = Arc::new(AtomicBool::new(false));
-    for signal in [libc::SIGTERM, libc::SIGINT] {
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
         // Slurm sends SIGTERM before it kills a cancelled or timed-out job.
         let _ = signal_flag(signal, Arc::clone(&cancel));
     }
@@ -418,8 +474,11 @@ pub fn exec_file(
 }
 
 static SIGNAL_FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+/// A stop signal arrived: the worker ends after the running job.
+static TERMINATING: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
+    TERMINATING.store(true, Ordering::Relaxed);
     if let Some(flag) = SIGNAL_FLAG.get() {
         flag.store(true, Ordering::Relaxed);
     }

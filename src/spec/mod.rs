@@ -21,6 +21,7 @@ pub mod resolve;
 pub mod source;
 pub mod sweep;
 pub mod template;
+mod timeout;
 pub mod value;
 
 use std::collections::BTreeMap;
@@ -68,6 +69,8 @@ pub struct StageSpec {
     pub inputs: Vec<InputRef>,
     /// Axes whose instances this stage receives together.
     pub gather: Vec<String>,
+    /// How long one of its jobs may run (`timeout`); not in the key.
+    pub timeout: Option<std::time::Duration>,
     /// Where the stage is declared.
     pub loc: Loc,
 }

@@ -40,6 +40,8 @@ pub struct RawStage {
     /// The fields only `kind = "command"` takes ([`COMMAND_KEYS`]: `cmd`, `code`, `outputs`,
     /// ...), in written order; the resolver rejects them, at their place, for any other kind.
     pub command: Vec<(SKey, SValue)>,
+    /// `timeout`: how long a job may run ([`super::timeout`]).
+    pub timeout: Option<SValue>,
 }
 
 const TOP_KEYS: &[&str] = &["pipeline", "vars", "sweep", "stages"];
@@ -51,6 +53,7 @@ pub const STAGE_KEYS: &[&str] = &[
     "inputs",
     "params",
     "gather",
+    "timeout",
     "description",
     "cmd",
     "code",
@@ -112,6 +115,7 @@ impl RawStage {
             params: vec![],
             gather: None,
             command: vec![],
+            timeout: None,
         };
         for (k, v) in table.expect_table(&what)? {
             match k.name.as_str() {
@@ -120,6 +124,7 @@ impl RawStage {
                 "inputs" => stage.inputs = v.expect_table(&format!("{what} inputs"))?.to_vec(),
                 "params" => stage.params = v.expect_table(&format!("{what} params"))?.to_vec(),
                 "gather" => stage.gather = Some(v.clone()),
+                "timeout" => stage.timeout = Some(v.clone()),
                 "description" => {}
                 key if COMMAND_KEYS.contains(&key) => stage.command.push((k.clone(), v.clone())),
                 other => return Err(unknown_key(&k.loc, other, &what, STAGE_KEYS)),
@@ -135,6 +140,9 @@ impl RawStage {
         }
         if self.gather.is_none() {
             self.gather = template.gather;
+        }
+        if self.timeout.is_none() {
+            self.timeout = template.timeout;
         }
         merge_entries(&mut self.params, template.params);
         merge_entries(&mut self.inputs, template.inputs);

@@ -129,13 +129,14 @@ fn set_path(raw: &mut RawPipeline, path: &str, loc: Loc, value: SValue) -> Resul
                 ["kind"] => target.kind = Some(value),
                 ["extends"] => target.extends = Some(value),
                 ["gather"] => target.gather = Some(value),
+                ["timeout"] => target.timeout = Some(value),
                 ["params", name] => set_entry(&mut target.params, key(name), value),
                 ["inputs", slot] => set_entry(&mut target.inputs, key(slot), value),
                 _ => {
                     return Err(
                         SpecError::at(&loc, format!("cannot override `{path}`")).hint(
                             "write stages.STAGE.params.NAME, stages.STAGE.inputs.SLOT, \
-                         stages.STAGE.kind or stages.STAGE.gather",
+                         stages.STAGE.kind, stages.STAGE.gather or stages.STAGE.timeout",
                         ),
                     )
                 }

@@ -343,6 +343,11 @@ fn resolve_stage(
     };
     let inputs = resolve_inputs(&stage, (kind, kind_name), stage_names, is_command)?;
     let gather = resolve_gather(&stage, kind, axis_names, &params)?;
+    let timeout = stage
+        .timeout
+        .as_ref()
+        .map(super::timeout::parse_timeout)
+        .transpose()?;
     Ok(StageSpec {
         name,
         kind: kind_name.to_string(),
@@ -350,6 +355,7 @@ fn resolve_stage(
         param_locs,
         inputs,
         gather,
+        timeout,
         loc: stage.name.loc.clone(),
     })
 }

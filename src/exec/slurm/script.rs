@@ -262,6 +262,7 @@ mod tests {
             },
             project_dir: PathBuf::from("/proj"),
             cache_dir: PathBuf::from("/proj/cache"),
+            timeout_seconds: None,
         }
     }
 
