@@ -29,6 +29,7 @@ mod report_templates;
 mod resolution;
 mod resolution_distill_import;
 mod science;
+mod search;
 mod serve;
 mod serve_browser;
 mod slurm;
