@@ -349,3 +349,64 @@ fn the_issue_example_runs_as_written_and_twice_computes_nothing() {
     let again = p.run_json("pipelines/tune.toml", &[]);
     assert!(with_status(&again, "ran").is_empty(), "{again:?}");
 }
+
+#[test]
+fn a_search_runs_under_the_fake_slurm_and_finds_what_a_local_run_finds() {
+    use crate::slurm::FakeSlurm;
+    let on_device = ECHO
+        .replace(
+            "params = { value = 0.0, sleep_ms = \"${sweep.seed}\", trace = \"trace.txt\" }",
+            "params = { value = 0.0, sleep_ms = \"${sweep.seed}\", device = true }",
+        )
+        .replace("trials = 5", "trials = 3");
+    let local = Project::new();
+    local.write("pipelines/s.toml", &on_device);
+    let expected = run_doc(&local, "pipelines/s.toml", &[]);
+
+    let fake = FakeSlurm::new();
+    let dir = fake.project();
+    std::fs::create_dir_all(dir.join("pipelines")).unwrap();
+    std::fs::write(dir.join("pipelines/s.toml"), &on_device).unwrap();
+    std::fs::write(
+        dir.join("asymflow.toml"),
+        format!(
+            "[executor.slurm]\npartition = \"gpu\"\ntime = \"01:00:00\"\nmem = \"4G\"\n\
+             poll_interval = 0.05\nbin_dir = \"{}\"\nsetup = \"export ASYMFLOW_TEST_KINDS=worker\"\n\n\
+             [executor.slurm.device]\ngres = \"gpu:1\"\n",
+            fake.bin().display()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_asymflow"))
+        .args(["run", "pipelines/s.toml", "--executor", "slurm", "--json"])
+        .current_dir(&dir)
+        .env("ASYMFLOW_TEST_KINDS", "worker")
+        .env_remove("ASYMFLOW_CACHE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Play slurmd: run every job as it is submitted, until the search has finished.
+    let mut done: BTreeSet<String> = BTreeSet::new();
+    let clock = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(clock.elapsed().as_secs() < 240, "the search did not finish");
+        for id in fake.job_ids() {
+            if done.insert(id.clone()) {
+                fake.running(&id);
+                assert_eq!(fake.run(&id), 0);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        trial_values(&doc, "x", "v"),
+        trial_values(&expected, "x", "v")
+    );
+    assert_eq!(doc["searches"][0]["best"], expected["searches"][0]["best"]);
+    // One Slurm job per trained instance: 3 trials x 2 seeds.
+    assert_eq!(fake.sbatch_calls(), 6, "{:?}", fake.calls());
+}

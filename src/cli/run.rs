@@ -84,6 +84,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let index = cache.index()?;
     let mut published =
         publish_reports(&plan, &registry, &cache, &index, &summary, &root, overrides)?;
+    match exec::publish::publish_searches(plan.searches(), &root) {
+        Ok(dirs) if !args.pipeline.json && !output::quiet() => {
+            for (search, dir) in plan.searches().iter().zip(dirs) {
+                eprintln!("search {}: report in {}", search.name, dir.display());
+            }
+        }
+        Ok(_) => {}
+        Err(e) => published.errors.push(e),
+    }
     // With --keep-going, reports that did not run render from what finished.
     if args.keep_going && !summary.interrupted && !published.unrendered.is_empty() {
         let rendered = report_cmd::render(

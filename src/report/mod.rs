@@ -42,6 +42,7 @@ pub mod loss;
 pub mod markdown;
 pub mod missing;
 pub mod plot;
+pub mod search;
 pub mod table;
 
 pub use cell::Cell;

@@ -279,6 +279,7 @@ fn read_search(
         ));
     }
     let grid_size = grid_size(&dims);
+    let trials_given = trials.clone();
     let trials = match (trials, sampler) {
         (Some((n, _)), _) => n,
         (None, SamplerKind::Grid) => grid_size.unwrap_or(0),
@@ -289,6 +290,17 @@ fn read_search(
     };
     if sampler == SamplerKind::Grid {
         check_grid(&dims, grid_size, &key.loc)?;
+        if let (Some(size), Some((n, loc))) = (grid_size, &trials_given) {
+            if *n > size {
+                return Err(SpecError::at(
+                    loc,
+                    format!("the grid has {size} points, fewer than `trials = {n}`"),
+                )
+                .hint(format!(
+                    "ask for at most {size} trials, or leave `trials` out"
+                )));
+            }
+        }
     }
     Ok(SearchSpec {
         name: key.name.clone(),
