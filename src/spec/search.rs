@@ -517,12 +517,7 @@ fn read_param_path(
         )
         .hint("a parameter is either swept or searched, not both"));
     }
-    Ok((
-        stage.to_string(),
-        param.to_string(),
-        decl.ty.clone(),
-        decl.range,
-    ))
+    Ok((stage.to_string(), param.to_string(), decl.ty, decl.range))
 }
 
 fn read_domain(key: &SKey, value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
