@@ -91,8 +91,11 @@ fn best_found(sampler: SamplerKind, seed: u64, ranges: &[(f64, f64)], f: fn(&[f6
     best
 }
 
+/// A function's name, its box and the function.
+type TestFunction = (&'static str, Vec<(f64, f64)>, fn(&[f64]) -> f64);
+
 fn main() {
-    let functions: [(&str, Vec<(f64, f64)>, fn(&[f64]) -> f64); 2] = [
+    let functions: [TestFunction; 2] = [
         ("branin (2-D)", vec![(-5.0, 10.0), (0.0, 15.0)], branin),
         (
             "styblinski-tang (5-D)",
