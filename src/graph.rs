@@ -66,6 +66,7 @@ pub struct Plan {
     spec: PipelineSpec,
     instances: Vec<Instance>,
     order: Vec<usize>,
+    searches: Vec<crate::search::SearchState>,
 }
 
 impl Plan {
@@ -107,7 +108,20 @@ impl Plan {
             spec,
             instances,
             order,
+            searches: Vec::new(),
         })
+    }
+
+    /// This plan with where its searches stand ([`crate::exec::search`]).
+    pub fn with_searches(mut self, searches: Vec<crate::search::SearchState>) -> Plan {
+        self.searches = searches;
+        self
+    }
+
+    /// Where the pipeline's searches stand: their trials so far, and the stages waiting for
+    /// their winners (empty for a pipeline without searches).
+    pub fn searches(&self) -> &[crate::search::SearchState] {
+        &self.searches
     }
 
     /// The resolved pipeline.

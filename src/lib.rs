@@ -27,6 +27,7 @@ pub mod graph;
 pub mod kind;
 pub mod metrics;
 pub mod report;
+pub mod search;
 pub mod serve;
 pub mod spec;
 pub mod stages;

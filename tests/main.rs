@@ -36,6 +36,7 @@ mod report_uncertainty;
 mod resolution;
 mod resolution_distill_import;
 mod science;
+mod search;
 mod serve;
 mod serve_browser;
 mod slurm;

@@ -70,14 +70,28 @@ pub(crate) fn load_plan_of(
             if keep.insert(name.clone()) {
                 if let Some(stage) = spec.stage(&name) {
                     todo.extend(stage.inputs.iter().flat_map(|i| i.stages.iter().cloned()));
+                    todo.extend(searched_objectives(&spec, stage));
                 }
             }
         }
         spec.stages.retain(|s| keep.contains(&s.name));
     }
-    let plan = Plan::build(spec)?;
+    let cache = cache_for(&args.cache, &spec.project_dir);
+    let has_index = cache.dir().join("index.sqlite").is_file();
+    let plan = crate::exec::search::replay(&spec, registry, has_index.then_some(&cache))?;
     crate::report::check::check_reports(&plan, registry, crate::stages::report::KIND)?;
     Ok(plan)
+}
+
+/// The objective stages of the searches whose winners `stage` takes: a stage that waits for
+/// a search needs the search's trials.
+fn searched_objectives(spec: &spec::PipelineSpec, stage: &spec::StageSpec) -> Vec<String> {
+    let mut refs = Vec::new();
+    stage.params.values().for_each(|t| t.best_refs(&mut refs));
+    refs.iter()
+        .filter_map(|(search, _, _)| spec.search(search))
+        .map(|s| s.objective.stage.clone())
+        .collect()
 }
 
 /// The overrides of the command line, `--set` first, in the order given.

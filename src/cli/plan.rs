@@ -56,11 +56,19 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        print_json(&serde_json::json!({
+        let mut doc = serde_json::json!({
             "pipeline": plan.spec().name,
             "cache": if scratch.is_some() { None } else { Some(cache.dir()) },
             "instances": instances,
-        }))?;
+        });
+        if !plan.searches().is_empty() {
+            doc["searches"] = serde_json::to_value(plan.searches())?;
+        }
+        let readers = crate::exec::lineage::test_readers(&plan);
+        if !readers.is_empty() {
+            doc["reads_test_images"] = serde_json::to_value(&readers)?;
+        }
+        print_json(&doc)?;
         return Ok(code);
     }
     if scratch.is_some() && !output::quiet() {
@@ -102,6 +110,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    print_searches(&plan, width);
     let n = |status: &str| planned.iter().filter(|p| p.status == status).count();
     println!(
         "\n{}: {} cached, {} on remote, {} to run{}",
@@ -130,6 +139,44 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(code)
+}
+
+/// The stages waiting for a search's winner, where each search stands, and which stages read
+/// test images.
+fn print_searches(plan: &crate::graph::Plan, width: usize) {
+    for search in plan.searches() {
+        for stage in &search.waiting {
+            println!(
+                "{}       {stage:width$}  waits for search {}",
+                output::status_word("waits"),
+                search.name
+            );
+        }
+    }
+    for search in plan.searches() {
+        let known = search
+            .trials
+            .iter()
+            .filter(|t| t.objective.is_some())
+            .count();
+        println!(
+            "\nsearch {}: {known} of {} trials finished ({}; objective {} {}, mean over {})",
+            search.name,
+            search.trials_wanted,
+            search.sampler,
+            search.objective,
+            search.goal,
+            search.mean_over_text()
+        );
+        if let Some(winner) = search.winner() {
+            println!("  winner: {}", search.describe_trial(winner));
+        }
+    }
+    let readers = crate::exec::lineage::test_readers(plan);
+    if !readers.is_empty() {
+        let list: Vec<String> = readers.iter().map(|(s, w)| format!("{s} ({w})")).collect();
+        println!("\nreads test images: {}", list.join(", "));
+    }
 }
 
 /// Where an instance to run would run under `--executor slurm`.

@@ -44,7 +44,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     check_report_folders(&plan, &registry, &cache, &root)?;
     let cancel = Arc::new(AtomicBool::new(false));
     install_ctrl_c(&cancel);
-    let options = RunOptions {
+    let mut options = RunOptions {
         jobs: args.jobs,
         keep_going: args.keep_going,
         progress: !args.pipeline.json && !output::quiet(),
@@ -58,15 +58,28 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         )?,
     };
     let clock = std::time::Instant::now();
-    let summary = match args.executor {
-        ExecutorChoice::Local => exec::run(&plan, &registry, &cache, &options, &cancel)?,
-        ExecutorChoice::Slurm => {
-            let mut executor = slurm_executor(&plan, &registry, &options, args.max_jobs)?;
-            let summary =
-                exec::run_with(&plan, &registry, &cache, &options, &cancel, &mut executor);
-            executor.shutdown();
-            summary?
-        }
+    let mut run_plan = |plan: &Plan| -> anyhow::Result<RunSummary> {
+        let summary = match args.executor {
+            ExecutorChoice::Local => exec::run(plan, &registry, &cache, &options, &cancel)?,
+            ExecutorChoice::Slurm => {
+                let mut executor = slurm_executor(plan, &registry, &options, args.max_jobs)?;
+                let summary =
+                    exec::run_with(plan, &registry, &cache, &options, &cancel, &mut executor);
+                executor.shutdown();
+                summary?
+            }
+        };
+        // `--force` names instances of the first plan; a search's later plans number theirs
+        // anew.
+        options.force.clear();
+        Ok(summary)
+    };
+    let (plan, summary) = if plan.searches().is_empty() {
+        let summary = run_plan(&plan)?;
+        (plan, summary)
+    } else {
+        let mut load = || load_plan_of(&args.pipeline, &registry, &args.stages);
+        exec::search::drive(plan, &mut load, &mut run_plan)?
     };
 
     // Publish reports and show their tables. A failed publish is reported after the summary,
@@ -74,6 +87,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let index = cache.index()?;
     let mut published =
         publish_reports(&plan, &registry, &cache, &index, &summary, &root, overrides)?;
+    match exec::publish::publish_searches(plan.searches(), &root) {
+        Ok(dirs) if !args.pipeline.json && !output::quiet() => {
+            for (search, dir) in plan.searches().iter().zip(dirs) {
+                eprintln!("search {}: report in {}", search.name, dir.display());
+            }
+        }
+        Ok(_) => {}
+        Err(e) => published.errors.push(e),
+    }
     // With --keep-going, reports that did not run render from what finished.
     if args.keep_going && !summary.interrupted && !published.unrendered.is_empty() {
         let rendered = report_cmd::render(
@@ -88,7 +110,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
 
     if args.pipeline.json {
-        print_json(&summary)?;
+        print_json(&WithSearches {
+            summary: &summary,
+            searches: plan.searches(),
+        })?;
     } else {
         for (name, table, dest) in &published.tables {
             println!("\n{name} (in {}):\n\n{table}", dest.display());
@@ -115,6 +140,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(exit::STAGE_FAILED)
     })
+}
+
+/// `run --json`: the summary, and where each search stands (its trials' numbers, values and
+/// objectives; each instance's binding names its trial) when the pipeline has searches.
+#[derive(serde::Serialize)]
+struct WithSearches<'a> {
+    #[serde(flatten)]
+    summary: &'a RunSummary,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    searches: &'a [crate::search::SearchState],
 }
 
 /// The instances `--force` names (a stage, or one instance's label), each checked against the

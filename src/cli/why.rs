@@ -17,6 +17,23 @@ pub fn why(args: PipelineArgs, target: &str) -> anyhow::Result<ExitCode> {
     let stage = stage_of_label(target);
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
+    if let Some(search) = plan
+        .searches()
+        .iter()
+        .find(|s| s.waiting.iter().any(|w| w == stage))
+    {
+        let finished = search
+            .trials
+            .iter()
+            .filter(|t| t.objective.is_some())
+            .count();
+        println!(
+            "{stage}: waits for search {} ({finished} of {} trials finished; `asymflow run` \
+             finishes it)",
+            search.name, search.trials_wanted
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if plan.spec().stage(stage).is_none() {
         let names: Vec<&str> = plan.spec().stages.iter().map(|s| s.name.as_str()).collect();
         let hint = closest(stage, &names)
@@ -59,6 +76,19 @@ pub fn why(args: PipelineArgs, target: &str) -> anyhow::Result<ExitCode> {
             .collect();
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
+    }
+    for search in plan
+        .searches()
+        .iter()
+        .filter(|s| s.takers.iter().any(|t| t == stage))
+    {
+        if let Some(winner) = search.winner() {
+            println!(
+                "{stage} takes the winner of search {}: {}",
+                search.name,
+                search.describe_trial(winner)
+            );
+        }
     }
     for p in chosen {
         let name = &p.label;

@@ -145,6 +145,39 @@ fn insert_nested_subsets(
     Ok(())
 }
 
+/// What a partition is for: fitting, choosing among fits, or the final measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionRole {
+    /// `train`, `train-NN`, `val-train`, `val-train-NN`: models are fitted on it.
+    Train,
+    /// `val-test`: held out of training to choose hyper-parameters on.
+    Validation,
+    /// `test`, `query`, `gallery`, `junk` and the open-set `probe-*`: the final measurement,
+    /// never to be tuned on.
+    Test,
+}
+
+impl PartitionRole {
+    /// `train`, `validation` or `test`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionRole::Train => "train",
+            PartitionRole::Validation => "validation",
+            PartitionRole::Test => "test",
+        }
+    }
+}
+
+/// The role of the partition a split writes under `name` (see [`split`] for the names).
+pub fn partition_role(name: &str) -> PartitionRole {
+    match name {
+        "val-test" => PartitionRole::Validation,
+        "test" | "query" | "gallery" | "junk" => PartitionRole::Test,
+        name if name.starts_with("probe-") => PartitionRole::Test,
+        _ => PartitionRole::Train,
+    }
+}
+
 /// Splits `items` (each with its provided part) into partitions: train and test by the
 /// protocol, then each optional partition the options ask for, in this order (later ones
 /// read earlier ones: open-set probes come from `query` / `gallery`).

@@ -24,10 +24,13 @@
 //! - [`slurm`]: `SlurmExecutor`, one `sbatch` job per instance running `asymflow exec`.
 //! - [`progress`]: progress bars; [`publish`]: reports copied out of the cache.
 //! - [`resolve`]: a pipeline's keys from records, for moving results between caches.
+//! - [`search`]: searches as graph expansion over time (replay, the run loop);
+//!   [`lineage`]: which instances read test images.
 
 mod deadlines;
 pub mod executor;
 pub mod freshness;
+pub mod lineage;
 pub mod local;
 mod pipe;
 pub mod plan_status;
@@ -38,6 +41,7 @@ pub mod resolve;
 pub mod routed;
 mod schedule;
 pub mod scheduler;
+pub mod search;
 pub mod slurm;
 pub mod worker;
 

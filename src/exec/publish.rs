@@ -279,6 +279,26 @@ pub fn publish(
     Ok(written)
 }
 
+/// Writes each search's report ([`crate::report::search`]) to `root/search-NAME/`, swapped
+/// in whole like a report's folder; returns the folders written.
+pub fn publish_searches(
+    searches: &[crate::search::SearchState],
+    root: &Path,
+) -> Result<Vec<std::path::PathBuf>, PublishError> {
+    let mut written = Vec::new();
+    for state in searches {
+        let dest = root.join(folder_name(&format!("search-{}", state.name)));
+        let staging = staging_dir(&dest)?;
+        crate::report::search::write(state, staging.path()).map_err(|e| PublishError::Io {
+            path: dest.clone(),
+            source: io::Error::other(e.to_string()),
+        })?;
+        install_dir(staging, &dest)?;
+        written.push(dest);
+    }
+    Ok(written)
+}
+
 /// A fresh folder beside `dest` to fill before [`install_dir`] swaps it in.
 pub(crate) fn staging_dir(dest: &Path) -> Result<tempfile::TempDir, PublishError> {
     let parent = checked_parent(dest)?;

@@ -48,6 +48,7 @@ pub mod missing;
 pub mod paired;
 pub mod plot;
 pub mod provenance;
+pub mod search;
 pub mod student_t;
 pub mod table;
 

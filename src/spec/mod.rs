@@ -7,6 +7,7 @@
 //! - [`overrides`]: `--set` and `--sweep`, applied to the written pipeline.
 //! - [`template`]: `${vars.x}` / `${sweep.x}` interpolation that keeps types.
 //! - [`sweep`]: axes and zip groups.
+//! - [`search`]: `[search.NAME]` tables (spaces, objectives, samplers).
 //! - [`resolve`]: templates (`extends`), kinds, params, inputs and gathers checked.
 //!
 //! Every mistake is found here, before anything runs; cycles between stages are found when the
@@ -18,6 +19,7 @@ pub mod model;
 pub mod names;
 pub mod overrides;
 pub mod resolve;
+pub mod search;
 pub mod source;
 pub mod sweep;
 pub mod template;
@@ -47,6 +49,8 @@ pub struct PipelineSpec {
     pub axes: Vec<Axis>,
     /// The stages, in written order.
     pub stages: Vec<StageSpec>,
+    /// The `[search.NAME]` tables, in written order.
+    pub searches: Vec<search::SearchSpec>,
     /// What the file may keep but should change (deprecated parameter names), each at its
     /// place; commands print them before their work.
     pub warnings: Vec<SpecError>,
@@ -92,6 +96,11 @@ impl PipelineSpec {
     /// The stage called `name`.
     pub fn stage(&self, name: &str) -> Option<&StageSpec> {
         self.stages.iter().find(|s| s.name == name)
+    }
+
+    /// The search called `name`.
+    pub fn search(&self, name: &str) -> Option<&search::SearchSpec> {
+        self.searches.iter().find(|s| s.name == name)
     }
 
     /// The axis called `name`.

@@ -20,6 +20,8 @@ pub struct RawPipeline {
     pub sweep: Vec<(SKey, SValue)>,
     /// `[stages.NAME]`, in written order.
     pub stages: Vec<RawStage>,
+    /// `[search.NAME]`, in written order.
+    pub searches: Vec<(SKey, SValue)>,
 }
 
 /// One `[stages.NAME]` table before resolution.
@@ -44,7 +46,7 @@ pub struct RawStage {
     pub timeout: Option<SValue>,
 }
 
-const TOP_KEYS: &[&str] = &["pipeline", "vars", "sweep", "stages"];
+const TOP_KEYS: &[&str] = &["pipeline", "vars", "sweep", "stages", "search"];
 const PIPELINE_KEYS: &[&str] = &["name", "description"];
 /// The keys a stage table (or a template file) may hold.
 pub const STAGE_KEYS: &[&str] = &[
@@ -75,6 +77,7 @@ impl RawPipeline {
             vars: vec![],
             sweep: vec![],
             stages: vec![],
+            searches: vec![],
         };
         for (key, value) in entries {
             match key.name.as_str() {
@@ -91,6 +94,7 @@ impl RawPipeline {
                 }
                 "vars" => raw.vars = value.expect_table("[vars]")?.to_vec(),
                 "sweep" => raw.sweep = value.expect_table("[sweep]")?.to_vec(),
+                "search" => raw.searches = value.expect_table("[search]")?.to_vec(),
                 "stages" => {
                     for (name, table) in value.expect_table("[stages]")? {
                         raw.stages.push(RawStage::parse(name.clone(), table)?);

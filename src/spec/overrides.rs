@@ -142,12 +142,67 @@ fn set_path(raw: &mut RawPipeline, path: &str, loc: Loc, value: SValue) -> Resul
                 }
             }
         }
+        ["search", name, rest @ ..] if !rest.is_empty() => {
+            let known: Vec<String> = raw.searches.iter().map(|(k, _)| k.name.clone()).collect();
+            let Some((_, table)) = raw.searches.iter_mut().find(|(k, _)| k.name == *name) else {
+                let error = SpecError::at(&loc, format!("no search `{name}` to override"));
+                return Err(if known.is_empty() {
+                    error.hint("declare it as a [search.NAME] table in the pipeline file first")
+                } else {
+                    error.suggest(name, known.iter().map(String::as_str))
+                });
+            };
+            set_nested(table, rest, &loc, value, path)?
+        }
         _ => {
-            return Err(SpecError::at(&loc, format!("cannot override `{path}`"))
-                .hint("write vars.NAME, sweep.AXIS, pipeline.name or stages.STAGE.params.NAME"))
+            return Err(
+                SpecError::at(&loc, format!("cannot override `{path}`")).hint(
+                    "write vars.NAME, sweep.AXIS, pipeline.name, stages.STAGE.params.NAME or \
+                 search.NAME.KEY",
+                ),
+            )
         }
     }
     Ok(())
+}
+
+/// Sets `table.a.b... = value` inside a search table (`trials`, `objective.metric`,
+/// `space.lr.log_uniform`); the tables on the way must exist, the last key may be new (its
+/// meaning is checked when the search is read, like the file's own keys).
+fn set_nested(
+    table: &mut SValue,
+    path: &[&str],
+    loc: &Loc,
+    value: SValue,
+    whole: &str,
+) -> Result<(), SpecError> {
+    let SKind::Table(entries) = &mut table.kind else {
+        return Err(
+            SpecError::at(loc, format!("cannot override `{whole}`: not a table"))
+                .hint("override a key of a table, e.g. search.NAME.trials"),
+        );
+    };
+    match path {
+        [last] => {
+            let key = SKey {
+                name: last.to_string(),
+                loc: loc.clone(),
+            };
+            set_entry(entries, key, value);
+            Ok(())
+        }
+        [first, rest @ ..] => {
+            let known: Vec<String> = entries.iter().map(|(k, _)| k.name.clone()).collect();
+            match entries.iter_mut().find(|(k, _)| k.name == *first) {
+                Some((_, inner)) => set_nested(inner, rest, loc, value, whole),
+                None => Err(
+                    SpecError::at(loc, format!("cannot override `{whole}`: no `{first}`"))
+                        .suggest(first, known.iter().map(String::as_str)),
+                ),
+            }
+        }
+        [] => Err(SpecError::at(loc, format!("cannot override `{whole}`"))),
+    }
 }
 
 /// `--sweep AXIS=...` may only replace a plain axis the file declares.

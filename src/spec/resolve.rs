@@ -124,12 +124,15 @@ fn resolve(
         )?);
     }
     check_connections(&stages, registry)?;
+    let searches = super::search::read_searches(&raw.searches, &stages, &axis_names, registry)?;
+    check_best_refs(&stages, &searches)?;
     Ok(PipelineSpec {
         name,
         file: raw.file.path.clone(),
         project_dir: project_dir.to_path_buf(),
         axes,
         stages,
+        searches,
         warnings,
     })
 }
@@ -208,6 +211,67 @@ fn check_connections(stages: &[StageSpec], registry: &Registry) -> Result<(), Sp
         }
     }
     Ok(())
+}
+
+/// Every `${search.NAME.best.DIM}` names a search of the file and a dimension of its space,
+/// and no stage reads the winner of a search whose trials it takes part in.
+fn check_best_refs(
+    stages: &[StageSpec],
+    searches: &[super::search::SearchSpec],
+) -> Result<(), SpecError> {
+    for stage in stages {
+        let mut refs = Vec::new();
+        stage.params.values().for_each(|t| t.best_refs(&mut refs));
+        for (search, dim, loc) in refs {
+            let Some(spec) = searches.iter().find(|s| s.name == search) else {
+                let e = SpecError::at(loc, format!("unknown search `{search}`"));
+                return Err(if searches.is_empty() {
+                    e.hint("declare it as a [search.NAME] table")
+                } else {
+                    e.suggest(search, searches.iter().map(|s| s.name.as_str()))
+                });
+            };
+            if !spec.space.iter().any(|d| d.name == dim) {
+                return Err(SpecError::at(
+                    loc,
+                    format!("search `{search}` has no dimension `{dim}`"),
+                )
+                .suggest(dim, spec.space.iter().map(|d| d.name.as_str())));
+            }
+            let feeds_trials = spec.space.iter().any(|d| d.stage == stage.name)
+                || upstream_of(stages, &spec.objective.stage).contains(stage.name.as_str());
+            if feeds_trials {
+                return Err(SpecError::at(
+                    loc,
+                    format!(
+                        "stage `{}` takes part in the trials of search `{search}` and cannot \
+                         also take its winner",
+                        stage.name
+                    ),
+                )
+                .hint("take the winner in a separate stage after the search"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `stage` and every stage it reads from, transitively.
+fn upstream_of<'a>(stages: &'a [StageSpec], stage: &'a str) -> BTreeSet<&'a str> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![stage];
+    while let Some(name) = todo.pop() {
+        if seen.insert(name) {
+            if let Some(s) = stages.iter().find(|s| s.name == name) {
+                todo.extend(
+                    s.inputs
+                        .iter()
+                        .flat_map(|i| i.stages.iter().map(String::as_str)),
+                );
+            }
+        }
+    }
+    seen
 }
 
 /// `a` / `a and b` / `a, b and c`.
@@ -621,6 +685,13 @@ fn check_type(
     kind: &str,
     axes: &[super::sweep::Axis],
 ) -> Result<(), SpecError> {
+    let mut refs = Vec::new();
+    tpl.best_refs(&mut refs);
+    if !refs.is_empty() {
+        // A search's winner is checked when it is known, against the dimension's domain,
+        // which was checked against this parameter's type.
+        return Ok(());
+    }
     let mut used = BTreeSet::new();
     tpl.axes(&mut used);
     let mut bindings: Vec<BTreeMap<String, Value>> = vec![BTreeMap::new()];

@@ -32,6 +32,16 @@ pub enum Tpl {
     Array(Vec<Tpl>),
     /// A table of templates.
     Table(BTreeMap<String, Tpl>),
+    /// Exactly `${search.NAME.best.DIM}`: the winning trial's value of a search dimension,
+    /// known once the search has finished ([`crate::exec::search`] replaces it).
+    Best {
+        /// The search.
+        search: String,
+        /// The dimension.
+        dim: String,
+        /// Where it is written.
+        loc: Loc,
+    },
 }
 
 /// A piece of a [`Tpl::Concat`].
@@ -90,6 +100,35 @@ impl Tpl {
             }
             Tpl::Array(items) => items.iter().for_each(|t| t.axes(into)),
             Tpl::Table(entries) => entries.values().for_each(|t| t.axes(into)),
+            Tpl::Best { .. } => {}
+        }
+    }
+
+    /// The `${search.NAME.best.DIM}` references in this template: (search, dim, where).
+    pub fn best_refs<'a>(&'a self, into: &mut Vec<(&'a str, &'a str, &'a Loc)>) {
+        match self {
+            Tpl::Best { search, dim, loc } => into.push((search, dim, loc)),
+            Tpl::Array(items) => items.iter().for_each(|t| t.best_refs(into)),
+            Tpl::Table(entries) => entries.values().for_each(|t| t.best_refs(into)),
+            _ => {}
+        }
+    }
+
+    /// This template with every `${search.NAME.best.DIM}` replaced by `best(search, dim)`.
+    pub fn with_best(&self, best: &dyn Fn(&str, &str) -> Option<Value>) -> Tpl {
+        match self {
+            Tpl::Best { search, dim, .. } => match best(search, dim) {
+                Some(v) => Tpl::Lit(v),
+                None => self.clone(),
+            },
+            Tpl::Array(items) => Tpl::Array(items.iter().map(|t| t.with_best(best)).collect()),
+            Tpl::Table(entries) => Tpl::Table(
+                entries
+                    .iter()
+                    .map(|(k, t)| (k.clone(), t.with_best(best)))
+                    .collect(),
+            ),
+            other => other.clone(),
         }
     }
 
@@ -119,6 +158,7 @@ impl Tpl {
                     .map(|(k, t)| (k.clone(), t.bind(binding)))
                     .collect(),
             ),
+            Tpl::Best { .. } => Value::Null,
         }
     }
 }
@@ -246,12 +286,16 @@ fn parse_string(text: &str, loc: &Loc, vars: &Vars, known_axes: &[&str]) -> Resu
                 }
                 pieces.push(Piece::Axis(axis.to_string()));
             }
+            Some(("search", rest)) => return parse_best(text, rest, loc),
             _ => {
                 return Err(SpecError::at(
                     loc,
                     format!("bad interpolation `${{{reference}}}` in \"{text}\""),
                 )
-                .hint("only `${vars.NAME}` and `${sweep.AXIS}` can be interpolated"))
+                .hint(
+                    "only `${vars.NAME}`, `${sweep.AXIS}` and `${search.NAME.best.DIM}` can be \
+                     interpolated",
+                ))
             }
         }
         rest = &after[end + 1..];
@@ -273,6 +317,32 @@ fn parse_string(text: &str, loc: &Loc, vars: &Vars, known_axes: &[&str]) -> Resu
                 .collect(),
         ))),
         _ => Ok(Tpl::Concat(pieces, loc.clone())),
+    }
+}
+
+/// `${search.NAME.best.DIM}`, which must be the whole value (the winner's value keeps its
+/// type).
+fn parse_best(text: &str, rest: &str, loc: &Loc) -> Result<Tpl, SpecError> {
+    let trimmed = text.trim();
+    let whole =
+        trimmed.starts_with("${") && trimmed.ends_with('}') && trimmed.matches("${").count() == 1;
+    let parts: Vec<&str> = rest.split('.').collect();
+    match (whole, parts.as_slice()) {
+        (true, [search, "best", dim]) if !search.is_empty() && !dim.is_empty() => Ok(Tpl::Best {
+            search: search.to_string(),
+            dim: dim.to_string(),
+            loc: loc.clone(),
+        }),
+        (false, _) => Err(SpecError::at(
+            loc,
+            format!("`${{search.{rest}}}` must be the whole value, found \"{text}\""),
+        )
+        .hint("write the reference alone: `\"${search.NAME.best.DIM}\"`")),
+        _ => Err(SpecError::at(
+            loc,
+            format!("bad search reference `${{search.{rest}}}` in \"{text}\""),
+        )
+        .hint("write `${search.NAME.best.DIM}`, DIM a name in [search.NAME.space]")),
     }
 }
 

@@ -1,0 +1,22 @@
+//! Hyper-parameter search: the samplers that propose trials.
+//!
+//! A sampler is a pure function of (the search as written, its seed, the trial's number, the
+//! results of the trials before the trial's batch, in trial order): [`propose`]. Nothing here
+//! reads a clock, a thread count or the order in which trials finished, so a search run twice,
+//! resumed after `kill -9`, or extended by a teammate who pulled its trials, proposes the same
+//! trials and finds them all in the cache. The run loop that turns proposals into pipeline
+//! instances is [`crate::exec::search`].
+//!
+//! - [`sampler`]: grid, random, and the dispatch; values rounded to six significant digits
+//!   (a key must not depend on the last bit of a platform's `exp`).
+//! - [`tpe`]: the tree-structured Parzen estimator as Optuna defines it.
+//! - [`state`]: where a search stands after replay (trials, objectives, winner).
+//! - [`parzen`]: the truncated-normal and categorical mixtures TPE is made of.
+
+pub mod parzen;
+pub mod sampler;
+pub mod state;
+pub mod tpe;
+
+pub use sampler::{propose, Observation};
+pub use state::{SearchState, Trial};
