@@ -87,7 +87,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let index = cache.index()?;
     let mut published =
         publish_reports(&plan, &registry, &cache, &index, &summary, &root, overrides)?;
-    match exec::publish::publish_searches(plan.searches(), &root) {
+    match exec::publish::publish_searches(&plan.spec().name, plan.searches(), &root) {
         Ok(dirs) if !args.pipeline.json && !output::quiet() => {
             for (search, dir) in plan.searches().iter().zip(dirs) {
                 eprintln!("search {}: report in {}", search.name, dir.display());

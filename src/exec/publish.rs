@@ -279,21 +279,29 @@ pub fn publish(
     Ok(written)
 }
 
-/// Writes each search's report ([`crate::report::search`]) to `root/search-NAME/`, swapped
-/// in whole like a report's folder; returns the folders written.
+/// Writes each search's report ([`crate::report::search`]) of `pipeline` to
+/// `root/search-NAME/`, swapped in whole and marked like a report's folder; returns the
+/// folders written.
 pub fn publish_searches(
+    pipeline: &str,
     searches: &[crate::search::SearchState],
     root: &Path,
 ) -> Result<Vec<std::path::PathBuf>, PublishError> {
     let mut written = Vec::new();
     for state in searches {
-        let dest = root.join(folder_name(&format!("search-{}", state.name)));
+        let name = format!("search-{}", state.name);
+        let dest = root.join(folder_name(&name));
         let staging = staging_dir(&dest)?;
         crate::report::search::write(state, staging.path()).map_err(|e| PublishError::Io {
             path: dest.clone(),
             source: io::Error::other(e.to_string()),
         })?;
-        install_dir(staging, &dest)?;
+        let origin = Origin {
+            pipeline,
+            instance: &name,
+            key: None,
+        };
+        install_dir(staging, &dest, &origin)?;
         written.push(dest);
     }
     Ok(written)
