@@ -77,7 +77,10 @@ fn blocks(text: &str, info: &str) -> Vec<String> {
 fn docs_readme_is_a_ten_minute_read() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 250, "README.md has {lines} lines; move detail to docs/");
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines; move detail to docs/"
+    );
 }
 
 #[test]
@@ -152,14 +155,20 @@ fn docs_cli_reference_is_generated_from_the_clap_definitions() {
 #[test]
 fn docs_the_readme_tour_shows_its_pipeline_file_as_it_is() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let shown = blocks(&readme, "toml").into_iter().next().expect("a toml block");
+    let shown = blocks(&readme, "toml")
+        .into_iter()
+        .next()
+        .expect("a toml block");
     let file = std::fs::read_to_string(repo().join("pipelines/examples/tour.toml")).unwrap();
     let body: String = file
         .lines()
         .skip_while(|l| l.starts_with('#') || l.is_empty())
         .map(|l| format!("{l}\n"))
         .collect();
-    assert_eq!(shown, body, "README's tour and pipelines/examples/tour.toml differ");
+    assert_eq!(
+        shown, body,
+        "README's tour and pipelines/examples/tour.toml differ"
+    );
 }
 
 #[test]
@@ -171,7 +180,11 @@ fn docs_every_runnable_block_runs_as_written() {
         &p.path().join("pipelines/examples"),
     );
     let bin = Path::new(env!("CARGO_BIN_EXE_asymflow")).parent().unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut ran = 0;
     for page in pages() {
         let text = std::fs::read_to_string(&page).unwrap();

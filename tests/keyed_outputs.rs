@@ -75,7 +75,11 @@ fn project() -> Project {
 /// label -> key of every instance, from `plan --json`.
 fn keys(p: &Project) -> BTreeMap<String, String> {
     let out = p.run(&["plan", FILE, "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     doc["instances"]
         .as_array()
@@ -84,7 +88,10 @@ fn keys(p: &Project) -> BTreeMap<String, String> {
         .map(|i| {
             (
                 i["label"].as_str().unwrap().to_string(),
-                i["key"].as_str().expect("every key is known once run").to_string(),
+                i["key"]
+                    .as_str()
+                    .expect("every key is known once run")
+                    .to_string(),
             )
         })
         .collect()
@@ -129,14 +136,19 @@ fn a_loss_curve_holds_losses_and_the_log_holds_the_seconds() {
         let shown = p.show_one(FILE, stage);
         let object = |name: &str| {
             let digest = shown["outputs"][name]["digest"].as_str().unwrap();
-            let path = p.path().join("cache/objects").join(&digest[..2]).join(&digest[2..]);
+            let path = p
+                .path()
+                .join("cache/objects")
+                .join(&digest[..2])
+                .join(&digest[2..]);
             std::fs::read_to_string(path).unwrap()
         };
         let curve = object("loss.json");
         assert!(!curve.contains("seconds"), "{stage}: {curve}");
         let log = object("log.txt");
         assert!(
-            log.lines().any(|l| l.contains("epoch 1: loss") && l.ends_with(" s")),
+            log.lines()
+                .any(|l| l.contains("epoch 1: loss") && l.ends_with(" s")),
             "{stage}: the epoch's time is in the log: {log}"
         );
     }

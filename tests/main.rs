@@ -1,7 +1,7 @@
 //! The integration tests: one binary, one file per theme.
 
-mod support;
 mod source_graph;
+mod support;
 
 mod artifact_contract;
 mod bct;

@@ -140,8 +140,8 @@ impl SourceGraph {
             if file.extension().is_none_or(|x| x != "rs") {
                 continue;
             }
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| format!("{}: {e}", file.display()))?;
+            let text =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
             let Some(module) = self.module_of(&file) else {
                 continue;
             };
@@ -206,7 +206,12 @@ impl SourceGraph {
 
     /// The files a path written in `from` names. Unresolvable paths (an external crate, a
     /// local variable that happens to precede `::`) name none.
-    fn resolve(&self, from: &Module, path: &[String], depth: usize) -> Result<Vec<PathBuf>, String> {
+    fn resolve(
+        &self,
+        from: &Module,
+        path: &[String],
+        depth: usize,
+    ) -> Result<Vec<PathBuf>, String> {
         if depth > 32 {
             return Ok(Vec::new());
         }
@@ -235,7 +240,8 @@ impl SourceGraph {
         }
         // An item that the module only re-exports: follow the re-export.
         if let Some(item) = segments.first().filter(|s| s.as_str() != "*") {
-            let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let text =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
             if let Some(target) = reexport_of(&code_lines(&text), item) {
                 let mut followed = target;
                 followed.extend(segments[1..].iter().cloned());
@@ -300,7 +306,11 @@ impl SourceGraph {
         let spec = own
             .into_iter()
             .flatten()
-            .find(|spec| spec.split(' ').next().is_some_and(|n| n.replace('-', "_") == dep))
+            .find(|spec| {
+                spec.split(' ')
+                    .next()
+                    .is_some_and(|n| n.replace('-', "_") == dep)
+            })
             .cloned()
             .or_else(|| {
                 self.lock
@@ -474,7 +484,10 @@ fn use_decls(code: &str) -> Vec<UseDecl> {
         }
         let before = code[..at].trim_end();
         let public = before.ends_with("pub") || before.ends_with(')');
-        let statement_start = matches!(before.chars().next_back(), None | Some(';' | '}' | '{' | ']'));
+        let statement_start = matches!(
+            before.chars().next_back(),
+            None | Some(';' | '}' | '{' | ']')
+        );
         if !(public || statement_start) {
             continue;
         }
@@ -624,7 +637,9 @@ fn flatten_use_aliased(tree: &str) -> Vec<(String, Vec<String>)> {
         })
         .collect();
     for path in flatten_use(tree) {
-        let Some(last) = path.last().cloned() else { continue };
+        let Some(last) = path.last().cloned() else {
+            continue;
+        };
         let bound = aliases.get(&last).cloned().unwrap_or(last);
         out.push((bound, path));
     }
@@ -633,8 +648,10 @@ fn flatten_use_aliased(tree: &str) -> Vec<(String, Vec<String>)> {
 
 /// A manifest's `[dependencies]` names, as written in paths.
 fn manifest_deps(manifest: &Path) -> Result<BTreeSet<String>, String> {
-    let text = std::fs::read_to_string(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let doc: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let text =
+        std::fs::read_to_string(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let doc: toml::Table =
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
     Ok(doc
         .get("dependencies")
         .and_then(|d| d.as_table())
@@ -665,7 +682,10 @@ fn parse_cargo_lock(text: &str) -> Result<BTreeMap<(String, String), Vec<String>
             // `name version (source)`: the source adds nothing once the version is known.
             .map(|d| d.split(" (").next().unwrap_or(d).to_string())
             .collect();
-        out.insert((field("name").to_string(), field("version").to_string()), deps);
+        out.insert(
+            (field("name").to_string(), field("version").to_string()),
+            deps,
+        );
     }
     Ok(out)
 }
@@ -713,9 +733,15 @@ mod tests {
     #[test]
     fn adding_an_import_adds_the_file() {
         let dir = tree(&[
-            ("src/lib.rs", "pub mod stages;\npub mod nn;\npub mod report;"),
+            (
+                "src/lib.rs",
+                "pub mod stages;\npub mod nn;\npub mod report;",
+            ),
             ("src/stages/mod.rs", "pub mod train;"),
-            ("src/stages/train.rs", "use crate::nn::optim::Sgd;\nfn run() {}"),
+            (
+                "src/stages/train.rs",
+                "use crate::nn::optim::Sgd;\nfn run() {}",
+            ),
             ("src/nn/mod.rs", "pub mod optim;\npub mod augment;"),
             ("src/nn/optim.rs", "pub struct Sgd;"),
             ("src/nn/augment.rs", "pub fn flip() {}"),
@@ -733,7 +759,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             reach(dir.path(), &["src/stages/train.rs"]),
-            set(&["src/nn/augment.rs", "src/nn/optim.rs", "src/stages/train.rs"])
+            set(&[
+                "src/nn/augment.rs",
+                "src/nn/optim.rs",
+                "src/stages/train.rs"
+            ])
         );
     }
 
@@ -835,7 +865,12 @@ mod tests {
         let text: Vec<String> = leaves.iter().map(|p| p.join("::")).collect();
         assert_eq!(
             text,
-            vec!["crate::kind", "crate::kind::a::B", "crate::kind::a::C", "crate::kind::E"]
+            vec![
+                "crate::kind",
+                "crate::kind::a::B",
+                "crate::kind::a::C",
+                "crate::kind::E"
+            ]
         );
     }
 }

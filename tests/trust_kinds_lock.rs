@@ -56,7 +56,9 @@ fn roots(root: &Path, kind: &str) -> Result<Vec<String>, String> {
     .into_iter()
     .find(|p| root.join(p).is_file())
     .ok_or_else(|| {
-        format!("kind `{kind}` has no src/stages/{snake}.rs: the lock finds a kind's code from there")
+        format!(
+            "kind `{kind}` has no src/stages/{snake}.rs: the lock finds a kind's code from there"
+        )
     })?;
     let mut roots = vec![declaration, "src/exec/worker.rs".to_string()];
     let runner = format!("crates/tensor/src/stages/{snake}.rs");
@@ -196,8 +198,14 @@ fn kinds_lock_pins_the_code_of_every_kind() {
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let files = [
-        ("Cargo.toml", "[package]\nname = \"asymflow\"\n[dependencies]\n"),
-        ("crates/tensor/Cargo.toml", "[package]\nname = \"t\"\n[dependencies]\n"),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"asymflow\"\n[dependencies]\n",
+        ),
+        (
+            "crates/tensor/Cargo.toml",
+            "[package]\nname = \"t\"\n[dependencies]\n",
+        ),
         ("src/lib.rs", "pub mod stages;\npub mod nn;\npub mod exec;"),
         ("src/exec/mod.rs", "pub mod worker;"),
         ("src/exec/worker.rs", "pub fn run() {}"),
@@ -219,17 +227,31 @@ fn workspace() -> tempfile::TempDir {
 fn kinds_lock_fails_on_an_unversioned_edit_and_passes_after_a_bump_or_repin() {
     let dir = workspace();
     let versions = BTreeMap::from([("train".to_string(), 1)]);
-    let (lock, problems) = check(&Lock { kinds: BTreeMap::new() }, dir.path(), &versions);
+    let (lock, problems) = check(
+        &Lock {
+            kinds: BTreeMap::new(),
+        },
+        dir.path(),
+        &versions,
+    );
     assert!(problems[0].contains("is not in kinds.lock"), "{problems:?}");
     assert_eq!(
         lock.kinds["train"].sources,
-        ["src/exec/worker.rs", "src/nn/train.rs", "src/stages/train.rs"],
+        [
+            "src/exec/worker.rs",
+            "src/nn/train.rs",
+            "src/stages/train.rs"
+        ],
         "derived from the code"
     );
     assert!(check(&lock, dir.path(), &versions).1.is_empty());
 
     // An edit deep in a file the kind calls, without a bump: the test fails and says what to do.
-    std::fs::write(dir.path().join("src/nn/train.rs"), "pub fn lr() -> f64 { 0.2 }").unwrap();
+    std::fs::write(
+        dir.path().join("src/nn/train.rs"),
+        "pub fn lr() -> f64 { 0.2 }",
+    )
+    .unwrap();
     let (repinned, problems) = check(&lock, dir.path(), &versions);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
@@ -260,7 +282,13 @@ fn kinds_lock_fails_on_an_unversioned_edit_and_passes_after_a_bump_or_repin() {
 fn kinds_lock_gains_a_file_when_a_kind_imports_it() {
     let dir = workspace();
     let versions = BTreeMap::from([("train".to_string(), 1)]);
-    let (lock, _) = check(&Lock { kinds: BTreeMap::new() }, dir.path(), &versions);
+    let (lock, _) = check(
+        &Lock {
+            kinds: BTreeMap::new(),
+        },
+        dir.path(),
+        &versions,
+    );
     // The augmentation code joins through one new import; the lock names it.
     std::fs::write(
         dir.path().join("src/stages/train.rs"),
@@ -272,7 +300,9 @@ fn kinds_lock_gains_a_file_when_a_kind_imports_it() {
         problems[0].contains("files +src/nn/groups.rs"),
         "{problems:?}"
     );
-    assert!(repinned.kinds["train"].sources.contains(&"src/nn/groups.rs".to_string()));
+    assert!(repinned.kinds["train"]
+        .sources
+        .contains(&"src/nn/groups.rs".to_string()));
 }
 
 #[test]
@@ -292,18 +322,31 @@ fn the_real_kinds_pin_the_code_the_issue_found_missing() {
         "src/exec/worker.rs",
         "crates/tensor/src/worker.rs",
     ] {
-        assert!(teacher.sources.contains(&file.to_string()), "train-teacher misses {file}");
+        assert!(
+            teacher.sources.contains(&file.to_string()),
+            "train-teacher misses {file}"
+        );
     }
-    assert!(teacher.crates.iter().any(|c| c.starts_with("tch ")), "{:?}", teacher.crates);
+    assert!(
+        teacher.crates.iter().any(|c| c.starts_with("tch ")),
+        "{:?}",
+        teacher.crates
+    );
     let evaluate = pin("evaluate");
     assert!(
-        evaluate.sources.iter().any(|f| f.starts_with("src/metrics/")),
+        evaluate
+            .sources
+            .iter()
+            .any(|f| f.starts_with("src/metrics/")),
         "evaluate runs the metric registry: {:?}",
         evaluate.sources
     );
     let embed = pin("embed");
     assert!(
-        embed.sources.iter().any(|f| f.starts_with("crates/tensor/src/metrics/")),
+        embed
+            .sources
+            .iter()
+            .any(|f| f.starts_with("crates/tensor/src/metrics/")),
         "embed writes item ids through the tensor crate's metrics: {:?}",
         embed.sources
     );
