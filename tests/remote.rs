@@ -603,6 +603,20 @@ fn remote_two_users_pushing_the_same_keys_at_once_both_end_consistent() {
             remote.name()
         );
         assert_eq!(remote.list("ac").len(), 4, "{}", remote.name());
+        if remote.name() == "s3rver" {
+            // s3rver ignores If-None-Match and writes a key's object in place, so two pushes of
+            // one record at the same moment can interleave its bytes: asymflow warns about the
+            // race (a_server_ignoring_if_none_match_is_detected...) and a torn record is a miss,
+            // never used. What holds there: a teammate's run succeeds, and whatever it takes
+            // from the remote is verified.
+            let c = User::new(&remote, false).with_secret("s");
+            let (statuses, stderr) = c.run_statuses(&[]);
+            assert!(
+                statuses.iter().all(|(_, s)| s == "cached" || s == "ran"),
+                "{statuses:?}\n{stderr}"
+            );
+            continue;
+        }
         // Both pushes again: everything is already there, nothing fails.
         let (stdout, _) = a.ok(&["push", "pipelines/team.toml"]);
         assert_eq!(stdout.matches("already on remote").count(), 4, "{stdout}");

@@ -36,8 +36,23 @@ fn executor(max_jobs: Option<usize>) -> SlurmExecutor {
     executor_timed(max_jobs, "00:10:00")
 }
 
+/// The per-key job folders under `cache/slurm` (the `arrays/` folder holds the job arrays,
+/// whose elements link to these).
+fn job_folders(cache: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(cache.join("slurm"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "arrays"))
+        .collect()
+}
+
 fn executor_timed(max_jobs: Option<usize>, time: &str) -> SlurmExecutor {
+    executor_with(max_jobs, time, true)
+}
+
+fn executor_with(max_jobs: Option<usize>, time: &str, arrays: bool) -> SlurmExecutor {
     let profile = SlurmProfile {
+        arrays: Some(arrays),
         partition: Some("debug".into()),
         time: Some(time.into()),
         poll_interval: Some(0.2),
@@ -334,7 +349,8 @@ fn a_restarted_engine_follows_its_jobs_and_submits_nothing_twice() {
         "the slow job should still run"
     );
 
-    let mut second = executor(Some(2));
+    // Without arrays `--max-jobs` counts jobs (with them it throttles each array's `%K`).
+    let mut second = executor_with(Some(2), "00:10:00", false);
     second.adopt(10, &slow, &leases[&0]).unwrap();
     second.adopt(11, &quick, &leases[&1]).unwrap();
     assert!(
@@ -426,9 +442,7 @@ params = { value = 100 }
     assert_eq!(cluster_values.len(), 7, "{cluster_values:?}");
     // The device stages ran as Slurm jobs (their job folders are in the cache), each on its
     // own fake GPU, and the CPU stages did not.
-    let jobs = std::fs::read_dir(on_slurm.path().join("cache/slurm"))
-        .unwrap()
-        .count();
+    let jobs = job_folders(&on_slurm.path().join("cache")).len();
     assert_eq!(jobs, 4, "two trainings and two embeddings went to Slurm");
 }
 
@@ -538,10 +552,7 @@ fn a_killed_engine_restarted_follows_its_jobs_from_the_leases() {
         "{text}"
     );
     assert!(submitted(&text).is_empty(), "submitted again:\n{text}");
-    let folders: Vec<_> = std::fs::read_dir(dir.join("cache/slurm"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let folders = job_folders(&dir.join("cache"));
     assert_eq!(folders.len(), 2, "{folders:?}");
     for folder in &folders {
         let key = folder.file_name().unwrap().to_str().unwrap();
@@ -645,9 +656,7 @@ fn the_real_kinds_run_as_slurm_jobs_and_compute_what_they_compute_here() {
     let local_maps = maps(here.path(), &["--device-slots", "2"]);
     assert_eq!(cluster_maps.len(), 2, "{cluster_maps:?}");
     assert_eq!(cluster_maps, local_maps);
-    let jobs = std::fs::read_dir(on_slurm.path().join("cache/slurm"))
-        .unwrap()
-        .count();
+    let jobs = job_folders(&on_slurm.path().join("cache")).len();
     assert_eq!(jobs, 4, "two teachers and two embeddings went to Slurm");
     for dir in [on_slurm.path(), here.path()] {
         let table = std::fs::read_to_string(dir.join("reports/real/table/table.md"))
