@@ -629,7 +629,7 @@ fn reexport_of(code: &str, item: &str) -> Option<Vec<String>> {
 fn flatten_use_aliased(tree: &str) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     let aliases: BTreeMap<String, String> = tree
-        .split(|c| c == ',' || c == '{' || c == '}')
+        .split([',', '{', '}'])
         .filter_map(|part| {
             let (path, alias) = part.split_once(" as ")?;
             let last = segments(path).pop()?;
