@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 
-use crate::support::{statuses, Project};
+use crate::support::{statuses, trace_lines, verify_clean, Project};
 
 const CHAIN: &str = r#"
 [sweep]
@@ -30,23 +30,6 @@ inputs = { input = "c" }
 gather = ["seed"]
 params = { value = 1000, sleep_ms = 50, trace = "trace.txt" }
 "#;
-
-fn trace_lines(p: &Project) -> Vec<String> {
-    std::fs::read_to_string(p.path().join("trace.txt"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-fn verify_clean(p: &Project, when: &str) {
-    let out = p.run(&["cache", "verify"]);
-    assert!(
-        out.status.success(),
-        "{when}: cache verify found problems:\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-}
 
 /// The trace line an instance writes: its stage and value, the seed for every per-seed stage
 /// (so two instances of one stage never share a line) and 1000 for `d`, which gathers.

@@ -5,24 +5,7 @@
 
 use std::time::Duration;
 
-use crate::support::{statuses, Project};
-
-fn trace_lines(p: &Project) -> Vec<String> {
-    std::fs::read_to_string(p.path().join("trace.txt"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-fn verify_clean(p: &Project, when: &str) {
-    let out = p.run(&["cache", "verify"]);
-    assert!(
-        out.status.success(),
-        "{when}: cache verify found problems:\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-}
+use crate::support::{statuses, trace_lines, verify_clean, Project};
 
 /// The leases left in the project's index.
 fn leases(p: &Project) -> i64 {

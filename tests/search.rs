@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::support::{statuses, with_status, Project};
+use crate::support::{statuses, trace_lines, with_status, Project};
 
 /// The issue's example, verbatim.
 const TUNE: &str = r#"[pipeline]
@@ -91,14 +91,6 @@ fn run_doc(p: &Project, file: &str, extra: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("JSON")
-}
-
-fn trace_lines(p: &Project) -> Vec<String> {
-    std::fs::read_to_string(p.path().join("trace.txt"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
 }
 
 fn trial_values(doc: &Value, search: &str, dim: &str) -> Vec<Value> {

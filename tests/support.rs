@@ -233,3 +233,23 @@ pub fn assert_recorded_metrics_are_declared(cache: &Path) -> usize {
     }
     keys.len()
 }
+
+/// The lines test kinds with a `trace` param appended to `trace.txt` in the project: one per
+/// instance that really ran.
+pub fn trace_lines(p: &Project) -> Vec<String> {
+    std::fs::read_to_string(p.path().join("trace.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Asserts that `cache verify` finds nothing wrong (`when` names the moment, for the message).
+pub fn verify_clean(p: &Project, when: &str) {
+    let out = p.run(&["cache", "verify"]);
+    assert!(
+        out.status.success(),
+        "{when}: cache verify found problems:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
