@@ -27,7 +27,7 @@ pub use key::{short_key, InputKey, StageKey, KEY_FORMAT};
 pub use leases::{ExternalJob, Heartbeat, Lease, LEASE_STALE_AFTER};
 pub use lock::{CacheLock, LockError, LockMode};
 pub use memo::IndexHasher;
-pub use objects::{LocalObjectStore, Manifest, ObjectError, ObjectStore};
+pub use objects::{LocalObjectStore, Manifest, ObjectError, ObjectMention, ObjectStore};
 pub use provenance::Provenance;
 pub use results::{OutputRef, RecentRun, RunRecord};
 pub use store::{host_name, now, Index, IndexError};
@@ -47,12 +47,6 @@ impl Cache {
             objects: Arc::new(LocalObjectStore::new(&dir)),
             dir,
         }
-    }
-
-    /// The cache in `dir` with its objects in `objects` (another store than the local one).
-    pub fn with_objects(dir: &Path, objects: Arc<dyn ObjectStore>) -> Self {
-        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-        Cache { dir, objects }
     }
 
     /// The cache folder.

@@ -125,6 +125,16 @@ pub struct Manifest {
     pub entries: Vec<(String, String)>,
 }
 
+/// An object path inside a text: the byte range it spans and the digest it names (possibly
+/// a prefix, when the text cut it short).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectMention {
+    /// Byte range of the path in the text.
+    pub span: std::ops::Range<usize>,
+    /// The hex digits of the path after the store's root, without the shard separator.
+    pub digest: String,
+}
+
 /// Where artifacts live, addressed by content. The engine talks only to this trait, so a store
 /// on another machine (a team cache) can stand in for the local folder; no code outside
 /// `cache/` builds an object's path.
@@ -161,6 +171,14 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
 
     /// Every object digest in the store, with its size.
     fn list(&self) -> Result<Vec<(String, u64)>, ObjectError>;
+
+    /// Where `text` (a stage's error message) names objects of this store by path: each
+    /// mention's byte range and digest, so a message can name the input instead. A store
+    /// with no local paths has none.
+    fn mentions_in(&self, text: &str) -> Vec<ObjectMention> {
+        let _ = text;
+        Vec::new()
+    }
 
     /// Deletes temporary files that writers killed mid-write left behind; returns how many.
     /// Called by `cache gc` while it holds the cache's exclusive lock.
@@ -404,6 +422,26 @@ impl ObjectStore for LocalObjectStore {
         Ok(out)
     }
 
+    fn mentions_in(&self, text: &str) -> Vec<ObjectMention> {
+        let root = self.root.to_string_lossy();
+        let mut mentions = Vec::new();
+        let mut from = 0;
+        while let Some(at) = text[from..].find(root.as_ref()) {
+            let start = from + at;
+            let tail = &text[start + root.len()..];
+            let len = tail
+                .find(|c: char| !(c.is_ascii_hexdigit() || c == '/'))
+                .unwrap_or(tail.len());
+            let end = start + root.len() + len;
+            mentions.push(ObjectMention {
+                span: start..end,
+                digest: tail[..len].chars().filter(|c| *c != '/').collect(),
+            });
+            from = end;
+        }
+        mentions
+    }
+
     /// Deletes `.tmp-object*` files left in shard folders by processes that died mid-write.
     /// Only safe while no other process writes to the store (`cache gc` holds the cache's
     /// exclusive lock).
@@ -480,6 +518,17 @@ fn sync_dir(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mentions_of_object_paths_are_found_with_their_digests() {
+        let store = LocalObjectStore::new(Path::new("/c"));
+        let text = "open /c/objects/14/e72cab: denied; /c/objects/ab/cd and /d/objects/ef/01";
+        let mentions = store.mentions_in(text);
+        assert_eq!(mentions.len(), 2, "{mentions:?}");
+        assert_eq!(&text[mentions[0].span.clone()], "/c/objects/14/e72cab");
+        assert_eq!(mentions[0].digest, "14e72cab");
+        assert_eq!(mentions[1].digest, "abcd");
+    }
 
     #[test]
     fn put_then_read_back_verified() {

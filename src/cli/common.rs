@@ -19,12 +19,14 @@ use crate::graph::Plan;
 use crate::kind::Registry;
 use crate::spec::{self, Override, SpecError};
 
-/// The registry the binary uses: every built-in kind, plus the test kinds when
-/// `ASYMFLOW_TEST_KINDS` is set (for the engine's own tests of crashes and concurrency): with
-/// `1` the engine runs them itself, with `worker` only their declarations are registered here,
-/// so they run in worker processes as the tensor kinds do.
+/// The registry the binary uses: every built-in kind, plus, in test builds (feature
+/// `test-kinds`), the test kinds when `ASYMFLOW_TEST_KINDS` is set (for the engine's own tests
+/// of crashes and concurrency): with `1` the engine runs them itself, with `worker` only their
+/// declarations are registered here, so they run in worker processes as the tensor kinds do.
 pub fn registry() -> Arc<Registry> {
+    #[allow(unused_mut)]
     let mut registry = crate::stages::registry();
+    #[cfg(feature = "test-kinds")]
     match std::env::var("ASYMFLOW_TEST_KINDS").as_deref() {
         Ok("1") => crate::stages::testing::register(&mut registry),
         Ok("worker") => crate::stages::testing::declare(&mut registry),

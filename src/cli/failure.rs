@@ -24,25 +24,18 @@ pub fn describe(cache: &Cache, index: Option<&Index>, inst: &Instance, reason: &
     out
 }
 
-/// Replaces every object path in `text` with "input STAGE[...] (`OUTPUT`)".
+/// Replaces every object path in `text` with "input STAGE[...] (`OUTPUT`)" where the index
+/// knows the object's producer.
 fn name_objects(cache: &Cache, index: Option<&Index>, text: &str) -> String {
-    let root = cache.dir().join("objects");
-    let root = root.to_string_lossy();
     let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find(root.as_ref()) {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at + root.len()..];
-        let end = tail
-            .find(|c: char| !(c.is_ascii_hexdigit() || c == '/'))
-            .unwrap_or(tail.len());
-        let digest: String = tail[..end].chars().filter(|c| *c != '/').collect();
-        out.push_str(
-            &producer(index, &digest).unwrap_or_else(|| format!("{root}{}", &tail[..end])),
-        );
-        rest = &tail[end..];
+    let mut at = 0;
+    for mention in cache.objects().mentions_in(text) {
+        out.push_str(&text[at..mention.span.start]);
+        let path = &text[mention.span.clone()];
+        out.push_str(&producer(index, &mention.digest).unwrap_or_else(|| path.to_string()));
+        at = mention.span.end;
     }
-    out.push_str(rest);
+    out.push_str(&text[at..]);
     out
 }
 

@@ -23,7 +23,7 @@ use rand_distr::{Beta, Distribution};
 use serde::{Deserialize, Serialize};
 
 use super::image_ops::{normalise_chw, resample, to_unit_chw, Filter};
-use super::resolution::Resolution;
+use crate::kind::Resolution;
 
 /// What to augment and how strongly.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

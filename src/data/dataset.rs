@@ -12,8 +12,8 @@ use image::RgbImage;
 use serde::{Deserialize, Serialize};
 
 use super::image_ops::decode_file;
+use super::item::SplitItem;
 use super::listing::{self, Listing};
-use super::manifest::SplitItem;
 use super::synthetic::SyntheticParams;
 use super::DataError;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::dataset::Dataset;
-use super::manifest::SplitItem;
+use super::item::SplitItem;
 use super::DataError;
 
 /// The file an item is exported to: `out_dir/<label, 4 digits>/<name>.png`, where the name is

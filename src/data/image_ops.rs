@@ -20,8 +20,8 @@ use std::path::Path;
 
 use image::RgbImage;
 
-use super::resolution::Resolution;
 use super::DataError;
+use crate::kind::Resolution;
 
 /// The ImageNet channel means (RGB), applied after scaling pixels to `[0, 1]`.
 pub(crate) const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::dataset::{Dataset, DatasetSource};
+use super::item::SplitItem;
 use super::DataError;
 use crate::kind::{InputArtifact, StageError};
 
@@ -31,19 +32,6 @@ pub const MANIFEST_OUTPUT: &str = "split.json";
 
 /// Version of the manifest's JSON layout.
 pub(crate) const MANIFEST_FORMAT: u32 = 1;
-
-/// One image of a partition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct SplitItem {
-    /// Path relative to the data set root (`/`-separated), or `synthetic/<index>`.
-    pub id: String,
-    /// The data set's own class or identity id (CUB 1..200, synthetic 0..classes, Market
-    /// identity, 0 for distractors). Use [`dense_labels`] for classifier indices.
-    pub label: i64,
-    /// Camera id where the data set records one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub camera: Option<i64>,
-}
 
 /// Size of one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

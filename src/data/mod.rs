@@ -5,6 +5,8 @@
 //!   Online Products, Market-1501, ImageFolder).
 //! - [`dataset`]: the [`Dataset`] trait (item -> image) and [`DatasetSource`], how a manifest
 //!   names its data set.
+//! - [`SplitItem`]: one image as a split lists it (id, label, camera). The input size type,
+//!   [`Resolution`], is a parameter type and lives in `kind` (re-exported here).
 //! - [`protocol`] and [`manifest`]: split protocols and the [`SplitManifest`] a `split` stage
 //!   writes and every training, embedding and evaluation stage reads.
 //! - [`fingerprint`]: what a split's cache key holds about real data (content, never paths).
@@ -23,21 +25,22 @@ mod error;
 pub mod export;
 pub mod fingerprint;
 pub mod image_ops;
+mod item;
 pub mod listing;
 pub mod manifest;
 pub mod protocol;
-pub mod resolution;
 pub mod synthetic;
 
+pub use crate::kind::Resolution;
 pub use augment::{AugParams, AugmentConfig, CropBox, Jitter};
 pub use dataset::{Dataset, DatasetKind, DatasetSource, FileDataset, SyntheticDataset};
 pub use error::DataError;
 pub use export::export_image_folder;
 pub use fingerprint::{DirectHasher, FilesFingerprint};
 pub use image_ops::EvalView;
+pub use item::SplitItem;
 pub use manifest::{
-    dense_labels, PartitionCount, SplitItem, SplitManifest, VerificationPair, MANIFEST_OUTPUT,
+    dense_labels, PartitionCount, SplitManifest, VerificationPair, MANIFEST_OUTPUT,
 };
 pub use protocol::{Protocol, SplitOptions};
-pub use resolution::Resolution;
 pub use synthetic::{SyntheticParams, GENERATOR_VERSION};

@@ -9,8 +9,9 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::item::SplitItem;
 use super::listing::Part;
-use super::manifest::{SplitItem, VerificationPair};
+use super::manifest::VerificationPair;
 use super::DataError;
 
 /// How the train and test partitions are formed.

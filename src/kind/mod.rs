@@ -19,6 +19,7 @@ mod artifact;
 pub mod command;
 mod context;
 mod params;
+mod resolution;
 
 pub use artifact::{
     check_outputs, describe as describe_artifacts, fits, produces, Artifact, ContractError,
@@ -33,6 +34,7 @@ pub use params::{
     concat as params_concat, total as params_total, Alias, AliasRewrite, InputDecl, ParamDecl,
     ParamError, ParamType, Params, Range,
 };
+pub use resolution::Resolution;
 
 use std::path::Path;
 

@@ -33,7 +33,7 @@ pub enum ParamType {
     /// A list whose elements all have the given type.
     List(&'static ParamType),
     /// An input size: an integer (a square; declare `at_least(1)`) or `[height, width]`, two
-    /// positive integers ([`crate::data::Resolution`]).
+    /// positive integers ([`super::Resolution`]).
     Resolution,
     /// Any TOML value (tables included); validated by the stage itself.
     Any,
@@ -52,7 +52,7 @@ impl ParamType {
             // An integer's range (`>= 1`) is the declaration's, checked and reported as every
             // number's; a pair's sides must be positive here.
             (ParamType::Resolution, Value::Number(n)) => n.is_i64() || n.is_u64(),
-            (ParamType::Resolution, v) => crate::data::Resolution::from_value(v).is_some(),
+            (ParamType::Resolution, v) => super::Resolution::from_value(v).is_some(),
             (ParamType::Any, _) => true,
             _ => false,
         }
@@ -419,11 +419,11 @@ impl Params {
 
     /// A resolution parameter ([`ParamType::Resolution`]): an integer side or
     /// `[height, width]`.
-    pub fn resolution(&self, name: &str) -> Result<crate::data::Resolution, ParamError> {
+    pub fn resolution(&self, name: &str) -> Result<super::Resolution, ParamError> {
         self.typed(
             name,
             "a positive integer or [height, width]",
-            crate::data::Resolution::from_value,
+            super::Resolution::from_value,
         )
     }
 

@@ -11,6 +11,7 @@ pub mod import;
 pub mod outputs;
 pub mod report;
 pub mod split;
+#[cfg(any(test, feature = "test-kinds"))]
 pub mod testing;
 pub mod train_bct;
 pub mod train_classifier;

@@ -1,5 +1,7 @@
 //! Stage kinds for testing the engine itself (freshness, sweeps, crashes, concurrency). They
-//! are registered only when `ASYMFLOW_TEST_KINDS=1`, so users never see them.
+//! are compiled only into test builds (the `test-kinds` feature, which the test, bench and
+//! `--all-targets` builds turn on) and registered only when `ASYMFLOW_TEST_KINDS` is set, so
+//! users' binaries never carry them.
 //!
 //! `test-echo` writes `value.json` holding its `value` param and the values of its inputs, and
 //! records the metric `value` (its own number plus its inputs'). It can sleep (checking for

@@ -10,13 +10,21 @@ use std::process::ExitCode;
 
 use asymflow_tensor::worker::Torch;
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// The tensor kinds, and in test builds (feature `test-kinds`) the engine's test kinds when
+/// `ASYMFLOW_TEST_KINDS` is set (the engine's tests run them in workers too).
+fn registry() -> asymflow::kind::Registry {
+    #[allow(unused_mut)]
     let mut registry = asymflow_tensor::registry();
+    #[cfg(feature = "test-kinds")]
     if std::env::var_os("ASYMFLOW_TEST_KINDS").is_some() {
-        // The engine's own tests run its test kinds in workers too (`ASYMFLOW_TEST_KINDS=worker`).
         asymflow::stages::testing::register(&mut registry);
     }
+    registry
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let registry = registry();
     let runtime = Torch::init();
     match args
         .iter()

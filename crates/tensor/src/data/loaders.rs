@@ -24,10 +24,10 @@ use tch::Tensor;
 use super::augment::{self, stream_seed, AugParams, AugmentConfig};
 use super::dataset::Dataset;
 use super::image_ops::{normalised_chw, resize_largest_side, EvalView};
-use super::manifest::SplitItem;
 use super::prefetch::Prefetch;
-use super::resolution::Resolution;
 use super::DataError;
+use super::Resolution;
+use super::SplitItem;
 
 /// Finished batches kept ready ahead of the consumer.
 const PREFETCH_DEPTH: usize = 2;

@@ -24,10 +24,10 @@ use super::augment::{self, stream_seed, AugmentConfig};
 use super::dataset::Dataset;
 use super::device::{tensor_to_device, ToDevice};
 use super::image_ops::resize_largest_side;
-use super::manifest::SplitItem;
 use super::prefetch::Prefetch;
-use super::resolution::Resolution;
 use super::DataError;
+use super::Resolution;
+use super::SplitItem;
 
 /// Finished batches kept ready ahead of the consumer.
 const PREFETCH_DEPTH: usize = 2;
