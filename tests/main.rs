@@ -20,6 +20,7 @@ mod gem_p;
 mod gpu_check;
 mod keyed_outputs;
 mod mining_pool;
+mod optim_schedules;
 mod output_contract;
 mod paper_pipelines;
 mod param_groups;

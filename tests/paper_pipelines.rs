@@ -240,6 +240,13 @@ fn paper_pipelines_raml_ablation_runs_shrunk_with_stand_in_imagenet_weights() {
         "table-loss",
         &["abs", "rel_ts", "rel_ss", "abs+rel_ts", "abs+rel_ss", "all"],
     );
+    let cells = project.assert_rows(
+        "table-loss-init",
+        &["abs", "rel_ts", "rel_ss", "abs+rel_ts", "abs+rel_ss", "all"],
+    );
+    for init in ["teacher", "teacher at 16 px", "ImageNet"] {
+        assert!(cells.contains(init), "no column `{init}` in\n{cells}");
+    }
     project.assert_rows("table-p", &["1", "2"]);
     let variants = project.assert_rows(
         "table-variants",
@@ -248,12 +255,59 @@ fn paper_pipelines_raml_ablation_runs_shrunk_with_stand_in_imagenet_weights() {
             "no geometric augmentation",
             "no colour distortion",
             "no mixup",
+            "mixup only",
+            "no augmentation",
             "init: teacher at 16 px",
             "init: ImageNet",
             "resnet18 student (L_abs, no augmentations)",
         ],
     );
     assert!(!variants.contains("448"), "{variants}");
+}
+
+#[test]
+fn paper_pipelines_raml_gflops_runs_shrunk_and_plots_map_against_query_gflops() {
+    let project = Project::new("raml-gflops");
+    fx::cub_per_class(&project.path("data/CUB_200_2011"), 4, 4);
+    for (arch, file) in [
+        (Arch::Resnet50, "resnet50"),
+        (Arch::Resnet34, "resnet34"),
+        (Arch::Resnet18, "resnet18"),
+    ] {
+        stand_in_imagenet(
+            &project.path(&format!("weights/{file}.safetensors")),
+            arch,
+            8,
+        );
+    }
+    let mut sets = vec!["vars.query_res=[16, 24]"];
+    sets.extend(RAML_SCALE);
+    project.run_shrunk(&sets, &["seed=0"]);
+    let table = project.assert_rows(
+        "table",
+        &[
+            "teacher symmetric",
+            "resnet50 student (resolution asymmetry)",
+            "ResNet-34 student (network asymmetry, L_abs)",
+            "ResNet-18 student (network asymmetry, L_abs)",
+        ],
+    );
+    assert!(!table.contains("448"), "{table}");
+    for ext in ["svg", "png"] {
+        let plot = project.path(&format!(
+            "reports/shrunk/table/plot-map-vs-query_gflops.{ext}"
+        ));
+        assert!(plot.is_file(), "{} missing", plot.display());
+    }
+    let svg =
+        std::fs::read_to_string(project.path("reports/shrunk/table/plot-map-vs-query_gflops.svg"))
+            .unwrap();
+    for series in [
+        "teacher symmetric",
+        "ResNet-18 student (network asymmetry, L_abs)",
+    ] {
+        assert!(svg.contains(series), "the plot has no series `{series}`");
+    }
 }
 
 #[test]

@@ -39,6 +39,17 @@
 //! |   weight files: relative paths + content hashes)   | the device a stage ran on            |
 //! | (nothing else)                                     | `path` params as text (their content |
 //! |                                                    |   is in the fingerprint instead)     |
+//! |                                                    | a param added later, at its default  |
+//!
+//! **Adding a parameter to a kind** fills its default into every instance, so it would change
+//! the key of every existing result of the kind although none of them changed: a needless
+//! miss. Declare it [`ParamDecl::added_later`] when its default computes exactly what the kind
+//! computed before it existed: it is then left out of the key while it holds that default
+//! (compared canonically), and enters it as soon as a pipeline sets another value. That is
+//! sound because a later change of the default is a change of what the kind computes, which
+//! needs an `IMPL_VERSION` bump anyway. (The optimiser group's `momentum`, `nesterov`,
+//! `milestones`, `gamma` and `warmup_epochs` came this way.) A parameter whose default changes
+//! results is an ordinary one: add it and bump `IMPL_VERSION`.
 //!
 //! `command` stages (`src/stages/command/`, docs/command-stages.md) key through the same
 //! fields, with nothing added to the layout: the command as declared (`cmd` with its
@@ -51,6 +62,8 @@
 //! Inputs enter by content, not by the upstream key, so a retrained upstream stage that
 //! produced byte-identical outputs leaves everything downstream fresh (early cut-off). The
 //! upstream's `log.txt` is not an input: logs hold timings.
+//!
+//! [`ParamDecl::added_later`]: crate::kind::ParamDecl::added_later
 //!
 //! The golden test at the bottom pins one key. If it fails, keying changed: every user's cache
 //! is invalidated. Bump [`KEY_FORMAT`] deliberately and update the golden value, or undo.

@@ -34,7 +34,7 @@ pub(crate) fn instance_key(
         .params
         .0
         .iter()
-        .filter(|(name, _)| stage.keyed_param(name))
+        .filter(|(name, value)| stage.keyed_value(name, value))
         .map(|(k, v)| (k.clone(), canonical(v)))
         .collect();
     let mut inputs = BTreeMap::new();

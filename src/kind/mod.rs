@@ -192,6 +192,17 @@ pub trait Stage: Send + Sync {
             .is_none_or(|d| d.ty != ParamType::Path)
     }
 
+    /// Whether parameter `name` with `value` enters the key: [`Stage::keyed_param`], and not
+    /// a parameter [added later](ParamDecl::added_later) at its default.
+    fn keyed_value(&self, name: &str, value: &Value) -> bool {
+        self.keyed_param(name)
+            && self
+                .params()
+                .iter()
+                .find(|p| p.name == name)
+                .is_none_or(|d| d.keyed_value(value))
+    }
+
     /// Whether an instance needs a device slot.
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Cpu

@@ -205,6 +205,10 @@ pub struct ParamDecl {
     pub group: Option<&'static str>,
     /// Earlier names a pipeline may still use ([`Alias`]).
     pub aliases: &'static [Alias],
+    /// Whether the parameter enters the key while it holds its default. `false` for a
+    /// parameter added to a kind after results were cached under keys without it
+    /// ([`ParamDecl::added_later`]).
+    pub keyed_at_default: bool,
 }
 
 /// An earlier name of a parameter, kept working with a deprecation warning: the resolver
@@ -244,6 +248,7 @@ impl ParamDecl {
             range: None,
             group: None,
             aliases: &[],
+            keyed_at_default: true,
         }
     }
 
@@ -262,6 +267,7 @@ impl ParamDecl {
             range: None,
             group: None,
             aliases: &[],
+            keyed_at_default: true,
         }
     }
 
@@ -296,6 +302,29 @@ impl ParamDecl {
         ParamDecl { aliases, ..self }
     }
 
+    /// Marks a parameter added to a kind after results were cached: while it holds its
+    /// default it is left out of the key, so every existing key stays as it was. Sound only
+    /// when the default computes exactly what the kind computed before the parameter existed
+    /// (its `IMPL_VERSION` unchanged); a later change of the default needs an `IMPL_VERSION`
+    /// bump, as any default's change does. See `cache/key.rs`.
+    pub const fn added_later(self) -> Self {
+        ParamDecl {
+            keyed_at_default: false,
+            ..self
+        }
+    }
+
+    /// Whether `value` of this parameter enters the key: always, unless the parameter was
+    /// [`added_later`](Self::added_later) and `value` is its default (compared canonically,
+    /// so `0` and `0.0` are the same value).
+    pub fn keyed_value(&self, value: &Value) -> bool {
+        if self.keyed_at_default {
+            return true;
+        }
+        self.default_value()
+            .is_none_or(|default| !same_value(&default, value))
+    }
+
     /// The parsed default value.
     ///
     /// # Panics
@@ -310,6 +339,23 @@ impl ParamDecl {
                 )
             })
         })
+    }
+}
+
+/// Whether two values are equal as the key sees them: numbers by value (`1` is `1.0`),
+/// lists and tables element by element.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_value(v, w)))
+        }
+        _ => a == b,
     }
 }
 

@@ -61,7 +61,14 @@ const OWN: &[ParamDecl] = &[
     ),
     ParamDecl::optional(
         "arch",
-        ParamType::Choice(&["teacher", "resnet18", "resnet34", "resnet50"]),
+        ParamType::Choice(&[
+            "teacher",
+            "resnet18",
+            "resnet34",
+            "resnet50",
+            "resnet101",
+            "resnet152",
+        ]),
         "\"teacher\"",
         "student backbone (network asymmetry); teacher: the same",
     ),

@@ -15,7 +15,7 @@ use asymflow_tensor::nn::checkpoint::{copy_vars, Model, ModelMeta};
 use asymflow_tensor::nn::train::{DistillStep, TeacherLoss, TeacherStep};
 use asymflow_tensor::nn::{
     Arch, ClassifierConfig, DistillLoss, HeadKind, NetConfig, Optim, OptimConfig, OptimKind, Pool,
-    Precision, Stem,
+    Precision, ScheduleConfig, Stem,
 };
 use tch::{Device, Kind, Tensor};
 
@@ -113,8 +113,7 @@ fn adamw() -> OptimConfig {
         kind: OptimKind::Adamw,
         lr: 1e-4,
         weight_decay: 1e-4,
-        one_cycle: false,
-        div_factor: 25.0,
+        schedule: ScheduleConfig::constant(),
     }
 }
 
@@ -149,7 +148,7 @@ fn ours(case: Case, precision: Precision, device: Device, steps: usize) -> f64 {
                 margin: 0.0,
             };
             let model = Model::new(ModelMeta::new(net(), Some(head)), device);
-            let optim = Optim::new(&model.vs, &adamw(), WARMUP + steps).expect("optimiser");
+            let optim = Optim::new(&model.vs, &adamw(), 1, WARMUP + steps).expect("optimiser");
             let mut step = TeacherStep::new(model, optim, TeacherLoss::Classifier, false, 1)
                 .expect("teacher")
                 .with_precision(precision);
@@ -168,7 +167,7 @@ fn ours(case: Case, precision: Precision, device: Device, steps: usize) -> f64 {
             let teacher = Model::new(ModelMeta::new(net(), None), device);
             let student = Model::new(ModelMeta::new(net(), None), device);
             copy_vars(&teacher.vs, &student.vs).expect("copy");
-            let optim = Optim::new(&student.vs, &adamw(), WARMUP + steps).expect("optimiser");
+            let optim = Optim::new(&student.vs, &adamw(), 1, WARMUP + steps).expect("optimiser");
             let loss = DistillLoss {
                 abs: true,
                 lambda_t: Some(0.7),

@@ -15,7 +15,7 @@ use asymflow_tensor::nn::checkpoint::{copy_vars, Model, ModelMeta};
 use asymflow_tensor::nn::train::{DistillStep, TeacherLoss, TeacherStep};
 use asymflow_tensor::nn::{
     Arch, ClassifierConfig, DistillLoss, HeadKind, NetConfig, Optim, OptimConfig, OptimKind, Pool,
-    Stem,
+    ScheduleConfig, Stem,
 };
 use tch::{Device, Kind, Tensor};
 
@@ -46,8 +46,7 @@ fn adamw() -> OptimConfig {
         kind: OptimKind::Adamw,
         lr: 1e-3,
         weight_decay: 1e-4,
-        one_cycle: false,
-        div_factor: 25.0,
+        schedule: ScheduleConfig::constant(),
     }
 }
 
@@ -72,7 +71,7 @@ fn rust_throughput() -> (f64, f64) {
         margin: 0.0,
     };
     let model = Model::new(ModelMeta::new(net(), Some(head)), Device::Cpu);
-    let optim = Optim::new(&model.vs, &adamw(), WARMUP + STEPS).expect("optimiser");
+    let optim = Optim::new(&model.vs, &adamw(), 1, WARMUP + STEPS).expect("optimiser");
     let mut teacher =
         TeacherStep::new(model, optim, TeacherLoss::Classifier, false, 1).expect("teacher");
     let x = Tensor::randn([BATCH, 3, RES, RES], tch::kind::FLOAT_CPU);
@@ -88,7 +87,7 @@ fn rust_throughput() -> (f64, f64) {
     let frozen = Model::new(ModelMeta::new(net(), None), Device::Cpu);
     let student = Model::new(ModelMeta::new(net(), None), Device::Cpu);
     copy_vars(&frozen.vs, &student.vs).expect("copy");
-    let optim = Optim::new(&student.vs, &adamw(), WARMUP + STEPS).expect("optimiser");
+    let optim = Optim::new(&student.vs, &adamw(), 1, WARMUP + STEPS).expect("optimiser");
     let loss = DistillLoss {
         abs: true,
         lambda_t: Some(0.7),

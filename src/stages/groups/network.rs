@@ -8,7 +8,7 @@ use crate::kind::{ParamDecl, ParamType, Params, StageError};
 pub const NAME: &str = "network";
 
 /// Architecture choices, in pipeline spelling.
-pub const ARCHS: &[&str] = &["resnet18", "resnet34", "resnet50"];
+pub const ARCHS: &[&str] = &["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"];
 /// Stem choices.
 pub const STEMS: &[&str] = &["imagenet", "small"];
 

@@ -16,6 +16,10 @@ pub enum Arch {
     Resnet34,
     /// ResNet-50: bottleneck blocks, [3, 4, 6, 3].
     Resnet50,
+    /// ResNet-101: bottleneck blocks, [3, 4, 23, 3].
+    Resnet101,
+    /// ResNet-152: bottleneck blocks, [3, 8, 36, 3].
+    Resnet152,
 }
 
 impl Arch {
@@ -25,6 +29,8 @@ impl Arch {
             "resnet18" => Some(Arch::Resnet18),
             "resnet34" => Some(Arch::Resnet34),
             "resnet50" => Some(Arch::Resnet50),
+            "resnet101" => Some(Arch::Resnet101),
+            "resnet152" => Some(Arch::Resnet152),
             _ => None,
         }
     }
@@ -34,12 +40,14 @@ impl Arch {
         match self {
             Arch::Resnet18 => [2, 2, 2, 2],
             Arch::Resnet34 | Arch::Resnet50 => [3, 4, 6, 3],
+            Arch::Resnet101 => [3, 4, 23, 3],
+            Arch::Resnet152 => [3, 8, 36, 3],
         }
     }
 
     /// Whether the blocks are bottlenecks (1x1, 3x3, 1x1 with expansion 4).
     pub fn bottleneck(self) -> bool {
-        matches!(self, Arch::Resnet50)
+        matches!(self, Arch::Resnet50 | Arch::Resnet101 | Arch::Resnet152)
     }
 
     /// Output channels of a block relative to its base width.
@@ -142,7 +150,7 @@ impl NetConfig {
         }
     }
 
-    /// Channels of the last feature map (512 for R18/R34, 2048 for R50 at width 64).
+    /// Channels of the last feature map (512 for R18/R34, 2048 for R50/R101/R152 at width 64).
     pub fn feature_dim(&self) -> i64 {
         self.width * 8 * self.arch.expansion()
     }
@@ -183,6 +191,14 @@ mod tests {
         assert_eq!(back, cfg);
         assert_eq!(cfg.feature_dim(), 2048);
         assert_eq!(NetConfig::paper(Arch::Resnet18).feature_dim(), 512);
+        for (arch, name) in [
+            (Arch::Resnet101, "resnet101"),
+            (Arch::Resnet152, "resnet152"),
+        ] {
+            assert_eq!(Arch::parse(name), Some(arch));
+            assert_eq!(serde_json::to_value(arch).unwrap(), name);
+            assert_eq!(NetConfig::paper(arch).feature_dim(), 2048);
+        }
     }
 
     #[test]

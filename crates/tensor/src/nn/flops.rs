@@ -97,6 +97,12 @@ mod tests {
         let cfg = NetConfig::paper(Arch::Resnet50);
         let g = gflops(&cfg, 224) - 2048.0 * 512.0 / 1e9 + 2048.0 * 1000.0 / 1e9;
         assert!((g - 4.09).abs() < 0.01, "{g}");
+        // torchvision's table: resnet101 7.80 and resnet152 11.51 GFLOPs at 224 px.
+        for (arch, published) in [(Arch::Resnet101, 7.80), (Arch::Resnet152, 11.51)] {
+            let g =
+                gflops(&NetConfig::paper(arch), 224) - 2048.0 * 512.0 / 1e9 + 2048.0 * 1000.0 / 1e9;
+            assert!((g - published).abs() < 0.01, "{arch:?}: {g}");
+        }
         // Quarter the pixels, about a quarter of the cost.
         let ratio = flops(&cfg, 448) / flops(&cfg, 224);
         assert!((ratio - 4.0).abs() < 0.05, "{ratio}");

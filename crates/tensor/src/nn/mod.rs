@@ -39,7 +39,7 @@ pub use distill_loss::DistillLoss;
 pub use embedding::EmbeddingNet;
 pub use flops::{flops, gflops};
 pub use gem::l2n;
-pub use optim::{OneCycle, Optim, OptimConfig, OptimKind};
+pub use optim::{OneCycle, Optim, OptimConfig, OptimKind, ScheduleConfig, Stepped};
 pub use precision::Precision;
 
 use std::path::{Path, PathBuf};

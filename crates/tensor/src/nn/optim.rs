@@ -1,9 +1,16 @@
-//! Optimisers (Adam, AdamW) and the one-cycle learning-rate schedule with PyTorch's defaults.
+//! Optimisers (Adam, AdamW, SGD) and learning-rate schedules (one-cycle with PyTorch's
+//! defaults, multi-step, linear warm-up).
 //!
 //! [`OneCycle`] reproduces `torch.optim.lr_scheduler.OneCycleLR` (two phases, cosine
 //! annealing, `pct_start` 0.3, `div_factor` 25, `final_div_factor` 1e4, beta1 cycled
-//! 0.95 -> 0.85 -> 0.95), evaluated at a step number so a schedule never drifts from its
-//! formula. [`Optim`] applies it before every optimiser step.
+//! 0.95 -> 0.85 -> 0.95); [`Stepped`] is `MultiStepLR` stepped once per epoch (the rate times
+//! `gamma` for each milestone at or before the current epoch) under a linear warm-up over the
+//! first epochs, step by step. Each is evaluated at a step number, so a schedule never drifts
+//! from its formula. [`Optim`] applies it before every optimiser step.
+//!
+//! SGD is libtorch's `torch::optim::SGD`, the same update as `torch.optim.SGD`: weight decay
+//! added to the gradient (`g + wd w`), momentum buffer `b = m b + g` (the first step `b = g`),
+//! the step `lr b`, or `lr (g + m b)` with Nesterov momentum.
 
 use serde::{Deserialize, Serialize};
 use tch::nn::{self, OptimizerConfig};
@@ -11,22 +18,107 @@ use tch::nn::{self, OptimizerConfig};
 use super::gem::GEM_GROUP;
 
 /// Which optimiser.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimKind {
     /// Adam (L2 weight decay added to the gradient).
     Adam,
     /// AdamW (decoupled weight decay).
     Adamw,
+    /// SGD with L2 weight decay in the gradient and (Nesterov) momentum.
+    Sgd {
+        /// Momentum factor (0: plain SGD).
+        momentum: f64,
+        /// Nesterov momentum.
+        nesterov: bool,
+    },
 }
 
-impl OptimKind {
-    /// Parses the pipeline spelling (`adam`, `adamw`).
-    pub fn parse(name: &str) -> Option<OptimKind> {
-        match name {
-            "adam" => Some(OptimKind::Adam),
-            "adamw" => Some(OptimKind::Adamw),
-            _ => None,
+/// A constant or multi-step learning rate under a linear warm-up, per optimiser step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stepped {
+    /// The rate before any milestone.
+    pub lr: f64,
+    /// Optimiser steps per epoch.
+    pub steps_per_epoch: usize,
+    /// Epochs (strictly increasing) at which the rate is multiplied by `gamma`.
+    pub milestones: Vec<usize>,
+    /// The factor at each milestone.
+    pub gamma: f64,
+    /// Epochs of linear warm-up.
+    pub warmup_epochs: usize,
+}
+
+impl Stepped {
+    /// The learning rate of step `step` (0-based): `lr * gamma^k` with k the milestones at or
+    /// before the step's epoch (`MultiStepLR`), times `(step + 1) / W` during the `W` warm-up
+    /// steps, so the last warm-up step reaches the full rate.
+    pub fn at(&self, step: usize) -> f64 {
+        let per_epoch = self.steps_per_epoch.max(1);
+        let epoch = step / per_epoch;
+        let passed = self.milestones.iter().filter(|&&m| m <= epoch).count();
+        let rate = self.lr * self.gamma.powi(passed as i32);
+        let warmup = self.warmup_epochs * per_epoch;
+        if step < warmup {
+            rate * (step + 1) as f64 / warmup as f64
+        } else {
+            rate
+        }
+    }
+
+    /// Whether the rate ever differs from `lr` (else no schedule is applied at all).
+    fn varies(&self) -> bool {
+        self.warmup_epochs > 0 || !self.milestones.is_empty()
+    }
+}
+
+/// A learning-rate schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScheduleConfig {
+    /// One-cycle with this `div_factor`.
+    OneCycle {
+        /// The first learning rate is `lr / div_factor`.
+        div_factor: f64,
+    },
+    /// Constant (no milestones) or multi-step, after a linear warm-up.
+    Stepped {
+        /// Epochs at which the rate is multiplied by `gamma` (empty: constant).
+        milestones: Vec<usize>,
+        /// The factor at each milestone.
+        gamma: f64,
+        /// Epochs of linear warm-up.
+        warmup_epochs: usize,
+    },
+}
+
+impl ScheduleConfig {
+    /// `lr` throughout.
+    pub fn constant() -> Self {
+        ScheduleConfig::Stepped {
+            milestones: Vec::new(),
+            gamma: 1.0,
+            warmup_epochs: 0,
+        }
+    }
+}
+
+/// The schedule an [`Optim`] follows.
+#[derive(Debug, Clone, PartialEq)]
+enum Schedule {
+    OneCycle(OneCycle),
+    Stepped(Stepped),
+}
+
+impl Schedule {
+    /// `(learning rate, momentum)` of step `step`; the momentum only where the schedule cycles
+    /// it (one-cycle).
+    fn at(&self, step: usize) -> (f64, Option<f64>) {
+        match self {
+            Schedule::OneCycle(s) => {
+                let (lr, beta1) = s.at(step.min(s.total_steps.saturating_sub(1)));
+                (lr, Some(beta1))
+            }
+            Schedule::Stepped(s) => (s.at(step), None),
         }
     }
 }
@@ -92,44 +184,63 @@ impl OneCycle {
 }
 
 /// How a stage trains: optimiser, peak learning rate, weight decay, schedule.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OptimConfig {
-    /// Adam or AdamW.
+    /// Adam, AdamW or SGD.
     pub kind: OptimKind,
     /// Peak learning rate (the constant one without a schedule).
     pub lr: f64,
     /// Weight decay.
     pub weight_decay: f64,
-    /// Whether to follow the one-cycle schedule (else a constant learning rate).
-    pub one_cycle: bool,
-    /// `div_factor` of the one-cycle schedule.
-    pub div_factor: f64,
+    /// The learning-rate schedule.
+    pub schedule: ScheduleConfig,
 }
 
 /// An optimiser over a variable store's trainable variables, with its schedule.
 pub struct Optim {
     opt: nn::Optimizer,
-    schedule: Option<OneCycle>,
+    schedule: Option<Schedule>,
     step: usize,
     lr: f64,
     gem_lr_scale: f64,
 }
 
 impl Optim {
-    /// Builds the optimiser for `total_steps` steps over `vs`'s trainable variables.
+    /// Builds the optimiser over `vs`'s trainable variables for `epochs` epochs of
+    /// `steps_per_epoch` optimiser steps.
     pub fn new(
         vs: &nn::VarStore,
         cfg: &OptimConfig,
-        total_steps: usize,
+        epochs: usize,
+        steps_per_epoch: usize,
     ) -> Result<Self, tch::TchError> {
         let opt = match cfg.kind {
             OptimKind::Adam => nn::adam(0.9, 0.999, cfg.weight_decay).build(vs, cfg.lr)?,
             OptimKind::Adamw => nn::adamw(0.9, 0.999, cfg.weight_decay).build(vs, cfg.lr)?,
+            OptimKind::Sgd { momentum, nesterov } => {
+                nn::sgd(momentum, 0.0, cfg.weight_decay, nesterov).build(vs, cfg.lr)?
+            }
         };
-        let schedule = cfg.one_cycle.then(|| OneCycle {
-            div_factor: cfg.div_factor,
-            ..OneCycle::new(cfg.lr, total_steps)
-        });
+        let schedule = match &cfg.schedule {
+            ScheduleConfig::OneCycle { div_factor } => Some(Schedule::OneCycle(OneCycle {
+                div_factor: *div_factor,
+                ..OneCycle::new(cfg.lr, epochs * steps_per_epoch)
+            })),
+            ScheduleConfig::Stepped {
+                milestones,
+                gamma,
+                warmup_epochs,
+            } => {
+                let stepped = Stepped {
+                    lr: cfg.lr,
+                    steps_per_epoch,
+                    milestones: milestones.clone(),
+                    gamma: *gamma,
+                    warmup_epochs: *warmup_epochs,
+                };
+                stepped.varies().then_some(Schedule::Stepped(stepped))
+            }
+        };
         let mut optim = Optim {
             opt,
             schedule,
@@ -156,9 +267,11 @@ impl Optim {
 
     fn apply_schedule(&mut self) {
         if let Some(s) = &self.schedule {
-            let (lr, beta1) = s.at(self.step.min(s.total_steps.saturating_sub(1)));
+            let (lr, momentum) = s.at(self.step);
             self.opt.set_lr(lr);
-            self.opt.set_momentum(beta1);
+            if let Some(momentum) = momentum {
+                self.opt.set_momentum(momentum);
+            }
             self.lr = lr;
         }
         if self.gem_lr_scale != 1.0 {
@@ -179,16 +292,16 @@ impl Optim {
         self.apply_schedule();
     }
 
-    /// The learning rate the next step uses (the peak one without a schedule).
+    /// The learning rate the next step uses (`None` without a schedule).
     pub fn lr(&self) -> Option<f64> {
-        self.schedule
-            .map(|s| s.at(self.step.min(s.total_steps.saturating_sub(1))).0)
+        self.schedule.as_ref().map(|s| s.at(self.step).0)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tch::Tensor;
 
     #[test]
     fn one_cycle_matches_pytorch_values() {
@@ -231,10 +344,13 @@ mod tests {
                 kind: OptimKind::Adamw,
                 lr: 0.01,
                 weight_decay: 0.5,
-                one_cycle: schedule,
-                div_factor: 1.0,
+                schedule: if schedule {
+                    ScheduleConfig::OneCycle { div_factor: 1.0 }
+                } else {
+                    ScheduleConfig::constant()
+                },
             };
-            let mut opt = Optim::new(&vs, &cfg, 100)
+            let mut opt = Optim::new(&vs, &cfg, 1, 100)
                 .unwrap()
                 .with_gem_group(scale, decay);
             opt.zero_grad();
@@ -270,10 +386,9 @@ mod tests {
             kind: OptimKind::Adamw,
             lr: 0.5,
             weight_decay: 0.0,
-            one_cycle: true,
-            div_factor: 25.0,
+            schedule: ScheduleConfig::OneCycle { div_factor: 25.0 },
         };
-        let mut opt = Optim::new(&vs, &cfg, 50).unwrap();
+        let mut opt = Optim::new(&vs, &cfg, 1, 50).unwrap();
         assert!((opt.lr().unwrap() - 0.02).abs() < 1e-12);
         for _ in 0..50 {
             opt.zero_grad();
@@ -281,5 +396,148 @@ mod tests {
             opt.step();
         }
         assert!(x.double_value(&[0]).abs() < 0.5, "{}", x.double_value(&[0]));
+    }
+
+    #[test]
+    fn multi_step_matches_torch_multisteplr_per_epoch() {
+        // torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[8, 12, 14], gamma=0.1),
+        // stepped once per epoch from lr 0.1: 0.1 for epochs 0-7, 0.01 for 8-11, 0.001 for
+        // 12-13, 1e-4 for 14-15.
+        let s = Stepped {
+            lr: 0.1,
+            steps_per_epoch: 5,
+            milestones: vec![8, 12, 14],
+            gamma: 0.1,
+            warmup_epochs: 0,
+        };
+        let torch = |epoch: usize| match epoch {
+            0..=7 => 0.1,
+            8..=11 => 0.01,
+            12..=13 => 0.001,
+            _ => 1e-4,
+        };
+        for step in 0..16 * 5 {
+            let (got, want) = (s.at(step), torch(step / 5));
+            assert!((got - want).abs() < 1e-15, "step {step}: {got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn warm_up_ramps_linearly_then_follows_the_schedule() {
+        // Two warm-up epochs of 4 steps: lr (k + 1) / 8 for steps 0-7, then the multi-step
+        // rate; a milestone inside the warm-up scales the ramp (the factors multiply, as
+        // torch's chained schedulers do).
+        let s = Stepped {
+            lr: 0.8,
+            steps_per_epoch: 4,
+            milestones: vec![1, 3],
+            gamma: 0.5,
+            warmup_epochs: 2,
+        };
+        let want = [
+            0.1, 0.2, 0.3, 0.4, // epoch 0: 0.8 (k + 1) / 8
+            0.25, 0.3, 0.35, 0.4, // epoch 1: 0.4 (k + 1) / 8
+            0.4, 0.4, 0.4, 0.4, // epoch 2: 0.4
+            0.2, 0.2, 0.2, 0.2, // epoch 3: 0.2
+        ];
+        for (step, want) in want.iter().enumerate() {
+            let got = s.at(step);
+            assert!((got - want).abs() < 1e-12, "step {step}: {got} vs {want}");
+        }
+    }
+
+    /// One optimiser step on `x = [1, -2]` with the gradient of `sum(c * x)`, `c = [3, 0.5]`,
+    /// then a second with the same gradient; the values after each.
+    fn two_sgd_steps(momentum: f64, nesterov: bool, weight_decay: f64) -> [[f64; 2]; 2] {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let x = vs
+            .root()
+            .var_copy("x", &Tensor::from_slice(&[1.0f32, -2.0]));
+        let c = Tensor::from_slice(&[3.0f32, 0.5]);
+        let cfg = OptimConfig {
+            kind: OptimKind::Sgd { momentum, nesterov },
+            lr: 0.1,
+            weight_decay,
+            schedule: ScheduleConfig::constant(),
+        };
+        let mut opt = Optim::new(&vs, &cfg, 1, 2).unwrap();
+        let mut out = [[0.0; 2]; 2];
+        for row in &mut out {
+            opt.zero_grad();
+            (&x * &c).sum(tch::Kind::Float).backward();
+            opt.step();
+            *row = [x.double_value(&[0]), x.double_value(&[1])];
+        }
+        out
+    }
+
+    #[test]
+    fn sgd_steps_match_torch_sgd_by_hand() {
+        let close = |got: [[f64; 2]; 2], want: [[f64; 2]; 2]| {
+            for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
+                assert!((g - w).abs() < 1e-6, "{got:?} vs {want:?}");
+            }
+        };
+        // Plain SGD: x - lr g, g = c.
+        close(two_sgd_steps(0.0, false, 0.0), [[0.7, -2.05], [0.4, -2.1]]);
+        // L2 weight decay in the gradient: g = c + wd x. wd 0.5: step 1 g = [3.5, -0.5]
+        // -> [0.65, -1.95]; step 2 g = [3.325, -0.475] -> [0.3175, -1.9025].
+        close(
+            two_sgd_steps(0.0, false, 0.5),
+            [[0.65, -1.95], [0.3175, -1.9025]],
+        );
+        // Momentum 0.9: b1 = g, b2 = 0.9 g + g = 1.9 g: [0.7, -2.05] then
+        // [0.7 - 0.57, -2.05 - 0.095].
+        close(
+            two_sgd_steps(0.9, false, 0.0),
+            [[0.7, -2.05], [0.13, -2.145]],
+        );
+        // Nesterov: the step is g + m b; b1 = g: 1.9 g, then b2 = 1.9 g: g + 1.71 g = 2.71 g.
+        close(
+            two_sgd_steps(0.9, true, 0.0),
+            [[1.0 - 0.57, -2.0 - 0.095], [0.43 - 0.813, -2.095 - 0.1355]],
+        );
+    }
+
+    #[test]
+    fn an_optimiser_applies_its_schedule_at_every_step() {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let x = vs.root().var("x", &[1], nn::Init::Const(0.0));
+        let cfg = OptimConfig {
+            kind: OptimKind::Sgd {
+                momentum: 0.0,
+                nesterov: false,
+            },
+            lr: 1.0,
+            weight_decay: 0.0,
+            schedule: ScheduleConfig::Stepped {
+                milestones: vec![1],
+                gamma: 0.1,
+                warmup_epochs: 1,
+            },
+        };
+        // Two epochs of two steps: rates 0.5, 1.0 (warm-up), then 0.1, 0.1. With gradient 1
+        // each step moves x by minus the rate.
+        let mut opt = Optim::new(&vs, &cfg, 2, 2).unwrap();
+        let mut moved = Vec::new();
+        for _ in 0..4 {
+            let before = x.double_value(&[0]);
+            opt.zero_grad();
+            x.sum(tch::Kind::Float).backward();
+            opt.step();
+            moved.push(before - x.double_value(&[0]));
+        }
+        for (got, want) in moved.iter().zip([0.5, 1.0, 0.1, 0.1]) {
+            assert!((got - want).abs() < 1e-6, "{moved:?}");
+        }
+        let constant = OptimConfig {
+            schedule: ScheduleConfig::constant(),
+            ..cfg
+        };
+        assert_eq!(
+            Optim::new(&vs, &constant, 2, 2).unwrap().lr(),
+            None,
+            "a constant rate sets nothing, as before schedules existed"
+        );
     }
 }

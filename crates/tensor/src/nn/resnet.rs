@@ -1,4 +1,4 @@
-//! ResNet-18/34/50 backbones with torchvision's layout and variable names.
+//! ResNet-18/34/50/101/152 backbones with torchvision's layout and variable names.
 //!
 //! The architecture is first written down as a [`ResNetPlan`] (every convolution with its
 //! name, channels, kernel, stride and padding, in forward order). The network is built from the
@@ -356,6 +356,44 @@ mod tests {
             .sum();
         // torchvision resnet50 has 25,557,032 parameters, of which fc holds 2,049,000.
         assert_eq!(trainable, 25_557_032 - 2_049_000);
+    }
+
+    /// Trainable parameters of a width-64 ImageNet-stem backbone.
+    fn parameters(arch: Arch) -> (i64, std::collections::HashMap<String, Tensor>) {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        ResNet::new(&vs.root(), &cfg(arch, 64, Stem::Imagenet));
+        let count = vs
+            .trainable_variables()
+            .iter()
+            .map(|t| t.numel() as i64)
+            .sum();
+        (count, vs.variables())
+    }
+
+    #[test]
+    fn resnet101_and_152_match_torchvision() {
+        // torchvision resnet101: 44,549,160 parameters; resnet152: 60,192,808; each with a
+        // 2048 x 1000 fc (2,049,000 with its bias), which the backbone does not have.
+        let (r101, vars) = parameters(Arch::Resnet101);
+        assert_eq!(r101, 44_549_160 - 2_049_000);
+        // torchvision's state-dict names: layer3 holds 23 blocks, layer3.22 the last.
+        assert_eq!(vars["layer3.22.conv3.weight"].size(), [1024, 256, 1, 1]);
+        assert_eq!(vars["layer3.22.bn3.running_mean"].size(), [1024]);
+        assert!(!vars.contains_key("layer3.23.conv1.weight"));
+        assert_eq!(
+            vars["layer4.0.downsample.0.weight"].size(),
+            [2048, 1024, 1, 1]
+        );
+        assert_eq!(vars["layer4.2.conv2.weight"].size(), [512, 512, 3, 3]);
+        let (r152, vars) = parameters(Arch::Resnet152);
+        assert_eq!(r152, 60_192_808 - 2_049_000);
+        assert_eq!(vars["layer2.7.conv3.weight"].size(), [512, 128, 1, 1]);
+        assert_eq!(vars["layer3.35.conv2.weight"].size(), [256, 256, 3, 3]);
+        assert!(!vars.contains_key("layer2.8.conv1.weight"));
+        assert!(!vars.contains_key("layer3.36.conv1.weight"));
+        // 1 stem + (3 + 8 + 36 + 3) bottlenecks x 3 + 4 downsample convolutions.
+        let convs = vars.values().filter(|t| t.dim() == 4).count();
+        assert_eq!(convs, 1 + 50 * 3 + 4);
     }
 
     #[test]

@@ -411,7 +411,7 @@ mod tests {
     use crate::nn::checkpoint::ModelMeta;
     use crate::nn::classifier::{ClassifierConfig, HeadKind};
     use crate::nn::config::{Arch, NetConfig, Pool, Stem};
-    use crate::nn::optim::{OptimConfig, OptimKind};
+    use crate::nn::optim::{OptimConfig, OptimKind, ScheduleConfig};
     use tch::Device;
 
     fn net() -> NetConfig {
@@ -431,8 +431,7 @@ mod tests {
             kind: OptimKind::Adam,
             lr,
             weight_decay: 0.0,
-            one_cycle: false,
-            div_factor: 25.0,
+            schedule: ScheduleConfig::constant(),
         }
     }
 
@@ -441,7 +440,7 @@ mod tests {
         let teacher = Model::new(ModelMeta::new(net(), None), Device::Cpu);
         let student = Model::new(ModelMeta::new(net(), None), Device::Cpu);
         crate::nn::checkpoint::copy_vars(&teacher.vs, &student.vs).unwrap();
-        let optim = Optim::new(&student.vs, &adam(1e-3), 10).unwrap();
+        let optim = Optim::new(&student.vs, &adam(1e-3), 1, 10).unwrap();
         DistillStep::new(student, teacher, optim, loss, 2, false, 1)
     }
 
@@ -545,7 +544,7 @@ mod tests {
             let student = Model::new(ModelMeta::new(net(), None), Device::Cpu);
             crate::nn::checkpoint::copy_vars(&weights.vs, &teacher.vs).unwrap();
             crate::nn::checkpoint::copy_vars(&weights.vs, &student.vs).unwrap();
-            let optim = Optim::new(&student.vs, &adam(1e-3), 10).unwrap();
+            let optim = Optim::new(&student.vs, &adam(1e-3), 1, 10).unwrap();
             DistillStep::new(student, teacher, optim, all, 2, true, 1).with_chunks(chunks)
         };
         let tv = Tensor::randn([8, 3, 16, 16], tch::kind::FLOAT_CPU);
@@ -606,7 +605,7 @@ mod tests {
         for _ in 0..2 {
             step.batch(&tv, &sv);
         }
-        let mut optim = Optim::new(&student.vs, &adam(1e-3), 10).unwrap();
+        let mut optim = Optim::new(&student.vs, &adam(1e-3), 1, 10).unwrap();
         for _ in 0..2 {
             optim.zero_grad();
             let t = tch::no_grad(|| teacher.net.forward_t(&tv, false));
@@ -631,11 +630,11 @@ mod tests {
         let a = Model::new(ModelMeta::new(net(), Some(head.clone())), Device::Cpu);
         let b = Model::new(ModelMeta::new(net(), Some(head)), Device::Cpu);
         crate::nn::checkpoint::copy_vars(&a.vs, &b.vs).unwrap();
-        let optim = Optim::new(&a.vs, &adam(2e-3), 10).unwrap();
+        let optim = Optim::new(&a.vs, &adam(2e-3), 1, 10).unwrap();
         let mut step = TeacherStep::new(a, optim, TeacherLoss::Classifier, false, 1)
             .unwrap()
             .with_precision(Precision::Fp32);
-        let mut optim = Optim::new(&b.vs, &adam(2e-3), 10).unwrap();
+        let mut optim = Optim::new(&b.vs, &adam(2e-3), 1, 10).unwrap();
         for _ in 0..2 {
             step.batch(&images, &labels);
             optim.zero_grad();
@@ -664,7 +663,7 @@ mod tests {
             margin: 0.0,
         };
         let model = Model::new(ModelMeta::new(net(), Some(head)), Device::Cpu);
-        let optim = Optim::new(&model.vs, &adam(2e-3), 10).unwrap();
+        let optim = Optim::new(&model.vs, &adam(2e-3), 1, 10).unwrap();
         let mut step = TeacherStep::new(model, optim, TeacherLoss::Classifier, false, 2).unwrap();
         let images = Tensor::randn([4, 3, 16, 16], tch::kind::FLOAT_CPU);
         let labels = Tensor::from_slice(&[0i64, 0, 1, 1]);
@@ -676,7 +675,7 @@ mod tests {
         step.flush();
         assert!(last < first, "{first} -> {last}");
         let no_head = Model::new(ModelMeta::new(net(), None), Device::Cpu);
-        let optim = Optim::new(&no_head.vs, &adam(1e-3), 1).unwrap();
+        let optim = Optim::new(&no_head.vs, &adam(1e-3), 1, 1).unwrap();
         assert!(TeacherStep::new(no_head, optim, TeacherLoss::Classifier, false, 1).is_err());
     }
 }

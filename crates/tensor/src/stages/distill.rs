@@ -116,10 +116,10 @@ impl Run for Distill {
         if let Some(warning) = warning {
             ctx.log(warning);
         }
-        let steps = epochs * batches.div_ceil(accumulate);
+        let steps_per_epoch = batches.div_ceil(accumulate);
         let net = student.meta.net.clone();
         let optim = gem_group(
-            Optim::new(&student.vs, &optim_config(&p)?, steps).torch()?,
+            Optim::new(&student.vs, &optim_config(&p)?, epochs, steps_per_epoch).torch()?,
             &net,
             &p,
         )?;

@@ -447,7 +447,8 @@ impl Run for TrainBct {
 mod tests {
     use super::*;
     use crate::nn::{
-        Arch, HeadKind, ModelMeta, NetConfig, Optim, OptimConfig, OptimKind, Pool, Stem,
+        Arch, HeadKind, ModelMeta, NetConfig, Optim, OptimConfig, OptimKind, Pool, ScheduleConfig,
+        Stem,
     };
     use tch::Device;
 
@@ -686,10 +687,9 @@ mod tests {
                 kind: OptimKind::Adam,
                 lr: 1e-2,
                 weight_decay: 0.0,
-                one_cycle: false,
-                div_factor: 25.0,
+                schedule: ScheduleConfig::constant(),
             };
-            let mut optim = Optim::new(&new.vs, &cfg, 3).unwrap();
+            let mut optim = Optim::new(&new.vs, &cfg, 1, 3).unwrap();
             let images = Tensor::randn([4, 3, 8, 8], (Kind::Float, Device::Cpu));
             let labels = [0i64, 1, 2, 3];
             for _ in 0..3 {

@@ -31,6 +31,7 @@ use crate::nn::{
     gflops, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig, Pool,
 };
 use crate::TorchResult;
+use asymflow::stages::groups::optim;
 use asymflow::stages::train_classifier::*;
 
 /// The content of `classes.json`: row `i` of the classifier is label `labels[i]`.
@@ -112,7 +113,24 @@ fn first_spelling(params: &Params) -> BTreeMap<String, Value> {
             role.remove(*name);
         }
     }
+    role.retain(|name, value| !added_later_at_default(name, value));
     role
+}
+
+/// Whether `name` is an optimiser parameter added after the first wave
+/// ([`ParamDecl::added_later`]: `momentum`, `milestones`, ...) holding its default: left out
+/// of the role as it is left out of the key, so adding it kept every initialisation.
+///
+/// [`ParamDecl::added_later`]: asymflow::kind::ParamDecl::added_later
+fn added_later_at_default(name: &str, value: &Value) -> bool {
+    let group = optim::params(optim::OptimDefaults {
+        optimizer: "\"adamw\"",
+        lr: "1.0",
+        weight_decay: "0.0",
+    });
+    group
+        .iter()
+        .any(|d| d.name == name && !d.keyed_at_default && !d.keyed_value(value))
 }
 
 fn init_seed(params: &Params) -> i64 {
@@ -260,7 +278,13 @@ pub(crate) fn train(
     extra: &mut ExtraLoss<'_>,
 ) -> Result<TrainStats, StageError> {
     let steps = setup.epochs * loader.batches_per_epoch();
-    let mut optim = Optim::new(&model.vs, &setup.optim, steps).torch()?;
+    let mut optim = Optim::new(
+        &model.vs,
+        &setup.optim,
+        setup.epochs,
+        loader.batches_per_epoch(),
+    )
+    .torch()?;
     let head = model
         .classifier
         .as_ref()
@@ -441,7 +465,17 @@ mod tests {
         for (name, value) in params_with_defaults(stage, json!({"partition": "train-50"})).0 {
             spelled_then.insert(name, value);
         }
-        for added in ["div_factor", "jitter", "images_per_epoch", "precision"] {
+        for added in [
+            "div_factor",
+            "jitter",
+            "images_per_epoch",
+            "precision",
+            "momentum",
+            "nesterov",
+            "milestones",
+            "gamma",
+            "warmup_epochs",
+        ] {
             spelled_then.remove(added);
         }
         let geometric = spelled_then.remove("geometric").unwrap();
@@ -456,6 +490,14 @@ mod tests {
         );
         let other = params_with_defaults(stage, json!({"partition": "train", "jitter": 0.2}));
         assert_ne!(init_seed(&now), init_seed(&other));
+        let sgd = params_with_defaults(
+            stage,
+            json!({"partition": "train-50", "optimizer": "sgd", "momentum": 0.5}),
+        );
+        let adamw_momentum =
+            params_with_defaults(stage, json!({"partition": "train-50", "momentum": 0.5}));
+        assert_ne!(init_seed(&now), init_seed(&sgd));
+        assert_ne!(init_seed(&now), init_seed(&adamw_momentum));
     }
 
     #[test]

@@ -98,9 +98,9 @@ impl Run for TrainTeacher {
         if let Some(warning) = warning {
             ctx.log(warning);
         }
-        let steps = epochs * batches.div_ceil(accumulate);
+        let steps_per_epoch = batches.div_ceil(accumulate);
         let optim = gem_group(
-            Optim::new(&model.vs, &optim_config(&p)?, steps).torch()?,
+            Optim::new(&model.vs, &optim_config(&p)?, epochs, steps_per_epoch).torch()?,
             &net,
             &p,
         )?;

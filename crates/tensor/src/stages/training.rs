@@ -11,24 +11,37 @@ use asymflow::stages::groups::optim::{OptimParams, Optimizer, Schedule};
 
 use crate::kind::{Params, StageContext, StageError};
 use crate::nn::precision::Precision;
-use crate::nn::{Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, Stem};
+use crate::nn::{Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, ScheduleConfig, Stem};
 
 /// The optimiser group ([`OptimParams`]) as the optimiser's configuration.
 pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
     let group = OptimParams::read(params)?;
-    let (one_cycle, div_factor) = match group.schedule {
-        Schedule::OneCycle { div_factor } => (true, div_factor),
-        Schedule::Constant => (false, 25.0),
+    let schedule = match group.schedule {
+        Schedule::OneCycle { div_factor } => ScheduleConfig::OneCycle { div_factor },
+        Schedule::Constant { warmup_epochs } => ScheduleConfig::Stepped {
+            milestones: Vec::new(),
+            gamma: 1.0,
+            warmup_epochs,
+        },
+        Schedule::MultiStep {
+            milestones,
+            gamma,
+            warmup_epochs,
+        } => ScheduleConfig::Stepped {
+            milestones,
+            gamma,
+            warmup_epochs,
+        },
     };
     Ok(OptimConfig {
         kind: match group.optimizer {
             Optimizer::Adam => OptimKind::Adam,
             Optimizer::Adamw => OptimKind::Adamw,
+            Optimizer::Sgd { momentum, nesterov } => OptimKind::Sgd { momentum, nesterov },
         },
         lr: group.lr,
         weight_decay: group.weight_decay,
-        one_cycle,
-        div_factor,
+        schedule,
     })
 }
 
@@ -137,9 +150,41 @@ mod tests {
             ("weight_decay", json!(0.0)),
             ("schedule", json!("one-cycle")),
             ("div_factor", json!(25.0)),
+            ("epochs", json!(16)),
+            ("momentum", json!(0.9)),
+            ("nesterov", json!(false)),
+            ("milestones", json!([])),
+            ("gamma", json!(0.1)),
+            ("warmup_epochs", json!(0)),
         ]);
         let cfg = optim_config(&good).unwrap();
-        assert!(cfg.one_cycle && cfg.kind == OptimKind::Adamw);
+        assert_eq!(cfg.schedule, ScheduleConfig::OneCycle { div_factor: 25.0 });
+        assert_eq!(cfg.kind, OptimKind::Adamw);
+        let mut bct = good.clone();
+        for (name, value) in [
+            ("optimizer", json!("sgd")),
+            ("nesterov", json!(true)),
+            ("schedule", json!("multi-step")),
+            ("milestones", json!([8, 12, 14])),
+        ] {
+            bct.0.insert(name.into(), value);
+        }
+        let cfg = optim_config(&bct).unwrap();
+        assert_eq!(
+            cfg.kind,
+            OptimKind::Sgd {
+                momentum: 0.9,
+                nesterov: true
+            }
+        );
+        assert_eq!(
+            cfg.schedule,
+            ScheduleConfig::Stepped {
+                milestones: vec![8, 12, 14],
+                gamma: 0.1,
+                warmup_epochs: 0
+            }
+        );
         let mut bad = good.clone();
         bad.0.insert("lr".into(), json!(0.0));
         assert!(optim_config(&bad).unwrap_err().to_string().contains("lr"));
