@@ -16,6 +16,7 @@ mod push;
 mod remote;
 mod remote_gc;
 mod report_cmd;
+mod reports_cmd;
 mod run;
 mod serve;
 mod show;
@@ -126,6 +127,11 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         reports: Option<PathBuf>,
     },
+    /// List the folders under reports/: each pipeline's own, and the variants that runs with
+    /// `--set`/`--sweep` published (with their overrides); delete variants with `--clean` or
+    /// `reports rm NAME`.
+    #[command(after_help = REPORTS_HELP)]
+    Reports(reports_cmd::ReportsArgs),
     /// Print every instance's metrics: one row per instance with its stage, sweep values,
     /// every metric and its key (text, `--csv` or `--json`), for your own plots.
     #[command(after_help = METRICS_HELP)]
@@ -254,6 +260,11 @@ pub struct CacheArgs {
     #[arg(long, env = "ASYMFLOW_CACHE", value_name = "DIR", global = true)]
     pub cache: Option<PathBuf>,
 }
+
+const REPORTS_HELP: &str = "Examples:
+  asymflow reports                     every folder, with each variant's overrides
+  asymflow reports --clean             delete every variant folder (only what asymflow published)
+  asymflow reports rm quickstart+1a2b3c4d";
 
 const RUN_HELP: &str = "Examples:
   asymflow run pipelines/quickstart.toml
@@ -466,6 +477,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             cache,
         } => show::show(target, overrides, json, cache),
         Command::Report { pipeline, reports } => report_cmd::report(pipeline, reports.as_deref()),
+        Command::Reports(args) => reports_cmd::reports(args),
         Command::Kinds { kind } => kinds::kinds(kind.as_deref()),
         Command::Data(DataCommand::Export {
             pipeline,
