@@ -22,7 +22,11 @@ fn plan_doc(p: &Project, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["plan", FILE, "--json"];
     args.extend_from_slice(extra);
     let out = p.run(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -101,14 +105,24 @@ params = { value = "${sweep.seed}", device = true }
     );
     let out = p.run(&["plan", "pipelines/gpu.toml", "--executor", "slurm"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         text.contains(
             "--executor slurm: 3 jobs to Slurm, 0 here; they request 12.0 GPU-hours (time limit x GPUs of 3 jobs)"
         ),
         "{text}"
     );
-    let out = p.run(&["plan", "pipelines/gpu.toml", "--executor", "slurm", "--json"]);
+    let out = p.run(&[
+        "plan",
+        "pipelines/gpu.toml",
+        "--executor",
+        "slurm",
+        "--json",
+    ]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["slurm_request"]["gpu_hours"], 12.0);
     assert_eq!(doc["slurm_request"]["gpu_jobs"], 3);

@@ -18,7 +18,7 @@ params = { value = "${sweep.seed}" }
 [stages.table]
 kind = "report"
 inputs = { results = "eval" }
-params = { cols = "seed", metrics = ["value"], format = "fixed:1", plot_xy = [], title = "Echo" }
+params = { metrics = ["value"], format = "fixed:1", plot_xy = [], title = "Echo" }
 "#;
 
 const FILE: &str = "pipelines/rep.toml";
@@ -50,13 +50,26 @@ fn issue34_identical_resolved_pipelines_share_a_reports_folder() {
     let names = folders(&p);
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(names[1].starts_with("rep+"), "{names:?}");
-    let table =
-        std::fs::read_to_string(p.path().join("reports").join(&names[1]).join("table/table.md"))
-            .unwrap();
+    let table = std::fs::read_to_string(
+        p.path()
+            .join("reports")
+            .join(&names[1])
+            .join("table/table.md"),
+    )
+    .unwrap();
     assert!(table.contains("Overrides: `--set"), "{table}");
     // `asymflow report` with the same override renders into the same variant.
-    let out = p.run(&["report", FILE, "--set", "stages.table.params.format=fixed:2"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = p.run(&[
+        "report",
+        FILE,
+        "--set",
+        "stages.table.params.format=fixed:2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(folders(&p), names);
 }
 
@@ -94,14 +107,21 @@ fn issue34_reports_lists_variants_with_their_overrides_and_cleans_only_ours() {
     let refused = p.run(&["reports", "--clean"]);
     assert_eq!(refused.status.code(), Some(1));
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("refusing to delete") && err.contains("notes.md"), "{err}");
+    assert!(
+        err.contains("refusing to delete") && err.contains("notes.md"),
+        "{err}"
+    );
     assert!(notes.is_file());
     let refused = p.run(&["reports", "rm", &variant]);
     assert_eq!(refused.status.code(), Some(1));
     std::fs::remove_file(&notes).unwrap();
 
     let clean = p.run(&["reports", "--clean"]);
-    assert!(clean.status.success(), "{}", String::from_utf8_lossy(&clean.stderr));
+    assert!(
+        clean.status.success(),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
     assert!(String::from_utf8_lossy(&clean.stdout).contains("deleted"));
     assert_eq!(folders(&p), vec!["rep"]);
     assert!(p.path().join("reports/rep/table/table.md").is_file());

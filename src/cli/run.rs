@@ -324,7 +324,10 @@ fn estimate_against_actual(
         return None;
     }
     let covers = if estimate.estimated < estimate.to_run {
-        format!(" for {} of the {} to run", estimate.estimated, estimate.to_run)
+        format!(
+            " for {} of the {} to run",
+            estimate.estimated, estimate.to_run
+        )
     } else {
         String::new()
     };
@@ -333,7 +336,11 @@ fn estimate_against_actual(
          one after another)",
         human_seconds(estimate.seconds),
         estimate.from,
-        if estimate.from == 1 { "result" } else { "results" },
+        if estimate.from == 1 {
+            "result"
+        } else {
+            "results"
+        },
         ran.len(),
         human_seconds(ran.iter().sum()),
     ))

@@ -126,8 +126,10 @@ impl<'a> Estimator<'a> {
         } else {
             samples.iter().collect()
         };
-        let params: BTreeMap<String, Value> =
-            params.iter().map(|(k, v)| (k.clone(), canonical(v))).collect();
+        let params: BTreeMap<String, Value> = params
+            .iter()
+            .map(|(k, v)| (k.clone(), canonical(v)))
+            .collect();
         let Some(closest) = pool.iter().map(|s| differences(&s.params, &params)).min() else {
             return Ok(None);
         };
@@ -358,9 +360,30 @@ mod tests {
             let p = json!({"lr": 0.1, "epochs": 10, "images_per_epoch": 0, "seed": n});
             record(&mut index, n, "distill", p, s, &here);
         }
-        record(&mut index, 3, "distill", json!({"lr": 0.2, "epochs": 10, "images_per_epoch": 0, "seed": 0}), 1000.0, &here);
-        record(&mut index, 4, "train-teacher", json!({"epochs": 10}), 5000.0, &here);
-        record(&mut index, 5, "distill", json!({"lr": 0.1, "epochs": 10, "images_per_epoch": 0, "seed": 9}), 1.0, "elsewhere");
+        record(
+            &mut index,
+            3,
+            "distill",
+            json!({"lr": 0.2, "epochs": 10, "images_per_epoch": 0, "seed": 0}),
+            1000.0,
+            &here,
+        );
+        record(
+            &mut index,
+            4,
+            "train-teacher",
+            json!({"epochs": 10}),
+            5000.0,
+            &here,
+        );
+        record(
+            &mut index,
+            5,
+            "distill",
+            json!({"lr": 0.1, "epochs": 10, "images_per_epoch": 0, "seed": 9}),
+            1.0,
+            "elsewhere",
+        );
         let mut estimator = Estimator::new(&index);
 
         // A new seed at lr 0.1 and 20 epochs: the closest are the lr-0.1 results here (one
@@ -371,7 +394,10 @@ mod tests {
         assert_eq!(keys.len(), 3);
         // An exact match of one result (lr 0.2, seed 0) is that result, halved to 5 epochs.
         let wanted = params(json!({"lr": 0.2, "epochs": 5, "images_per_epoch": 0, "seed": 0}));
-        assert_eq!(estimator.instance("distill", &wanted).unwrap().unwrap().0, 500.0);
+        assert_eq!(
+            estimator.instance("distill", &wanted).unwrap().unwrap().0,
+            500.0
+        );
         // A kind never recorded has no estimate.
         assert!(estimator.instance("embed", &wanted).unwrap().is_none());
 
@@ -402,12 +428,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut index = Index::open(dir.path()).unwrap();
         let here = crate::cache::host_name();
-        record(&mut index, 0, "distill", json!({"epochs": 2, "images_per_epoch": 1000}), 60.0, &here);
+        record(
+            &mut index,
+            0,
+            "distill",
+            json!({"epochs": 2, "images_per_epoch": 1000}),
+            60.0,
+            &here,
+        );
         let mut estimator = Estimator::new(&index);
         let wanted = params(json!({"epochs": 4, "images_per_epoch": 500}));
-        assert_eq!(estimator.instance("distill", &wanted).unwrap().unwrap().0, 60.0);
+        assert_eq!(
+            estimator.instance("distill", &wanted).unwrap().unwrap().0,
+            60.0
+        );
         let all = params(json!({"epochs": 4, "images_per_epoch": 0}));
-        assert_eq!(estimator.instance("distill", &all).unwrap().unwrap().0, 120.0);
+        assert_eq!(
+            estimator.instance("distill", &all).unwrap().unwrap().0,
+            120.0
+        );
     }
 
     #[test]
@@ -428,7 +467,10 @@ mod tests {
         let total = gpu_hours(&jobs);
         assert_eq!(total.gpu_jobs, 4);
         assert_eq!(total.unlimited, 1);
-        assert!((total.gpu_hours - (2.0 + 48.0 + 6.0)).abs() < 1e-9, "{total:?}");
+        assert!(
+            (total.gpu_hours - (2.0 + 48.0 + 6.0)).abs() < 1e-9,
+            "{total:?}"
+        );
         assert_eq!(slurm_hours("UNLIMITED"), None);
         assert_eq!(slurm_hours("2-12"), Some(60.0));
         assert_eq!(slurm_hours("30:00"), Some(0.5));

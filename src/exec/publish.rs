@@ -589,12 +589,17 @@ mod tests {
         let search = origin(Source::Search).marker_text();
         assert!(search.starts_with(MARKER_HEAD), "{search}");
         assert!(
-            search.ends_with("rendered: from the search's trials recorded in the cache; no result of its own\n"),
+            search.ends_with(
+                "rendered: from the search's trials recorded in the cache; no result of its own\n"
+            ),
             "{search}"
         );
         assert!(!search.contains("partial"), "{search}");
         let rendered = origin(Source::Rendered).marker_text();
-        assert!(rendered.contains("cached results of its inputs"), "{rendered}");
+        assert!(
+            rendered.contains("cached results of its inputs"),
+            "{rendered}"
+        );
         let key = "ab".repeat(32);
         let result = origin(Source::Result(&key)).marker_text();
         assert!(result.ends_with(&format!("key: {key}\n")), "{result}");

@@ -90,9 +90,7 @@ pub fn mark_variant(dir: &Path, pipeline: &str, overrides: &str) -> Result<(), F
     let text = format!("{VARIANT_HEAD}\npipeline: {pipeline}\noverrides: {overrides}\n");
     let mut staged = tempfile::NamedTempFile::new_in(dir).map_err(io_err(dir))?;
     io::Write::write_all(&mut staged, text.as_bytes()).map_err(io_err(&path))?;
-    staged
-        .persist(&path)
-        .map_err(|e| io_err(&path)(e.error))?;
+    staged.persist(&path).map_err(|e| io_err(&path)(e.error))?;
     Ok(())
 }
 
@@ -278,11 +276,7 @@ mod tests {
 
     fn published(dir: &Path) {
         std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(
-            dir.join(MARKER),
-            "asymflow published this folder; test\n",
-        )
-        .unwrap();
+        std::fs::write(dir.join(MARKER), "asymflow published this folder; test\n").unwrap();
         std::fs::write(dir.join("table.md"), "| a |\n").unwrap();
     }
 
@@ -325,10 +319,7 @@ mod tests {
         assert!(!variant.exists());
         assert!(root.join("toy/report/table.md").is_file());
         for bad in ["", "..", "../x", ".hidden"] {
-            assert!(matches!(
-                remove(&root, bad),
-                Err(FoldersError::BadName(_))
-            ));
+            assert!(matches!(remove(&root, bad), Err(FoldersError::BadName(_))));
         }
         let err = remove(&root, "nope").unwrap_err();
         assert!(err.to_string().contains("toy"), "{err}");

@@ -23,7 +23,9 @@ pub fn resolved_digest(spec: &PipelineSpec) -> String {
         "stages": spec.stages.iter().map(stage_json).collect::<Vec<_>>(),
         "searches": spec.searches.iter().map(search_json).collect::<Vec<_>>(),
     });
-    blake3::hash(doc.to_string().as_bytes()).to_hex().to_string()
+    blake3::hash(doc.to_string().as_bytes())
+        .to_hex()
+        .to_string()
 }
 
 fn stage_json(stage: &StageSpec) -> Value {
