@@ -273,8 +273,9 @@ const RUN_HELP: &str = "Examples:
   asymflow run pipelines/quickstart.toml --force student   recompute even when cached
   asymflow run pipelines/quickstart.toml --keep-going --json
 
-Runs with --set/--sweep publish their reports to reports/PIPELINE+HASH/ (or --reports DIR),
-never over the plain pipeline's reports/PIPELINE/.
+Runs with --set/--sweep that change the pipeline publish their reports to
+reports/PIPELINE+DIGEST/ (DIGEST names the resolved pipeline; or --reports DIR), never over the
+plain pipeline's reports/PIPELINE/; `asymflow reports` lists and cleans them.
 
 Exit codes: 0 success, 1 other error, 2 bad command line, 3 bad pipeline file or override,
 4 a stage failed, 130 interrupted.";
@@ -386,7 +387,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "STAGE")]
     pub force: Vec<String>,
     /// Publish reports into this folder instead of `reports/PIPELINE/` (or
-    /// `reports/PIPELINE+HASH/` for a run with overrides); only folders asymflow published
+    /// `reports/PIPELINE+DIGEST/` for a run with overrides); only folders asymflow published
     /// there (they hold `.asymflow-published`) are replaced.
     #[arg(long, value_name = "DIR")]
     pub reports: Option<PathBuf>,

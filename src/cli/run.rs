@@ -3,7 +3,7 @@
 //!
 //! Named stages (or instances) narrow the run to them and what they need; `--force` recomputes
 //! named instances even when cached. Reports are published to `reports/PIPELINE/`, or to
-//! `reports/PIPELINE+HASH/` when overrides are given, so a one-off run never replaces the
+//! `reports/PIPELINE+DIGEST/` when overrides change the resolved pipeline, so a one-off run never replaces the
 //! plain pipeline's tables (each such table names its overrides at its foot). With
 //! `--keep-going`, a report whose inputs partly failed is still rendered from whatever
 //! finished, through the same path as `asymflow report`.
