@@ -64,7 +64,7 @@ pub enum FoldersError {
     },
     /// Locking the folder failed.
     #[error(transparent)]
-    Lock(#[from] PublishError),
+    Lock(Box<PublishError>),
 }
 
 fn hint(known: &[String]) -> String {
@@ -262,7 +262,7 @@ pub fn remove(root: &Path, name: &str) -> Result<PathBuf, FoldersError> {
         }
         Err(e) => return Err(io_err(&path)(e)),
     }
-    let _lock = lock_folder(&path)?;
+    let _lock = lock_folder(&path).map_err(|e| FoldersError::Lock(Box::new(e)))?;
     if let Some(what) = foreign_entry(&path)? {
         return Err(FoldersError::NotOurs { path, what });
     }
