@@ -168,6 +168,7 @@ impl Index {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute("DELETE FROM outputs WHERE key = ?1", [&run.key])?;
         tx.execute("DELETE FROM metrics WHERE key = ?1", [&run.key])?;
+        tx.execute("DELETE FROM forgotten WHERE key = ?1", [&run.key])?;
         tx.execute(
             "INSERT OR REPLACE INTO runs
              (key, stage, kind, pipeline, binding, key_json, status, started, finished, duration, device, error)
@@ -240,9 +241,15 @@ impl Index {
         Ok(())
     }
 
-    /// Forgets `key`'s result (after one of its objects was found corrupt or missing).
+    /// Forgets `key`'s result (after one of its objects was found corrupt or missing, or
+    /// when asked), remembering that it did, so a rerun of that key says "forgotten".
     pub fn forget(&mut self, key: &str) -> Result<(), IndexError> {
         let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO forgotten (key, at)
+             SELECT key, ?2 FROM runs WHERE key = ?1 AND status = 'ok'",
+            params![key, super::store::now()],
+        )?;
         tx.execute("DELETE FROM runs WHERE key = ?1", [key])?;
         tx.execute("DELETE FROM outputs WHERE key = ?1", [key])?;
         tx.execute("DELETE FROM metrics WHERE key = ?1", [key])?;
@@ -265,6 +272,57 @@ impl Index {
             )?
             .query_row(params![pipeline, stage, binding], |r| r.get(0))
             .optional()?)
+    }
+
+    /// Whether `key`'s result was forgotten (and not recomputed since).
+    pub(crate) fn was_forgotten(&self, key: &str) -> Result<bool, IndexError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM forgotten WHERE key = ?1")?
+            .query_row([key], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    /// The key JSON of the newest `limit` successful results of one instance (pipeline, stage,
+    /// binding), newest first: what `why` compares a rerun with. One index range, however
+    /// many results the cache holds.
+    pub(crate) fn instance_results(
+        &self,
+        pipeline: &str,
+        stage: &str,
+        binding: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, IndexError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT key, key_json FROM runs
+             WHERE pipeline = ?1 AND stage = ?2 AND binding = ?3 AND status = 'ok'
+             ORDER BY finished DESC LIMIT ?4",
+        )?;
+        let rows = stmt.query_map(params![pipeline, stage, binding, limit as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The newest `limit` successful results of `kind`, newest first: (key, key JSON, seconds
+    /// it ran, the host it ran on or "" when not recorded), for `plan`'s time estimate. One
+    /// index range, however many results the cache holds.
+    pub(crate) fn durations_of_kind(
+        &self,
+        kind: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, String, f64, String)>, IndexError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT r.key, r.key_json, r.duration, coalesce(p.host, '') FROM runs r
+             LEFT JOIN provenance p ON p.key = r.key
+             WHERE r.kind = ?1 AND r.status = 'ok'
+             ORDER BY r.finished DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![kind, limit as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Keys whose hex starts with `prefix`, with their stage names (for `show KEY`).

@@ -120,6 +120,13 @@ pub const MIGRATIONS: &[&str] = &[
     // 6: the job a lease's holder submitted to a cluster (JSON of `ExternalJob`), so a
     // restarted engine follows it instead of submitting again; NULL for local work.
     "ALTER TABLE leases ADD COLUMN external TEXT;",
+    // 7: `why` explains a rerun against the closest cached result of the same instance, and
+    // `plan` estimates durations from results of the same kind: both look results up by an
+    // index, never by scanning every result. `forgotten` remembers which keys `cache forget`
+    // (or `cache verify`, `cache gc`) removed, so a rerun says so.
+    "CREATE INDEX runs_by_instance ON runs (pipeline, stage, binding, status, finished);
+     CREATE INDEX runs_by_kind ON runs (kind, status, finished);
+     CREATE TABLE forgotten (key TEXT PRIMARY KEY, at REAL NOT NULL);",
 ];
 
 /// The index connection. One per thread; SQLite serialises writers.

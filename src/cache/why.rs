@@ -1,6 +1,7 @@
-//! Why an instance is dirty: a typed [`DirtyReason`] per difference between the key it last
-//! ran with and its key now ("params.lambda_t 0.7 -> 0.8", "input teacher changed",
-//! "IMPL_VERSION 3 -> 4"), like cargo's `DirtyReason`. `Display` gives the words; `Serialize`
+//! Why an instance is dirty: a typed [`DirtyReason`] per difference between the closest key
+//! the cache holds a result of (or, with none, the key it last ran with) and its key now
+//! ("params.lambda_t 0.7 -> 0.8", "input teacher changed", "IMPL_VERSION 3 -> 4"), like
+//! cargo's `DirtyReason`. `Display` gives the words; `Serialize`
 //! gives `plan --json` and `why --json` the structure.
 
 use serde::Serialize;
@@ -25,6 +26,8 @@ pub enum DirtyReason {
     Forced,
     /// The key it last ran with equals this one, but that result is gone (forgotten, collected).
     ResultGone,
+    /// This very key's result was removed by `cache forget` (or `cache verify`, `cache gc`).
+    Forgotten,
     /// The cache index could not be read: reported, never folded into "new".
     IndexError {
         /// What went wrong.
@@ -115,6 +118,9 @@ impl std::fmt::Display for DirtyReason {
             DirtyReason::LastRunFailed { error } => write!(f, "last run failed: {error}"),
             DirtyReason::Forced => f.write_str("forced (--force)"),
             DirtyReason::ResultGone => f.write_str("result no longer in the cache"),
+            DirtyReason::Forgotten => f.write_str(
+                "forgotten (its result was removed by `cache forget`, `cache verify` or `cache gc`)",
+            ),
             DirtyReason::IndexError { message } => {
                 write!(f, "the cache index could not be read: {message}")
             }
@@ -153,8 +159,8 @@ pub fn join(reasons: &[DirtyReason]) -> String {
         .join("; ")
 }
 
-/// The differences between the key an instance last ran with and its key now, most telling
-/// first. Empty when the keys are equal.
+/// The differences between an older key of an instance and its key now, most telling first.
+/// Empty when the keys are equal.
 pub(crate) fn explain(old: &StageKey, new: &StageKey) -> Vec<DirtyReason> {
     let mut reasons = Vec::new();
     if old.format != new.format {

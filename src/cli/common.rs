@@ -236,27 +236,79 @@ pub fn label(
     format!("{stage}[{}]", parts.join(","))
 }
 
-/// The folder reports of `pipeline` are published to: `reports/PIPELINE/`, or
-/// `reports/PIPELINE+HASH/` for a run with overrides (HASH names the overrides), so a one-off
-/// run never replaces the plain pipeline's tables. `--reports DIR` names the folder outright.
+/// Where a run's reports are published, and which overrides its tables note.
+pub(crate) struct ReportsRoot {
+    /// The folder.
+    pub dir: PathBuf,
+    /// The overrides, or none when they resolve to the pipeline the file already is (a no-op
+    /// `--set` publishes to the plain folder and notes nothing).
+    pub overrides: OverrideArgs,
+    /// Whether `dir` is a variant folder `reports/PIPELINE+DIGEST/`, to be marked with its
+    /// overrides ([`crate::exec::report_folders::mark_variant`]) after publishing.
+    pub variant: bool,
+}
+
+impl ReportsRoot {
+    /// Marks a variant folder with its pipeline and overrides, once something is published.
+    pub(crate) fn mark(&self, pipeline: &str) -> anyhow::Result<()> {
+        if self.variant && self.dir.is_dir() {
+            crate::exec::report_folders::mark_variant(
+                &self.dir,
+                pipeline,
+                &overrides_text(&self.overrides),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The folder the reports of the pipeline in `args` are published to: `reports/PIPELINE/`,
+/// or `reports/PIPELINE+DIGEST/` when its overrides change the resolved pipeline (DIGEST names
+/// the resolved pipeline, not the override text, so a one-off run never replaces the plain
+/// pipeline's tables and identical variants share one folder). `--reports DIR` names the
+/// folder outright.
 pub(crate) fn reports_dir(
+    args: &PipelineArgs,
+    registry: &Registry,
     project_dir: &Path,
     pipeline: &str,
-    overrides: &OverrideArgs,
     explicit: Option<&Path>,
-) -> PathBuf {
+) -> anyhow::Result<ReportsRoot> {
+    let given = args.overrides.clone();
     if let Some(dir) = explicit {
-        return dir.to_path_buf();
+        return Ok(ReportsRoot {
+            dir: dir.to_path_buf(),
+            overrides: given,
+            variant: false,
+        });
     }
-    let text = overrides_text(overrides);
-    if text.is_empty() {
-        project_dir.join("reports").join(pipeline)
+    let plain = project_dir.join("reports").join(pipeline);
+    if overrides_text(&given).is_empty() {
+        return Ok(ReportsRoot {
+            dir: plain,
+            overrides: given,
+            variant: false,
+        });
+    }
+    let resolved = spec::load(&args.file, &overrides_of(&given), registry)?;
+    let digest = spec::digest::resolved_digest(&resolved);
+    let as_written = spec::load(&args.file, &[], registry)
+        .ok()
+        .map(|s| spec::digest::resolved_digest(&s));
+    Ok(if as_written.as_deref() == Some(digest.as_str()) {
+        ReportsRoot {
+            dir: plain,
+            overrides: OverrideArgs::default(),
+            variant: false,
+        }
     } else {
-        let hash = blake3::hash(text.as_bytes()).to_hex();
-        project_dir
-            .join("reports")
-            .join(format!("{pipeline}+{}", &hash[..8]))
-    }
+        let name = crate::exec::report_folders::variant_name(pipeline, &digest);
+        ReportsRoot {
+            dir: project_dir.join("reports").join(name),
+            overrides: given,
+            variant: true,
+        }
+    })
 }
 
 /// Notes the overrides under a published report: a line at the foot of `table.md`, a

@@ -16,6 +16,7 @@ mod push;
 mod remote;
 mod remote_gc;
 mod report_cmd;
+mod reports_cmd;
 mod run;
 mod serve;
 mod show;
@@ -126,6 +127,11 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         reports: Option<PathBuf>,
     },
+    /// List the folders under reports/: each pipeline's own, and the variants that runs with
+    /// `--set`/`--sweep` published (with their overrides); delete variants with `--clean` or
+    /// `reports rm NAME`.
+    #[command(after_help = REPORTS_HELP)]
+    Reports(reports_cmd::ReportsArgs),
     /// Print every instance's metrics: one row per instance with its stage, sweep values,
     /// every metric and its key (text, `--csv` or `--json`), for your own plots.
     #[command(after_help = METRICS_HELP)]
@@ -255,6 +261,11 @@ pub struct CacheArgs {
     pub cache: Option<PathBuf>,
 }
 
+const REPORTS_HELP: &str = "Examples:
+  asymflow reports                     every folder, with each variant's overrides
+  asymflow reports --clean             delete every variant folder (only what asymflow published)
+  asymflow reports rm quickstart+1a2b3c4d";
+
 const RUN_HELP: &str = "Examples:
   asymflow run pipelines/quickstart.toml
   asymflow run pipelines/quickstart.toml student eval-ts   only these stages and what they need
@@ -262,8 +273,9 @@ const RUN_HELP: &str = "Examples:
   asymflow run pipelines/quickstart.toml --force student   recompute even when cached
   asymflow run pipelines/quickstart.toml --keep-going --json
 
-Runs with --set/--sweep publish their reports to reports/PIPELINE+HASH/ (or --reports DIR),
-never over the plain pipeline's reports/PIPELINE/.
+Runs with --set/--sweep that change the pipeline publish their reports to
+reports/PIPELINE+DIGEST/ (DIGEST names the resolved pipeline; or --reports DIR), never over the
+plain pipeline's reports/PIPELINE/; `asymflow reports` lists and cleans them.
 
 Exit codes: 0 success, 1 other error, 2 bad command line, 3 bad pipeline file or override,
 4 a stage failed, 130 interrupted.";
@@ -375,7 +387,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "STAGE")]
     pub force: Vec<String>,
     /// Publish reports into this folder instead of `reports/PIPELINE/` (or
-    /// `reports/PIPELINE+HASH/` for a run with overrides); only folders asymflow published
+    /// `reports/PIPELINE+DIGEST/` for a run with overrides); only folders asymflow published
     /// there (they hold `.asymflow-published`) are replaced.
     #[arg(long, value_name = "DIR")]
     pub reports: Option<PathBuf>,
@@ -466,6 +478,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             cache,
         } => show::show(target, overrides, json, cache),
         Command::Report { pipeline, reports } => report_cmd::report(pipeline, reports.as_deref()),
+        Command::Reports(args) => reports_cmd::reports(args),
         Command::Kinds { kind } => kinds::kinds(kind.as_deref()),
         Command::Data(DataCommand::Export {
             pipeline,

@@ -8,13 +8,19 @@
 //! with [`exit::STAGE_FAILED`]. `--json` adds each instance's resolved params. Where there is
 //! no cache yet it plans against an empty one and creates nothing. With `--executor slurm`
 //! each instance to run says where it would run: as a Slurm job with the resources the
-//! project's profile gives its class (partition, gres or gpus, time, mem), or here.
+//! project's profile gives its class (partition, gres or gpus, time, mem), or here, and the
+//! plan says how many GPU-hours the jobs request.
+//!
+//! It estimates how long the instances to run take here, from the recorded durations of
+//! similar results ([`crate::exec::estimate`]): "41 to run, about 9 min here (from 12 similar
+//! results)".
 
 use std::process::ExitCode;
 
 use super::common::{cache_for, load_plan_of, planning_cache, print_json, registry};
 use super::run::{slurm_profile, ExecutorChoice};
 use super::{exit, output, PlanArgs};
+use crate::exec::estimate;
 use crate::exec::plan_status::{cannot_run, PlannedInstance};
 use crate::exec::plan_status_with;
 use crate::exec::slurm::SlurmProfile;
@@ -43,6 +49,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     };
+    let estimate = estimate::of_planned(&cache.index()?, &registry, &planned)?;
     let places: Vec<Option<Place>> = planned
         .iter()
         .map(|p| place(p, &registry, profile.as_ref()))
@@ -60,7 +67,11 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             "pipeline": plan.spec().name,
             "cache": if scratch.is_some() { None } else { Some(cache.dir()) },
             "instances": instances,
+            "estimate": estimate,
         });
+        if profile.is_some() {
+            doc["slurm_request"] = serde_json::to_value(requested(&places))?;
+        }
         if !plan.searches().is_empty() {
             doc["searches"] = serde_json::to_value(plan.searches())?;
         }
@@ -124,6 +135,9 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             String::new()
         }
     );
+    if estimate.to_run > 0 {
+        println!("{}", estimate.describe());
+    }
     if profile.is_some() {
         let slurm = places
             .iter()
@@ -134,11 +148,40 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             .filter(|p| matches!(p, Some(Place::Local { .. })))
             .count();
         println!(
-            "--executor slurm: {} to Slurm, {local} here",
-            count(slurm, "job", "jobs")
+            "--executor slurm: {} to Slurm, {local} here{}",
+            count(slurm, "job", "jobs"),
+            describe_request(&requested(&places))
         );
     }
     Ok(code)
+}
+
+/// What the Slurm jobs of a plan request.
+fn requested(places: &[Option<Place>]) -> estimate::GpuHours {
+    estimate::gpu_hours(places.iter().filter_map(|p| match p {
+        Some(Place::Slurm { request, .. }) => Some(request),
+        _ => None,
+    }))
+}
+
+/// `; they request 12 GPU-hours (time limit x GPUs of 6 jobs)`, or nothing without GPU jobs.
+fn describe_request(hours: &estimate::GpuHours) -> String {
+    if hours.gpu_jobs == 0 {
+        return String::new();
+    }
+    let counted = hours.gpu_jobs - hours.unlimited;
+    let mut text = format!(
+        "; they request {:.1} GPU-hours (time limit x GPUs of {})",
+        hours.gpu_hours,
+        count(counted, "job", "jobs")
+    );
+    if hours.unlimited > 0 {
+        text.push_str(&format!(
+            "; {} without a time limit not counted",
+            count(hours.unlimited, "GPU job", "GPU jobs")
+        ));
+    }
+    text
 }
 
 /// The stages waiting for a search's winner, where each search stands, and which stages read

@@ -38,14 +38,17 @@ pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<Exit
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
     let cache = existing_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
-    let root = reports_dir(
+    let reports = reports_dir(
+        &args,
+        &registry,
         &plan.spec().project_dir,
         &plan.spec().name,
-        &args.overrides,
         reports,
-    );
-    publish::check_outside_cache(&root, cache.dir())?;
-    let done = render(&plan, &registry, &cache, &root, &args.overrides, &[])?;
+    )?;
+    let root = &reports.dir;
+    publish::check_outside_cache(root, cache.dir())?;
+    let done = render(&plan, &registry, &cache, root, &reports.overrides, &[])?;
+    reports.mark(&plan.spec().name)?;
     let command = compute_command(&plan, &args.overrides);
     if args.json {
         print_json(&serde_json::json!({
@@ -173,7 +176,7 @@ pub fn render(
         let origin = publish::Origin {
             pipeline: &plan.spec().name,
             instance: &instance,
-            key: None,
+            source: publish::Source::Rendered,
         };
         publish::install_dir(staging, &dest, &origin)?;
         done.rendered += 1;

@@ -3,7 +3,7 @@
 //!
 //! Named stages (or instances) narrow the run to them and what they need; `--force` recomputes
 //! named instances even when cached. Reports are published to `reports/PIPELINE/`, or to
-//! `reports/PIPELINE+HASH/` when overrides are given, so a one-off run never replaces the
+//! `reports/PIPELINE+DIGEST/` when overrides change the resolved pipeline, so a one-off run never replaces the
 //! plain pipeline's tables (each such table names its overrides at its foot). With
 //! `--keep-going`, a report whose inputs partly failed is still rendered from whatever
 //! finished, through the same path as `asymflow report`.
@@ -34,13 +34,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let force = forced_instances(&plan, &args.force)?;
     // Where the reports go, checked before anything runs: a destination that is not ours
     // fails now, not after hours of training (and is checked again when publishing).
-    let overrides = &args.pipeline.overrides;
-    let root = reports_dir(
+    let reports = reports_dir(
+        &args.pipeline,
+        &registry,
         &plan.spec().project_dir,
         &plan.spec().name,
-        overrides,
         args.reports.as_deref(),
-    );
+    )?;
+    let (root, overrides) = (reports.dir.clone(), &reports.overrides);
     check_report_folders(&plan, &registry, &cache, &root)?;
     let cancel = Arc::new(AtomicBool::new(false));
     install_ctrl_c(&cancel);
@@ -57,6 +58,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.require_remote,
         )?,
     };
+    let estimate = estimate_run(&plan, &registry, &cache);
     let clock = std::time::Instant::now();
     let mut run_plan = |plan: &Plan| -> anyhow::Result<RunSummary> {
         let summary = match args.executor {
@@ -108,6 +110,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         )?;
         published.tables.extend(rendered.tables);
     }
+    if let Err(e) = reports.mark(&plan.spec().name) {
+        eprintln!("warning: {e}");
+    }
 
     if args.pipeline.json {
         print_json(&WithSearches {
@@ -128,7 +133,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if !args.pipeline.json {
-        print_summary(&summary, clock.elapsed().as_secs_f64());
+        print_summary(&summary, clock.elapsed().as_secs_f64(), estimate.as_ref());
     }
     for e in &published.errors {
         eprintln!("error: {e}");
@@ -288,8 +293,62 @@ pub(crate) fn report_folder(
     root.join(exec::publish::folder_name(&folder(stage, binding)))
 }
 
-/// Each instance's status with `--verbose`, then the one-line count (unless `--quiet`).
-fn print_summary(summary: &RunSummary, seconds: f64) {
+/// What `plan` would estimate for this run, to show beside the time it took; `None` when it
+/// cannot be read (an estimate never stops a run).
+fn estimate_run(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+) -> Option<exec::estimate::Estimate> {
+    if !cache.dir().join("index.sqlite").is_file() {
+        return None;
+    }
+    let planned = exec::plan_status(plan, registry, cache).ok()?;
+    exec::estimate::of_planned(&cache.index().ok()?, registry, &planned).ok()
+}
+
+/// `estimated about 9 min here (from 12 similar results); the stages took 8 min`, when the
+/// run had an estimate and ran something.
+fn estimate_against_actual(
+    summary: &RunSummary,
+    estimate: &exec::estimate::Estimate,
+) -> Option<String> {
+    use exec::estimate::human_seconds;
+    let ran: Vec<f64> = summary
+        .instances
+        .iter()
+        .filter(|o| o.status == Status::Ran)
+        .filter_map(|o| o.seconds)
+        .collect();
+    if estimate.estimated == 0 || ran.is_empty() {
+        return None;
+    }
+    let covers = if estimate.estimated < estimate.to_run {
+        format!(
+            " for {} of the {} to run",
+            estimate.estimated, estimate.to_run
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "estimated about {}{covers} (from {} similar {}); the {} that ran took {} (stage time, \
+         one after another)",
+        human_seconds(estimate.seconds),
+        estimate.from,
+        if estimate.from == 1 {
+            "result"
+        } else {
+            "results"
+        },
+        ran.len(),
+        human_seconds(ran.iter().sum()),
+    ))
+}
+
+/// Each instance's status with `--verbose`, then the one-line count (unless `--quiet`), and
+/// the estimate beside the time the stages took.
+fn print_summary(summary: &RunSummary, seconds: f64, estimate: Option<&exec::estimate::Estimate>) {
     if output::verbose() {
         for outcome in &summary.instances {
             let status = serde_json::to_value(&outcome.status)
@@ -313,6 +372,9 @@ fn print_summary(summary: &RunSummary, seconds: f64) {
             summary.count(Status::Failed),
             summary.count(Status::Skipped),
         );
+        if let Some(line) = estimate.and_then(|e| estimate_against_actual(summary, e)) {
+            eprintln!("{line}");
+        }
     }
 }
 

@@ -5,9 +5,13 @@
 //!    dirty: its key cannot be computed until those inputs exist.
 //! 2. Otherwise its key is computed ([`instance_key`]); a successful run recorded under that key
 //!    whose output objects are all present is a hit ("cached").
-//! 3. Otherwise it is dirty, and the reasons are the differences between the key it last ran
-//!    with (per pipeline, stage and binding) and the new one; "new" when there is none;
-//!    "outputs missing from the object store" when the run is recorded but objects are gone.
+//! 3. Otherwise it is dirty, and the reasons are the differences between the new key and the
+//!    closest key the cache holds a result of for the same instance (pipeline, stage and
+//!    binding; fewest differing fields, the newest among equals), so a one-off `--set` run
+//!    does not make every later plan list its change; with no such result, the key it last
+//!    ran with; "new" when there is none; "forgotten" when this very key's result was
+//!    forgotten; "outputs missing from the object store" when the run is recorded but objects
+//!    are gone.
 //!
 //! Object content is verified when an input is read by a stage that runs (and by `cache
 //! verify`), not on every freshness check, so a no-op run stays in milliseconds.
@@ -140,7 +144,18 @@ pub(crate) fn dirty_reasons(
         Ok(None) => {}
         Err(e) => return index_error(e),
     }
-    let last = match index.last_key(pipeline, &inst.stage, &binding_json(inst)) {
+    match index.was_forgotten(digest) {
+        Ok(true) => return vec![DirtyReason::Forgotten],
+        Ok(false) => {}
+        Err(e) => return index_error(e),
+    }
+    let binding = binding_json(inst);
+    match closest_cached(index, pipeline, &inst.stage, &binding, key) {
+        Ok(Some(reasons)) => return reasons,
+        Ok(None) => {}
+        Err(e) => return index_error(e),
+    }
+    let last = match index.last_key(pipeline, &inst.stage, &binding) {
         Ok(Some(last)) => last,
         Ok(None) => return vec![DirtyReason::New],
         Err(e) => return index_error(e),
@@ -159,4 +174,26 @@ pub(crate) fn dirty_reasons(
     } else {
         reasons
     }
+}
+
+/// How many of an instance's newest results [`closest_cached`] compares (an instance rarely
+/// has more variants than this; the newest are the likeliest to be close).
+const CLOSEST_OF: usize = 64;
+
+/// The reasons against the cached result of this instance whose key differs from `key` in
+/// the fewest fields (the newest among equals); `None` when the instance has none.
+fn closest_cached(
+    index: &Index,
+    pipeline: &str,
+    stage: &str,
+    binding: &str,
+    key: &StageKey,
+) -> Result<Option<Vec<DirtyReason>>, crate::cache::IndexError> {
+    let results = index.instance_results(pipeline, stage, binding, CLOSEST_OF)?;
+    Ok(results
+        .iter()
+        .filter_map(|(_, json)| serde_json::from_str::<StageKey>(json).ok())
+        .map(|old| crate::cache::why::explain(&old, key))
+        .filter(|reasons| !reasons.is_empty())
+        .min_by_key(Vec::len))
 }

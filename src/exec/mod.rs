@@ -28,6 +28,7 @@
 //!   [`lineage`]: which instances read test images.
 
 mod deadlines;
+pub mod estimate;
 pub mod executor;
 pub mod freshness;
 pub mod lineage;
@@ -37,6 +38,7 @@ pub mod plan_status;
 pub mod progress;
 pub mod protocol;
 pub mod publish;
+pub mod report_folders;
 pub mod resolve;
 pub mod routed;
 mod schedule;

@@ -90,19 +90,38 @@ pub struct Origin<'a> {
     pub pipeline: &'a str,
     /// The instance's label (`report`, `eval[seed=1]`).
     pub instance: &'a str,
-    /// The result's key; `None` for a report rendered from partial results.
-    pub key: Option<&'a str>,
+    /// What its content is.
+    pub source: Source<'a>,
+}
+
+/// What a published folder holds: one result's outputs, or something rendered from several.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// The outputs of the result with this key.
+    Result(&'a str),
+    /// A report rendered by `asymflow report` or `run --keep-going` from whatever results of
+    /// its inputs the cache held (no result of its own).
+    Rendered,
+    /// A search's report, rendered from its trials' results.
+    Search,
 }
 
 impl Origin<'_> {
     /// The marker file's text.
     fn marker_text(&self) -> String {
+        let source = match self.source {
+            Source::Result(key) => format!("key: {key}"),
+            Source::Rendered => "rendered: from the cached results of its inputs (by \
+                                 `asymflow report` or `run --keep-going`); no result of its own"
+                .to_string(),
+            Source::Search => "rendered: from the search's trials recorded in the cache; no \
+                               result of its own"
+                .to_string(),
+        };
         format!(
             "{MARKER_HEAD}; it replaces the folder on the next publish. Delete this file to keep \
-             the folder: asymflow then refuses to replace it.\npipeline: {}\ninstance: {}\nkey: {}\n",
-            self.pipeline,
-            self.instance,
-            self.key.unwrap_or("(rendered from partial results)")
+             the folder: asymflow then refuses to replace it.\npipeline: {}\ninstance: {}\n{source}\n",
+            self.pipeline, self.instance,
         )
     }
 }
@@ -144,7 +163,7 @@ pub fn check_replaceable(dest: &Path) -> Result<(), PublishError> {
 }
 
 /// Whether `dir` holds a regular-file [`MARKER`] that begins as asymflow writes it.
-fn has_marker(dir: &Path) -> bool {
+pub(crate) fn has_marker(dir: &Path) -> bool {
     use std::io::Read;
     let path = dir.join(MARKER);
     let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
@@ -273,7 +292,7 @@ pub fn publish(
     let origin = Origin {
         pipeline: &record.pipeline,
         instance,
-        key: Some(&record.key),
+        source: Source::Result(&record.key),
     };
     install_dir(staging, dest, &origin)?;
     Ok(written)
@@ -299,7 +318,7 @@ pub fn publish_searches(
         let origin = Origin {
             pipeline,
             instance: &name,
-            key: None,
+            source: Source::Search,
         };
         install_dir(staging, &dest, &origin)?;
         written.push(dest);
@@ -394,7 +413,7 @@ fn checked_parent(dest: &Path) -> Result<&Path, PublishError> {
 }
 
 /// An exclusive `flock` on `folder/.publish.lock`, waited for, released on drop.
-fn lock_folder(folder: &Path) -> Result<File, PublishError> {
+pub(crate) fn lock_folder(folder: &Path) -> Result<File, PublishError> {
     let path = folder.join(".publish.lock");
     let file = OpenOptions::new()
         .create(true)
@@ -558,6 +577,32 @@ mod tests {
         std::os::unix::fs::symlink(&fresh, &link).unwrap();
         let err = publish(&cache, &rec, &link, "link").unwrap_err();
         assert!(err.to_string().contains("it is a link"), "{err}");
+    }
+
+    #[test]
+    fn issue34_markers_say_what_their_folder_holds() {
+        let origin = |source| Origin {
+            pipeline: "p",
+            instance: "search-lr",
+            source,
+        };
+        let search = origin(Source::Search).marker_text();
+        assert!(search.starts_with(MARKER_HEAD), "{search}");
+        assert!(
+            search.ends_with(
+                "rendered: from the search's trials recorded in the cache; no result of its own\n"
+            ),
+            "{search}"
+        );
+        assert!(!search.contains("partial"), "{search}");
+        let rendered = origin(Source::Rendered).marker_text();
+        assert!(
+            rendered.contains("cached results of its inputs"),
+            "{rendered}"
+        );
+        let key = "ab".repeat(32);
+        let result = origin(Source::Result(&key)).marker_text();
+        assert!(result.ends_with(&format!("key: {key}\n")), "{result}");
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! graph is built ([`crate::graph`]), still before anything runs.
 
 mod command;
+pub mod digest;
 pub mod error;
 pub mod model;
 pub mod names;
