@@ -203,13 +203,9 @@ impl Stage for Split {
             !params.str("subset_order").is_ok_and(|o| o == "class-id") && drawn("subsets");
         params.str("dataset").map_or(true, |d| d == "synthetic")
             || random_subsets
-            || [
-                "gallery_per_class",
-                "non_mated",
-                "pairs_per_class",
-            ]
-            .iter()
-            .any(|name| drawn(name))
+            || ["gallery_per_class", "non_mated", "pairs_per_class"]
+                .iter()
+                .any(|name| drawn(name))
     }
 
     fn impl_version(&self) -> u32 {

@@ -204,9 +204,21 @@ mod tests {
     fn malformed_validation_lines_name_the_file_and_line() {
         let cases = [
             ("ImageId PredictionString\n", ":1:", "header"),
-            ("ImageId,PredictionString\nILSVRC2012_val_00000001\n", ":2:", "expected"),
-            ("ImageId,PredictionString\nILSVRC2012_val_00000001,\n", ":2:", "expected"),
-            ("ImageId,PredictionString\n\nILSVRC2012_val_00000001,n09 1 2 3 4\n", ":3:", "n09"),
+            (
+                "ImageId,PredictionString\nILSVRC2012_val_00000001\n",
+                ":2:",
+                "expected",
+            ),
+            (
+                "ImageId,PredictionString\nILSVRC2012_val_00000001,\n",
+                ":2:",
+                "expected",
+            ),
+            (
+                "ImageId,PredictionString\n\nILSVRC2012_val_00000001,n09 1 2 3 4\n",
+                ":3:",
+                "n09",
+            ),
         ];
         for (text, at, what) in cases {
             let dir = layout(text);
@@ -216,6 +228,9 @@ mod tests {
         }
         let dir = layout("ImageId,PredictionString\nILSVRC2012_val_00000003,n01 1 2 3 4\n");
         let err = imagenet(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("ILSVRC2012_val_00000003.JPEG") && err.contains("missing"), "{err}");
+        assert!(
+            err.contains("ILSVRC2012_val_00000003.JPEG") && err.contains("missing"),
+            "{err}"
+        );
     }
 }

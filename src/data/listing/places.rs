@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{int_field, read_lines, require_file, require_images, require_root, Entry, Listing, Part};
+use super::{
+    int_field, read_lines, require_file, require_images, require_root, Entry, Listing, Part,
+};
 use crate::data::DataError;
 
 const HINT: &str = "set `root` to the Places365 folder holding categories_places365.txt, \
@@ -48,7 +50,9 @@ pub fn places365(root: &Path) -> Result<Listing, DataError> {
                 ),
             ));
         }
-        listing.entries.push(entry(format!("{train_dir}{rel}"), label, Part::Train));
+        listing
+            .entries
+            .push(entry(format!("{train_dir}{rel}"), label, Part::Train));
     }
     let path = root.join(VAL_LIST);
     require_file("places365", &path, HINT)?;
@@ -61,10 +65,17 @@ pub fn places365(root: &Path) -> Result<Listing, DataError> {
                 format!("expected a file name without folders, found `{rel}`"),
             ));
         }
-        listing.entries.push(entry(format!("{val_dir}/{rel}"), label, Part::Test));
+        listing
+            .entries
+            .push(entry(format!("{val_dir}/{rel}"), label, Part::Test));
     }
     listing.annotations = vec![CATEGORIES.into(), TRAIN_LIST.into(), VAL_LIST.into()];
-    require_images("places365", root, &listing.entries, "the Places365 file lists")?;
+    require_images(
+        "places365",
+        root,
+        &listing.entries,
+        "the Places365 file lists",
+    )?;
     Ok(listing)
 }
 
@@ -165,7 +176,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::write(root.join(CATEGORIES), "/a/airfield 0\n/b/bar/indoor 1\n").unwrap();
-        for rel in ["data_256/a/airfield/00000001.jpg", "data_256/b/bar/indoor/00000001.jpg"] {
+        for rel in [
+            "data_256/a/airfield/00000001.jpg",
+            "data_256/b/bar/indoor/00000001.jpg",
+        ] {
             std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
             std::fs::write(root.join(rel), b"x").unwrap();
         }
@@ -201,11 +215,41 @@ mod tests {
     fn malformed_lines_name_the_file_and_line() {
         let val = "Places365_val_00000001.jpg 0\n";
         let cases = [
-            ("/a/airfield/00000001.jpg\n", val, TRAIN_LIST, ":1:", "expected"),
-            ("/a/airfield/00000001.jpg zero\n", val, TRAIN_LIST, ":1:", "whole number"),
-            (TRAIN, "Places365_val_00000001.jpg 7\n", VAL_LIST, ":1:", "label 7"),
-            ("\n/a/airfield/00000001.jpg 1\n", val, TRAIN_LIST, ":2:", "folder of class 1"),
-            (TRAIN, "val_256/Places365_val_00000001.jpg 0\n", VAL_LIST, ":1:", "without folders"),
+            (
+                "/a/airfield/00000001.jpg\n",
+                val,
+                TRAIN_LIST,
+                ":1:",
+                "expected",
+            ),
+            (
+                "/a/airfield/00000001.jpg zero\n",
+                val,
+                TRAIN_LIST,
+                ":1:",
+                "whole number",
+            ),
+            (
+                TRAIN,
+                "Places365_val_00000001.jpg 7\n",
+                VAL_LIST,
+                ":1:",
+                "label 7",
+            ),
+            (
+                "\n/a/airfield/00000001.jpg 1\n",
+                val,
+                TRAIN_LIST,
+                ":2:",
+                "folder of class 1",
+            ),
+            (
+                TRAIN,
+                "val_256/Places365_val_00000001.jpg 0\n",
+                VAL_LIST,
+                ":1:",
+                "without folders",
+            ),
         ];
         for (train, val, file, at, what) in cases {
             let dir = layout(train, val);
