@@ -393,3 +393,45 @@ impl SaveInDir for RgbImage {
         self.save_with_format(path, format).unwrap();
     }
 }
+
+/// ILSVRC-2012 with the devkit's validation labels instead of `LOC_val_solution.csv`:
+/// `ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt` (one `ILSVRC2012_ID`
+/// per validation image, in file order) and `meta.mat` (the struct array `synsets` mapping
+/// each `ILSVRC2012_ID` to its `WNID`), the ids numbering the classes in reverse WordNet order
+/// so that a lister reading them as class ids would get them wrong.
+pub fn imagenet_devkit(root: &Path, classes: u32, train: u32, val: u32) {
+    imagenet(root, classes, train, val);
+    std::fs::remove_file(root.join("LOC_val_solution.csv")).unwrap();
+    let wnid = |c: u32| format!("n{:08}", 1_440_764 + c * 1000);
+    let id_of = |c: u32| f64::from(classes - c);
+    let mut truth = String::new();
+    for c in 0..classes {
+        for _ in 0..val {
+            truth.push_str(&format!("{}\n", id_of(c)));
+        }
+    }
+    let data = root.join("ILSVRC2012_devkit_t12/data");
+    write_text(&data.join("ILSVRC2012_validation_ground_truth.txt"), &truth);
+    let fields = ["ILSVRC2012_ID", "WNID"];
+    let len = 32usize;
+    let mut names = Vec::new();
+    for f in fields {
+        let mut b = f.as_bytes().to_vec();
+        b.resize(len, 0);
+        names.extend(b);
+    }
+    let mut body = element(5, &(len as i32).to_le_bytes());
+    body.extend(element(1, &names));
+    for c in 0..classes {
+        body.extend(double(id_of(c)));
+        body.extend(text(&wnid(c)));
+    }
+    let var = matrix(2, &[classes as i32, 1], "synsets", &body);
+    let mut file = vec![b' '; 116];
+    file[..20].copy_from_slice(b"MATLAB 5.0 MAT-file,");
+    file.extend_from_slice(&[0u8; 8]);
+    file.extend_from_slice(&0x0100u16.to_le_bytes());
+    file.extend_from_slice(b"IM");
+    file.extend(var);
+    std::fs::write(data.join("meta.mat"), file).unwrap();
+}

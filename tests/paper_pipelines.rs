@@ -403,6 +403,41 @@ fn paper_pipelines_bct_imagenet_runs_shrunk_on_the_ilsvrc2012_layout() {
 }
 
 #[test]
+fn paper_pipelines_bct_imagenet_runs_shrunk_on_the_devkit_validation_labels() {
+    bct_classes_pipeline_runs_shrunk("bct-imagenet", "data/ILSVRC2012", |root| {
+        fx::imagenet_devkit(root, 4, 4, 3)
+    });
+}
+
+#[test]
+fn imagenet_validation_labels_are_the_same_from_the_csv_and_from_the_devkit() {
+    // The fixtures number validation image i (from 1) of class (i - 1) / 3; the devkit's ids
+    // run in reverse WordNet order, so reading them as class ids would get every label wrong.
+    for devkit in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        if devkit {
+            fx::imagenet_devkit(dir.path(), 4, 1, 3);
+        } else {
+            fx::imagenet(dir.path(), 4, 1, 3);
+        }
+        let listing = asymflow::data::DatasetKind::Imagenet
+            .list(dir.path())
+            .unwrap();
+        let val: Vec<(String, i64)> = listing
+            .entries
+            .iter()
+            .filter(|e| e.id.starts_with("val/"))
+            .map(|e| (e.id.clone(), e.label))
+            .collect();
+        assert_eq!(val.len(), 12);
+        for (id, label) in val {
+            let i: i64 = id["val/ILSVRC2012_val_".len()..][..8].parse().unwrap();
+            assert_eq!(label, (i - 1) / 3, "{id} (devkit: {devkit})");
+        }
+    }
+}
+
+#[test]
 fn paper_pipelines_bct_places_runs_shrunk_on_the_places365_layout() {
     bct_classes_pipeline_runs_shrunk("bct-places", "data/places365", |root| {
         fx::places365(root, 4, 4, 3)

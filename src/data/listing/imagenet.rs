@@ -6,20 +6,35 @@
 //! (`ImageId,PredictionString`, each prediction string a list of `wnid x_min y_min x_max y_max`
 //! boxes, all of the image's class).
 //!
+//! Without `LOC_val_solution.csv`, the validation labels come from the development kit as
+//! `ILSVRC2012_devkit_t12.tar.gz` unpacks: `ILSVRC2012_devkit_t12/data/
+//! ILSVRC2012_validation_ground_truth.txt` (line i: the `ILSVRC2012_ID` of
+//! `ILSVRC2012_val_<i>.JPEG`) and `meta.mat` (the struct array `synsets`, whose `ILSVRC2012_ID`
+//! and `WNID` fields map those ids to WordNet ids).
+//!
 //! Class ids are the WordNet ids in sorted order, 0..999: the order of torchvision's
-//! `ImageFolder` and of `LOC_synset_mapping.txt`, so "the first 500 classes" (the BCT paper's
-//! old training set) is the same set whichever of those a user compares with. The devkit's
-//! `ILSVRC2012_validation_ground_truth.txt` numbers classes by `ILSVRC2012_ID`, an order that
-//! only the devkit's `meta.mat` maps to WordNet ids; it is not read here.
+//! `ImageFolder` and of `LOC_synset_mapping.txt` (not the devkit's `ILSVRC2012_ID` order), so
+//! "the first 500 classes" (the BCT paper's old training set) is the same set whichever of
+//! those a user compares with.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{read_lines, require_file, require_images, require_root, Entry, Listing, Part};
+use super::{
+    int_field, read_lines, read_mat, require_file, require_images, require_root, Entry, Listing,
+    MatValue, Part,
+};
 use crate::data::DataError;
 
 const HINT: &str = "set `root` to the ILSVRC-2012 folder holding `train/` (one folder per \
-                    WordNet id), `val/` (the validation images) and `LOC_val_solution.csv`";
+                    WordNet id), `val/` (the validation images) and their labels: \
+                    `LOC_val_solution.csv`, or the unpacked devkit `ILSVRC2012_devkit_t12/`";
+
+/// The devkit's validation labels and class metadata.
+pub(crate) const DEVKIT_TRUTH: &str =
+    "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt";
+/// The devkit's class metadata.
+pub(crate) const DEVKIT_META: &str = "ILSVRC2012_devkit_t12/data/meta.mat";
 
 /// The validation labels file.
 pub(crate) const VAL_LABELS: &str = "LOC_val_solution.csv";
@@ -47,16 +62,25 @@ pub fn imagenet(root: &Path) -> Result<Listing, DataError> {
             part: Part::Train,
         }));
     }
-    let path = root.join(VAL_LABELS);
-    require_file("imagenet", &path, HINT)?;
     let labels: BTreeMap<&str, i64> = classes
         .values()
         .enumerate()
         .map(|(i, w)| (w.as_str(), i as i64))
         .collect();
-    listing.entries.extend(validation(&path, &labels)?);
-    listing.annotations.push(VAL_LABELS.to_string());
-    require_images("imagenet", root, &listing.entries, VAL_LABELS)?;
+    let path = root.join(VAL_LABELS);
+    let listed_in = if path.is_file() || !root.join(DEVKIT_TRUTH).is_file() {
+        require_file("imagenet", &path, HINT)?;
+        listing.entries.extend(validation(&path, &labels)?);
+        listing.annotations.push(VAL_LABELS.to_string());
+        VAL_LABELS
+    } else {
+        listing.entries.extend(devkit_validation(root, &labels)?);
+        listing
+            .annotations
+            .extend([DEVKIT_TRUTH.to_string(), DEVKIT_META.to_string()]);
+        DEVKIT_TRUTH
+    };
+    require_images("imagenet", root, &listing.entries, listed_in)?;
     Ok(listing)
 }
 
@@ -153,6 +177,66 @@ fn validation(path: &Path, labels: &BTreeMap<&str, i64>) -> Result<Vec<Entry>, D
         return Err(DataError::BadFile {
             path: path.to_path_buf(),
             message: format!("lists {} twice", w[0].id),
+        });
+    }
+    Ok(entries)
+}
+
+/// The validation images of the devkit's ground truth, line i naming the `ILSVRC2012_ID` of
+/// `ILSVRC2012_val_<i>.JPEG`, mapped to WordNet ids through `meta.mat`.
+fn devkit_validation(root: &Path, labels: &BTreeMap<&str, i64>) -> Result<Vec<Entry>, DataError> {
+    let meta_path = root.join(DEVKIT_META);
+    require_file("imagenet", &meta_path, HINT)?;
+    let vars = read_mat(&meta_path)?;
+    let bad_meta = |message: String| DataError::BadFile {
+        path: meta_path.clone(),
+        message,
+    };
+    let synsets = vars
+        .get("synsets")
+        .ok_or_else(|| bad_meta("has no variable `synsets`".into()))?;
+    let mut wnid_of: BTreeMap<i64, String> = BTreeMap::new();
+    for i in 0..synsets.len() {
+        let id = synsets.field(i, "ILSVRC2012_ID").and_then(MatValue::scalar);
+        let wnid = synsets.field(i, "WNID").and_then(MatValue::text);
+        let (Some(id), Some(wnid)) = (id, wnid) else {
+            return Err(bad_meta(format!(
+                "synsets({}): expected a numeric `ILSVRC2012_ID` and a text `WNID`",
+                i + 1
+            )));
+        };
+        wnid_of.insert(id as i64, wnid.trim().to_string());
+    }
+    let path = root.join(DEVKIT_TRUTH);
+    let mut entries = Vec::new();
+    for (image, (n, line)) in read_lines(&path)?.into_iter().enumerate() {
+        if n != image + 1 {
+            return Err(DataError::malformed(
+                &path,
+                image + 1,
+                "blank line: line i holds the ILSVRC2012_ID of ILSVRC2012_val_<i>.JPEG",
+            ));
+        }
+        let id = int_field(&path, n, "ILSVRC2012_ID", &line)?;
+        let wnid = wnid_of.get(&id).ok_or_else(|| {
+            DataError::malformed(
+                &path,
+                n,
+                format!("ILSVRC2012_ID {id} is not in {DEVKIT_META}"),
+            )
+        })?;
+        let label = *labels.get(wnid.as_str()).ok_or_else(|| {
+            DataError::malformed(
+                &path,
+                n,
+                format!("class {id} (`{wnid}`) has no folder in train/; the validation labels must name training classes"),
+            )
+        })?;
+        entries.push(Entry {
+            id: format!("val/ILSVRC2012_val_{n:08}.JPEG"),
+            label,
+            camera: None,
+            part: Part::Test,
         });
     }
     Ok(entries)
