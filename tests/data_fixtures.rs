@@ -308,3 +308,130 @@ fn sop_layout(root: &Path, classes: u32, per_class: u32, first_test_class: u32) 
     write_text(&root.join("Ebay_train.txt"), &train);
     write_text(&root.join("Ebay_test.txt"), &test);
 }
+
+/// ILSVRC-2012 as published: `classes` WordNet-id folders under `train/` with `train` JPEGs
+/// each, and `val` validation images per class flat in `val/`, labelled by
+/// `LOC_val_solution.csv` (listed in an order other than the files', with two boxes on some
+/// lines, as the published file has them).
+pub fn imagenet(root: &Path, classes: u32, train: u32, val: u32) {
+    let mut seed = 0;
+    let mut solution = Vec::new();
+    for c in 0..classes {
+        let wnid = format!("n{:08}", 1_440_764 + c * 1000);
+        for k in 0..train {
+            let path = root.join(format!("train/{wnid}/{wnid}_{k}.JPEG"));
+            seed += 1;
+            picture(20, 16, seed).save_with_format_dir(&path, image::ImageFormat::Jpeg);
+        }
+        for k in 0..val {
+            let id = c * val + k + 1;
+            let image = format!("ILSVRC2012_val_{id:08}");
+            seed += 1;
+            picture(20, 16, seed).save_with_format_dir(
+                &root.join(format!("val/{image}.JPEG")),
+                image::ImageFormat::Jpeg,
+            );
+            let boxes = if k % 2 == 0 {
+                format!("{wnid} 1 2 10 12 {wnid} 3 3 9 9")
+            } else {
+                format!("{wnid} 0 0 15 19")
+            };
+            solution.push(format!("{image},{boxes}"));
+        }
+    }
+    solution.reverse();
+    let text = format!("ImageId,PredictionString\n{}\n", solution.join("\n"));
+    write_text(&root.join("LOC_val_solution.csv"), &text);
+}
+
+/// Places365-Standard as published: `classes` categories (some two levels deep, as
+/// `/b/bar/indoor`), `train` training images each under `data_256/` and `val` validation
+/// images each flat in `val_256/`, with the three file lists at the root.
+pub fn places365(root: &Path, classes: u32, train: u32, val: u32) {
+    let (mut categories, mut train_list, mut val_list) =
+        (String::new(), String::new(), String::new());
+    let mut seed = 0;
+    let mut val_id = 0;
+    for c in 0..classes {
+        let category = if c % 2 == 0 {
+            format!("/a/airfield_{c}")
+        } else {
+            format!("/b/bar_{c}/indoor")
+        };
+        categories.push_str(&format!("{category} {c}\n"));
+        for k in 0..train {
+            let rel = format!("{category}/{:08}.jpg", k + 1);
+            seed += 1;
+            picture(18, 18, seed).save_with_format_dir(
+                &root.join(format!("data_256{rel}")),
+                image::ImageFormat::Jpeg,
+            );
+            train_list.push_str(&format!("{rel} {c}\n"));
+        }
+        for _ in 0..val {
+            val_id += 1;
+            let name = format!("Places365_val_{val_id:08}.jpg");
+            seed += 1;
+            picture(18, 18, seed)
+                .save_with_format_dir(&root.join("val_256").join(&name), image::ImageFormat::Jpeg);
+            val_list.push_str(&format!("{name} {c}\n"));
+        }
+    }
+    write_text(&root.join("categories_places365.txt"), &categories);
+    write_text(&root.join("places365_train_standard.txt"), &train_list);
+    write_text(&root.join("places365_val.txt"), &val_list);
+}
+
+/// Saving an image in a given format, creating its folder first.
+trait SaveInDir {
+    fn save_with_format_dir(&self, path: &Path, format: image::ImageFormat);
+}
+
+impl SaveInDir for RgbImage {
+    fn save_with_format_dir(&self, path: &Path, format: image::ImageFormat) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        self.save_with_format(path, format).unwrap();
+    }
+}
+
+/// ILSVRC-2012 with the devkit's validation labels instead of `LOC_val_solution.csv`:
+/// `ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt` (one `ILSVRC2012_ID`
+/// per validation image, in file order) and `meta.mat` (the struct array `synsets` mapping
+/// each `ILSVRC2012_ID` to its `WNID`), the ids numbering the classes in reverse WordNet order
+/// so that a lister reading them as class ids would get them wrong.
+pub fn imagenet_devkit(root: &Path, classes: u32, train: u32, val: u32) {
+    imagenet(root, classes, train, val);
+    std::fs::remove_file(root.join("LOC_val_solution.csv")).unwrap();
+    let wnid = |c: u32| format!("n{:08}", 1_440_764 + c * 1000);
+    let id_of = |c: u32| f64::from(classes - c);
+    let mut truth = String::new();
+    for c in 0..classes {
+        for _ in 0..val {
+            truth.push_str(&format!("{}\n", id_of(c)));
+        }
+    }
+    let data = root.join("ILSVRC2012_devkit_t12/data");
+    write_text(&data.join("ILSVRC2012_validation_ground_truth.txt"), &truth);
+    let fields = ["ILSVRC2012_ID", "WNID"];
+    let len = 32usize;
+    let mut names = Vec::new();
+    for f in fields {
+        let mut b = f.as_bytes().to_vec();
+        b.resize(len, 0);
+        names.extend(b);
+    }
+    let mut body = element(5, &(len as i32).to_le_bytes());
+    body.extend(element(1, &names));
+    for c in 0..classes {
+        body.extend(double(id_of(c)));
+        body.extend(text(&wnid(c)));
+    }
+    let var = matrix(2, &[classes as i32, 1], "synsets", &body);
+    let mut file = vec![b' '; 116];
+    file[..20].copy_from_slice(b"MATLAB 5.0 MAT-file,");
+    file.extend_from_slice(&[0u8; 8]);
+    file.extend_from_slice(&0x0100u16.to_le_bytes());
+    file.extend_from_slice(b"IM");
+    file.extend(var);
+    std::fs::write(data.join("meta.mat"), file).unwrap();
+}

@@ -304,3 +304,49 @@ params = { dataset = "imagefolder", root = "data/cars" }
     let moved = asymflow_run(root, &["--set", "stages.birds.params.root=moved-birds"]);
     assert_eq!(moved, all("cached"));
 }
+
+/// The planned key of the one-stage pipeline `[stages.split]` with `params`.
+fn split_key(params: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[pipeline]\nname = \"s\"\n\n[stages.split]\nkind = \"split\"\nparams = {{ {params} }}\n"
+    );
+    fx::write_text(&dir.path().join("pipelines/s.toml"), &text);
+    let out = Command::new(env!("CARGO_BIN_EXE_asymflow"))
+        .args(["plan", "pipelines/s.toml", "--json"])
+        .current_dir(dir.path())
+        .env_remove("ASYMFLOW_CACHE")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    plan["instances"][0]["key"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn issue32_subset_order_leaves_existing_split_keys_alone_and_keys_class_id_order() {
+    let base = "classes = 8, per_class = 2, image_size = 16, subsets = [50]";
+    // The key this split had before `subset_order` existed (asymflow at adea543).
+    let before = "06b04ffae3a3937e6418e649a8a802c52fab92068d8fc024f82b7d25fe1377e2";
+    assert_eq!(split_key(base), before);
+    assert_eq!(
+        split_key(&format!("{base}, subset_order = \"random\"")),
+        before
+    );
+    let class_id = split_key(&format!("{base}, subset_order = \"class-id\""));
+    assert_ne!(class_id, before);
+    // And the class-id order's subsets are the first classes, whatever the split seed.
+    let dir = tempfile::tempdir().unwrap();
+    for seed in [0, 1] {
+        let p = params(
+            json!({"classes": 8, "per_class": 2, "image_size": 16, "subsets": [50],
+            "subset_order": "class-id", "split_seed": seed}),
+        );
+        let manifest = run_split(dir.path(), &p).unwrap();
+        assert_eq!(labels(&manifest, "train-50"), BTreeSet::from([0, 1]));
+    }
+}

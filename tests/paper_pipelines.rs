@@ -360,3 +360,171 @@ fn paper_pipelines_bct_faces_runs_shrunk_on_an_image_folder() {
         ],
     );
 }
+
+/// The rows of the compatibility table of bct-imagenet and bct-places.
+const BCT_COMPATIBILITY_ROWS: [&str; 7] = [
+    "old / old",
+    "new* / new*",
+    "independent new / old",
+    "BCT (T_old) / old",
+    "BCT (T_new, synthesised) / old",
+    "L2 baseline / old",
+    "LwF / old",
+];
+
+/// The rows of the Table 2 layout (stages/report-bct-table2.toml).
+const BCT_TABLE2_ROWS: [&str; 6] = [
+    "old",
+    "independent new",
+    "BCT (T_old)",
+    "BCT (T_new, synthesised)",
+    "L2 baseline",
+    "LwF",
+];
+
+/// A BCT pipeline on ImageNet or Places365, shrunk, with its tables' rows checked and the old
+/// model's classes checked to be the first half in class-id order.
+fn bct_classes_pipeline_runs_shrunk(pipeline: &str, root: &str, write: impl FnOnce(&Path)) {
+    let project = Project::new(pipeline);
+    write(&project.path(root));
+    let mut sets = vec!["vars.res=16", "vars.arch=\"resnet18\""];
+    sets.extend(BCT_SCALE);
+    project.run_shrunk(&sets, &["seed=0"]);
+    project.assert_rows("table", &BCT_COMPATIBILITY_ROWS);
+    project.assert_rows(
+        "table-gain",
+        &[
+            "independent new",
+            "BCT (T_old)",
+            "BCT (T_new, synthesised)",
+            "L2 baseline",
+            "LwF",
+        ],
+    );
+    let table2 = project.assert_rows("table2", &BCT_TABLE2_ROWS);
+    assert!(
+        table2.contains("self-test M(new, new)") && table2.contains("compatibility M(new, old)"),
+        "{table2}"
+    );
+    assert_old_classes_are_the_first_half(&project, 2);
+}
+
+/// The split manifest's `train-50` holds exactly the classes 0..half (class-id order), as the paper's
+/// "first 500 classes".
+fn assert_old_classes_are_the_first_half(project: &Project, half: i64) {
+    let mut found = false;
+    for entry in walkdir(&project.path("cache")) {
+        let Ok(text) = std::fs::read_to_string(&entry) else {
+            continue;
+        };
+        let Ok(manifest) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if manifest["partitions"]["train-50"].is_array() {
+            let labels: std::collections::BTreeSet<i64> = manifest["partitions"]["train-50"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["label"].as_i64().unwrap())
+                .collect();
+            assert_eq!(labels, (0..half).collect(), "{}", entry.display());
+            found = true;
+        }
+    }
+    assert!(found, "no split manifest under the cache");
+}
+
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walkdir(&path));
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn paper_pipelines_bct_imagenet_runs_shrunk_on_the_ilsvrc2012_layout() {
+    bct_classes_pipeline_runs_shrunk("bct-imagenet", "data/ILSVRC2012", |root| {
+        fx::imagenet(root, 4, 4, 3)
+    });
+}
+
+#[test]
+fn paper_pipelines_bct_imagenet_runs_shrunk_on_the_devkit_validation_labels() {
+    bct_classes_pipeline_runs_shrunk("bct-imagenet", "data/ILSVRC2012", |root| {
+        fx::imagenet_devkit(root, 4, 4, 3)
+    });
+}
+
+#[test]
+fn imagenet_validation_labels_are_the_same_from_the_csv_and_from_the_devkit() {
+    // The fixtures number validation image i (from 1) of class (i - 1) / 3; the devkit's ids
+    // run in reverse WordNet order, so reading them as class ids would get every label wrong.
+    for devkit in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        if devkit {
+            fx::imagenet_devkit(dir.path(), 4, 1, 3);
+        } else {
+            fx::imagenet(dir.path(), 4, 1, 3);
+        }
+        let listing = asymflow::data::DatasetKind::Imagenet
+            .list(dir.path())
+            .unwrap();
+        let val: Vec<(String, i64)> = listing
+            .entries
+            .iter()
+            .filter(|e| e.id.starts_with("val/"))
+            .map(|e| (e.id.clone(), e.label))
+            .collect();
+        assert_eq!(val.len(), 12);
+        for (id, label) in val {
+            let i: i64 = id["val/ILSVRC2012_val_".len()..][..8].parse().unwrap();
+            assert_eq!(label, (i - 1) / 3, "{id} (devkit: {devkit})");
+        }
+    }
+}
+
+#[test]
+fn paper_pipelines_bct_places_runs_shrunk_on_the_places365_layout() {
+    bct_classes_pipeline_runs_shrunk("bct-places", "data/places365", |root| {
+        fx::places365(root, 4, 4, 3)
+    });
+}
+
+#[test]
+fn paper_pipelines_bct_imagenet_table3_runs_shrunk() {
+    let project = Project::new("bct-imagenet-table3");
+    fx::imagenet(&project.path("data/ILSVRC2012"), 4, 4, 3);
+    let mut sets = vec![
+        "vars.res=16",
+        "vars.arch=\"resnet18\"",
+        "vars.new_arch=\"resnet34\"",
+    ];
+    sets.extend(BCT_SCALE);
+    project.run_shrunk(&sets, &["seed=0"]);
+    let table = project.assert_rows(
+        "table3",
+        &[
+            "old model",
+            "none (the old model's network and loss)",
+            "another architecture",
+            "another embedding size (256-d)",
+            "another loss (cosine margin)",
+        ],
+    );
+    for col in [
+        "independent",
+        "BCT",
+        "compatibility M(new, old)",
+        "self-test M(new, new)",
+    ] {
+        assert!(table.contains(col), "{col}: {table}");
+    }
+}

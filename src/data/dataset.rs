@@ -42,17 +42,23 @@ pub enum DatasetKind {
     Market1501,
     /// A generic `root/CLASS/*.jpg|png` tree.
     Imagefolder,
+    /// ILSVRC-2012 (`train/<wnid>/`, `val/`, `LOC_val_solution.csv`).
+    Imagenet,
+    /// Places365-Standard (`places365_train_standard.txt`, `places365_val.txt`).
+    Places365,
 }
 
 impl DatasetKind {
     /// Every kind, in the order the `dataset` parameter lists them.
-    pub(crate) const ALL: [DatasetKind; 6] = [
+    pub(crate) const ALL: [DatasetKind; 8] = [
         DatasetKind::Synthetic,
         DatasetKind::Cub200,
         DatasetKind::Cars196,
         DatasetKind::Sop,
         DatasetKind::Market1501,
         DatasetKind::Imagefolder,
+        DatasetKind::Imagenet,
+        DatasetKind::Places365,
     ];
 
     /// The name used in pipeline files.
@@ -64,6 +70,8 @@ impl DatasetKind {
             DatasetKind::Sop => "sop",
             DatasetKind::Market1501 => "market1501",
             DatasetKind::Imagefolder => "imagefolder",
+            DatasetKind::Imagenet => "imagenet",
+            DatasetKind::Places365 => "places365",
         }
     }
 
@@ -94,6 +102,8 @@ impl DatasetKind {
             DatasetKind::Sop => listing::sop(root),
             DatasetKind::Market1501 => listing::market1501(root),
             DatasetKind::Imagefolder => listing::image_folder(root),
+            DatasetKind::Imagenet => listing::imagenet(root),
+            DatasetKind::Places365 => listing::places365(root),
         }
     }
 }

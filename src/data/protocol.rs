@@ -50,6 +50,41 @@ impl Protocol {
     }
 }
 
+/// Which classes the nested `subsets` take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubsetOrder {
+    /// A seeded random order of the classes (BCT's Market-1501 and face experiments).
+    Random,
+    /// The classes in class-id order, the first ones first (BCT's ImageNet old model: the
+    /// first 500 of the 1,000 classes).
+    ClassId,
+}
+
+impl SubsetOrder {
+    /// The names accepted by the `subset_order` parameter.
+    pub(crate) const NAMES: &'static [&'static str] = &["random", "class-id"];
+
+    /// The order called `name`.
+    pub fn parse(name: &str) -> Result<Self, DataError> {
+        match name {
+            "random" => Ok(SubsetOrder::Random),
+            "class-id" => Ok(SubsetOrder::ClassId),
+            other => Err(DataError::config(format!(
+                "unknown subset_order `{other}`; expected one of: {}",
+                SubsetOrder::NAMES.join(", ")
+            ))),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SubsetOrder::Random => "random",
+            SubsetOrder::ClassId => "class-id",
+        }
+    }
+}
+
 /// Everything a split needs besides the items.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SplitOptions {
@@ -58,6 +93,8 @@ pub struct SplitOptions {
     /// Nested identity subsets of train, in percent of the training classes (`train-<p>`);
     /// with `validation`, also of val-train (`val-train-<p>`).
     pub subsets: Vec<i64>,
+    /// Which classes the subsets take.
+    pub subset_order: SubsetOrder,
     /// Whether to add `val-train` / `val-test` (halves of the training classes).
     pub validation: bool,
     /// Gallery images per test class for `query` / `gallery` (0: none drawn).
@@ -79,6 +116,7 @@ impl Default for SplitOptions {
         SplitOptions {
             protocol: Protocol::HalfClasses,
             subsets: Vec::new(),
+            subset_order: SubsetOrder::Random,
             validation: false,
             gallery_per_class: 0,
             non_mated: 0.0,
@@ -119,20 +157,22 @@ fn with_labels(items: &[SplitItem], labels: &BTreeSet<i64>) -> Vec<SplitItem> {
         .collect()
 }
 
-/// Nested identity subsets of `items`: one shuffled order of their classes, each subset a
-/// prefix of it, inserted as `<name>-<p>` for each percentage.
+/// Nested identity subsets of `items`: one order of their classes (shuffled, or class-id
+/// order), each subset a prefix of it, inserted as `<name>-<p>` for each percentage.
 fn insert_nested_subsets(
     parts: &mut BTreeMap<String, Vec<SplitItem>>,
     name: &str,
     items: &[SplitItem],
     subsets: &[i64],
-    mut rng: ChaCha8Rng,
+    (order_by, mut rng): (SubsetOrder, ChaCha8Rng),
 ) -> Result<(), DataError> {
     if subsets.is_empty() {
         return Ok(());
     }
     let mut order = classes_of(items);
-    order.shuffle(&mut rng);
+    if order_by == SubsetOrder::Random {
+        order.shuffle(&mut rng);
+    }
     for &p in subsets {
         if !(1..=100).contains(&p) {
             return Err(DataError::config(format!(
@@ -193,7 +233,7 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
         "train",
         &train,
         &opts.subsets,
-        rng(opts.seed, 1),
+        (opts.subset_order, rng(opts.seed, 1)),
     )?;
     if opts.validation {
         insert_validation(&mut parts, &train, opts)?;
@@ -266,7 +306,8 @@ fn provided(items: &[(SplitItem, Part)]) -> Result<BTreeMap<String, Vec<SplitIte
     }
     if by_part.contains_key(&Part::Unsplit) || !by_part.contains_key(&Part::Train) {
         return Err(DataError::config(
-            "this data set has no provided split (only sop and market1501 do); \
+            "this data set has no provided split (only sop, market1501, imagenet and \
+             places365 do); \
              use protocol = \"half-classes\"",
         ));
     }
@@ -305,7 +346,13 @@ fn insert_validation(
         .partition(|i| first.contains(&i.label));
     // The same subsets inside val-train, so a protocol that trains on `train-<p>` (BCT's
     // old model) can be rehearsed on the validation split: `val-train-<p>`.
-    insert_nested_subsets(parts, "val-train", &a, &opts.subsets, rng(opts.seed, 3))?;
+    insert_nested_subsets(
+        parts,
+        "val-train",
+        &a,
+        &opts.subsets,
+        (opts.subset_order, rng(opts.seed, 3)),
+    )?;
     parts.insert("val-train".into(), a);
     parts.insert("val-test".into(), b);
     Ok(())
@@ -506,6 +553,29 @@ mod tests {
         assert_eq!(again, p);
         let other = split(&items(40, 2), &SplitOptions { seed: 1, ..opts }).unwrap();
         assert_ne!(labels(&other.partitions["train-25"]), s25);
+    }
+
+    #[test]
+    fn class_id_subsets_are_the_first_classes_whatever_the_seed() {
+        for seed in [0, 1, 2] {
+            let opts = SplitOptions {
+                subsets: vec![50],
+                subset_order: SubsetOrder::ClassId,
+                seed,
+                ..Default::default()
+            };
+            let p = split(&items(20, 2), &opts).unwrap();
+            assert_eq!(labels(&p.partitions["train-50"]), (0..5).collect());
+        }
+        let random = split(
+            &items(20, 2),
+            &SplitOptions {
+                subsets: vec![50],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_ne!(labels(&random.partitions["train-50"]), (0..5).collect());
     }
 
     #[test]

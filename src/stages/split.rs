@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::outputs;
 use crate::data::listing::Part;
-use crate::data::protocol::{self, Protocol, SplitOptions};
+use crate::data::protocol::{self, Protocol, SplitOptions, SubsetOrder};
 use crate::data::{
     DatasetKind, DatasetSource, DirectHasher, FilesFingerprint, SplitItem, SplitManifest,
     SyntheticDataset, SyntheticParams, MANIFEST_OUTPUT,
@@ -28,7 +28,16 @@ pub struct Split;
 const PARAMS: &[ParamDecl] = &[
     ParamDecl::optional(
         "dataset",
-        ParamType::Choice(&["synthetic", "cub200", "cars196", "sop", "market1501", "imagefolder"]),
+        ParamType::Choice(&[
+            "synthetic",
+            "cub200",
+            "cars196",
+            "sop",
+            "market1501",
+            "imagefolder",
+            "imagenet",
+            "places365",
+        ]),
         "\"synthetic\"",
         "which data set: the built-in generator or a real one in its published layout",
     ),
@@ -57,7 +66,7 @@ const PARAMS: &[ParamDecl] = &[
         "protocol",
         ParamType::Choice(&Protocol::NAMES),
         "\"half-classes\"",
-        "half-classes (first half of the classes train) or provided (sop, market1501)",
+        "half-classes (first half of the classes train) or provided (sop, market1501, imagenet, places365)",
     ),
     ParamDecl::optional(
         "subsets",
@@ -66,6 +75,12 @@ const PARAMS: &[ParamDecl] = &[
         "nested random subsets of the training classes, in percent: [25, 50] -> train-25, train-50",
     )
     .within(Range::closed(1.0, 100.0)),
+    ParamDecl::optional(
+        "subset_order",
+        ParamType::Choice(SubsetOrder::NAMES),
+        "\"random\"",
+        "which classes `subsets` take: a random draw, or the first ones in class-id order (class-id: BCT's ImageNet old model on the first 500 classes)",
+    ),
     ParamDecl::optional(
         "validation",
         ParamType::Bool,
@@ -157,6 +172,7 @@ fn options(params: &Params) -> Result<SplitOptions, StageError> {
     Ok(SplitOptions {
         protocol: Protocol::parse(params.str("protocol")?)?,
         subsets: params.ints("subsets")?,
+        subset_order: SubsetOrder::parse(params.str("subset_order")?)?,
         validation: params.bool("validation")?,
         gallery_per_class: usize_param(params, "gallery_per_class")?,
         non_mated: params.float("non_mated")?,
@@ -183,15 +199,13 @@ impl Stage for Split {
                 v.as_f64().is_some_and(|x| x > 0.0) || v.as_array().is_some_and(|a| !a.is_empty())
             })
         };
+        let random_subsets =
+            !params.str("subset_order").is_ok_and(|o| o == "class-id") && drawn("subsets");
         params.str("dataset").map_or(true, |d| d == "synthetic")
-            || [
-                "subsets",
-                "gallery_per_class",
-                "non_mated",
-                "pairs_per_class",
-            ]
-            .iter()
-            .any(|name| drawn(name))
+            || random_subsets
+            || ["gallery_per_class", "non_mated", "pairs_per_class"]
+                .iter()
+                .any(|name| drawn(name))
     }
 
     fn impl_version(&self) -> u32 {
@@ -219,19 +233,34 @@ impl Stage for Split {
         crate::kind::declared(&["*_images", "*_classes"])
     }
 
+    /// `subset_order` enters the key through [`Stage::fingerprint`], and only when it is not
+    /// the default: the parameter came after splits were cached, and a split that draws its
+    /// subsets at random computes what it did before, so its key must not move.
+    fn keyed_param(&self, name: &str) -> bool {
+        name != "subset_order"
+            && PARAMS
+                .iter()
+                .find(|p| p.name == name)
+                .is_none_or(|d| d.ty != ParamType::Path)
+    }
+
     fn fingerprint(
         &self,
         params: &Params,
         env: &FingerprintEnv<'_>,
     ) -> Result<Option<Value>, StageError> {
-        match source(params, env.project_dir)? {
-            Source::Synthetic(p) => Ok(Some(p.fingerprint())),
+        let mut value = match source(params, env.project_dir)? {
+            Source::Synthetic(p) => p.fingerprint(),
             Source::Files { kind, root, .. } => {
                 let listing = kind.list(&root)?;
-                let fp = FilesFingerprint::compute(kind, &root, &listing, env.hashes)?;
-                Ok(Some(fp.to_value()))
+                FilesFingerprint::compute(kind, &root, &listing, env.hashes)?.to_value()
             }
+        };
+        let order = SubsetOrder::parse(params.str("subset_order")?)?;
+        if order != SubsetOrder::Random {
+            value = serde_json::json!({ "data": value, "subset_order": order.name() });
         }
+        Ok(Some(value))
     }
 }
 

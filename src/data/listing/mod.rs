@@ -10,15 +10,19 @@
 mod cars;
 mod cub;
 mod image_folder;
+mod imagenet;
 mod market;
 mod mat;
+mod places;
 mod sop;
 
 pub use cars::cars196;
 pub use cub::cub200;
 pub use image_folder::image_folder;
+pub use imagenet::imagenet;
 pub use market::market1501;
 pub use mat::{read_mat, MatValue};
+pub use places::places365;
 pub use sop::sop;
 
 use std::path::{Path, PathBuf};
@@ -30,9 +34,10 @@ use super::DataError;
 pub enum Part {
     /// No provided split (CUB, Cars, ImageFolder: split by classes).
     Unsplit,
-    /// Provided training set (SOP `Ebay_train.txt`, Market `bounding_box_train`).
+    /// Provided training set (SOP `Ebay_train.txt`, Market `bounding_box_train`, ImageNet
+    /// `train/`, Places365 `places365_train_standard.txt`).
     Train,
-    /// Provided test set (SOP `Ebay_test.txt`).
+    /// Provided test set (SOP `Ebay_test.txt`; the validation sets of ImageNet and Places365).
     Test,
     /// Provided query set (Market `query`).
     Query,
