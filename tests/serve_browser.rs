@@ -453,9 +453,10 @@ fn a_researcher_overlays_curves_chooses_columns_and_reads_the_sweep_in_chromium(
     browser.wait("![...document.querySelectorAll('#instances thead button.sort')].some(b => b.textContent === 'final_loss')");
     assert_eq!(
         browser.eval("return location.search;"),
-        json!("?metrics=map")
+        json!("?metrics=map%2Cvalue"),
+        "the source's `value` is a metric too"
     );
-    browser.goto(&format!("{base}/p/sweep?metrics=map"));
+    browser.goto(&format!("{base}/p/sweep?metrics=map%2Cvalue"));
     assert_eq!(
         browser.eval("return [...document.querySelectorAll('#instances thead button.sort')].some(b => b.textContent === 'final_loss');"),
         json!(false)
