@@ -71,9 +71,9 @@ pub fn render(state: &PipelineState, q: &TableQuery) -> String {
     body.push_str("<section><h2>Stages</h2><div class=\"scroll\">");
     body.push_str(&crate::serve::dag::svg(state));
     body.push_str("</div></section>\n");
-    let _ = write!(
+    let _ = writeln!(
         body,
-        "<section><h2>Instances</h2><div id=\"table-section\" data-page=\"{base}\" data-table=\"{base}/table\">{}</div></section>\n",
+        "<section><h2>Instances</h2><div id=\"table-section\" data-page=\"{base}\" data-table=\"{base}/table\">{}</div></section>",
         fragment(state, q)
     );
     page(
@@ -283,6 +283,9 @@ fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
     paged_table(base, "instances", &columns, rows, q)
 }
 
+/// A table row (attributes, cells) with its position before sorting.
+type Numbered = (usize, (String, Vec<Cell>));
+
 /// The rows `q` asks for: filtered, sorted, and the page of them, with the tools above the
 /// table (how many rows, the pages) and the table, whose sort and filters show `q`'s.
 fn paged_table(
@@ -305,7 +308,7 @@ fn paged_table(
         .collect();
     let value =
         |cell: &Cell| -> (String, Option<String>) { (cell.plain.clone(), cell.sort.clone()) };
-    let mut kept: Vec<(usize, (String, Vec<Cell>))> = rows
+    let mut kept: Vec<Numbered> = rows
         .into_iter()
         .enumerate()
         .filter(|(_, (_, cells))| {
@@ -340,8 +343,7 @@ fn paged_table(
                 q.desc,
             )
         });
-        let mut slots: Vec<Option<(usize, (String, Vec<Cell>))>> =
-            kept.into_iter().map(Some).collect();
+        let mut slots: Vec<Option<Numbered>> = kept.into_iter().map(Some).collect();
         kept = order.into_iter().filter_map(|i| slots[i].take()).collect();
     }
     let shown = kept.len();

@@ -153,10 +153,10 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
         .filter_map(|t| Some((t.number, t.objective?)))
         .collect();
     if !done.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             body,
             "<section><h2>Objective by trial</h2><p class=\"muted\">Each trial's objective; the line is the best so far.</p>\
-             <div class=\"plot-box\" id=\"objective\">{}</div></section>\n",
+             <div class=\"plot-box\" id=\"objective\">{}</div></section>",
             charts::objective(&done, &search.objective, higher)
         );
         let points: Vec<Point> = search
@@ -173,11 +173,11 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
                 href: Some(trial_href(&base, name, t.number)),
             })
             .collect();
-        let _ = write!(
+        let _ = writeln!(
             body,
             "<section><h2>Parallel coordinates</h2><p class=\"muted\">One line per finished trial \
              across the search's dimensions and its objective, darker the better.</p>\
-             <div class=\"plot-box\" id=\"parallel\">{}</div></section>\n",
+             <div class=\"plot-box\" id=\"parallel\">{}</div></section>",
             charts::parallel(&points, &dims, &search.objective, higher)
         );
     }

@@ -198,7 +198,11 @@ pub fn render(state: &PipelineState, choice: &Choice) -> Result<String, ServeErr
         .iter()
         .map(|&i| point(i, vec![value_of(state, i, &param)]))
         .collect();
-    let others: Vec<&String> = params.iter().filter(|p| **p != param).collect();
+    let axes = state.axes();
+    let others: Vec<&String> = params
+        .iter()
+        .filter(|p| **p != param && axes.contains(p))
+        .collect();
     let _ = write!(
         body,
         "<section><h2>{} against {}</h2><p class=\"muted\">Each dot is one result; the line joins \
@@ -229,11 +233,11 @@ pub fn render(state: &PipelineState, choice: &Choice) -> Result<String, ServeErr
         .map(|&i| point(i, params.iter().map(|p| value_of(state, i, p)).collect()))
         .collect();
     let higher = higher_is_better(&metric);
-    let _ = write!(
+    let _ = writeln!(
         body,
         "<section><h2>Parallel coordinates</h2><p class=\"muted\">One line per result across every \
          swept parameter of <code>{}</code> and <code>{}</code>, darker the better ({} is better); \
-         point at a line for its values, click it for its page.</p><div class=\"plot-box\" id=\"parallel\">{}</div></section>\n",
+         point at a line for its values, click it for its page.</p><div class=\"plot-box\" id=\"parallel\">{}</div></section>",
         esc(&stage),
         esc(&metric),
         if higher { "higher" } else { "lower" },
