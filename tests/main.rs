@@ -42,6 +42,7 @@ mod science;
 mod search;
 mod serve;
 mod serve_browser;
+mod serve_views;
 mod slurm;
 mod slurm_cluster;
 mod slurm_engine;

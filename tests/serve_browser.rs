@@ -233,11 +233,11 @@ fn a_researcher_sorts_filters_and_opens_a_loss_chart_in_chromium() {
     );
     browser.screenshot("1-pipeline.png");
 
-    // Sort by mAP: ascending, then descending; rows without the metric stay last.
-    let map_button = browser.element(
-        "return [...document.querySelectorAll('#instances thead button.sort')].find(b => b.textContent === 'map');",
-    );
-    browser.click(&map_button);
+    // Sort by mAP: ascending, then descending; rows without the metric stay last. The server
+    // sorts, and the script swaps the table in.
+    let map_button = "return [...document.querySelectorAll('#instances thead button.sort')].find(b => b.textContent === 'map');";
+    browser.click(&browser.element(map_button));
+    browser.wait("document.querySelector('#instances th[aria-sort=\"ascending\"]')");
     let values: Vec<f64> = column(&browser, "map")
         .iter()
         .filter_map(Value::as_f64)
@@ -247,7 +247,13 @@ fn a_researcher_sorts_filters_and_opens_a_loss_chart_in_chromium() {
         values.windows(2).all(|w| w[0] <= w[1]),
         "ascending: {values:?}"
     );
-    browser.click(&map_button);
+    browser.click(&browser.element(map_button));
+    browser.wait("document.querySelector('#instances th[aria-sort=\"descending\"]')");
+    assert_eq!(
+        browser.eval("return location.search;"),
+        json!("?sort=map&dir=desc"),
+        "the sort is in the URL"
+    );
     let values: Vec<f64> = column(&browser, "map")
         .iter()
         .filter_map(Value::as_f64)
@@ -269,6 +275,9 @@ fn a_researcher_sorts_filters_and_opens_a_loss_chart_in_chromium() {
          return t.querySelector(`input.filter[data-col=\"${c}\"]`);",
     );
     browser.type_into(&filter, "=0.7");
+    browser.wait(
+        "document.querySelector('.shown[data-for=\"instances\"]').textContent === '3 of 8 rows'",
+    );
     let lambdas = column(&browser, "lambda_t");
     assert_eq!(lambdas, vec![json!(0.7); 3], "only lambda_t = 0.7 is shown");
     assert_eq!(
@@ -402,6 +411,15 @@ fn the_open_pipeline_page_follows_a_run_in_chromium() {
     browser.screenshot("7-live-running.png");
     browser.wait("document.querySelector('td[data-status-of=\"0\"]').textContent === 'cached'");
     assert!(run.wait().unwrap().success());
+    // Issue 34: the page, opened before any result had a metric, gains the metric columns and
+    // no longer says why the stage would run ("new"). Failed before the fix: no `map` column,
+    // and "new" stayed.
+    browser.wait("[...document.querySelectorAll('#instances thead button.sort')].some(b => b.textContent === 'map')");
+    browser.wait("document.querySelector('td[data-why-of=\"0\"]').textContent === ''");
+    assert_eq!(
+        browser.eval("return document.querySelector('td[data-metric=\"map\"]').textContent;"),
+        json!("0.4")
+    );
     assert_eq!(
         browser.eval("return document.querySelector('[data-count=\"cached\"]').textContent;"),
         json!("1")
@@ -414,4 +432,121 @@ fn the_open_pipeline_page_follows_a_run_in_chromium() {
         browser.eval("return document.querySelector('td[data-progress-of=\"0\"]').textContent;"),
         json!("")
     );
+}
+
+#[test]
+fn a_researcher_overlays_curves_chooses_columns_and_reads_the_sweep_in_chromium() {
+    let Some((driver, chromium)) = chromium() else {
+        return;
+    };
+    let project = sweep_project();
+    let server = Server::start(&project, &[]);
+    let browser = Browser::start(&driver, &chromium);
+    let base = format!("http://{}", server.addr);
+
+    // Metric columns: untick final_loss; the choice goes into the URL and survives a reload.
+    browser.goto(&format!("{base}/p/sweep"));
+    browser.eval("document.getElementById('metric-columns').open = true; return 1;");
+    let untick = browser
+        .element("return document.querySelector('input.metric-choice[value=\"final_loss\"]');");
+    browser.click(&untick);
+    browser.wait("![...document.querySelectorAll('#instances thead button.sort')].some(b => b.textContent === 'final_loss')");
+    assert_eq!(
+        browser.eval("return location.search;"),
+        json!("?metrics=map%2Cvalue"),
+        "the source's `value` is a metric too"
+    );
+    browser.goto(&format!("{base}/p/sweep?metrics=map%2Cvalue"));
+    assert_eq!(
+        browser.eval("return [...document.querySelectorAll('#instances thead button.sort')].some(b => b.textContent === 'final_loss');"),
+        json!(false)
+    );
+    browser.screenshot("8-metric-columns.png");
+
+    // Overlay the loss curves of two instances: one line each, the legend names them.
+    let a = instance_id(&server, "sweep", "train[lambda_t=0.5,seed=0]");
+    let b = instance_id(&server, "sweep", "train[lambda_t=0.7,seed=1]");
+    for id in [a, b] {
+        let pick = browser.element(&format!(
+            "return document.querySelector('input.pick[value=\"{id}\"]');"
+        ));
+        browser.click(&pick);
+    }
+    let overlay = browser.element("return document.getElementById('overlay');");
+    browser.click(&overlay);
+    browser.wait("location.pathname.endsWith('/curves') && document.body.dataset.ready === '1'");
+    assert_eq!(
+        browser.eval("return [...document.querySelectorAll('#curves .legend text')].map(t => t.textContent);"),
+        json!(["train[lambda_t=0.5,seed=0]", "train[lambda_t=0.7,seed=1]"])
+    );
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#curves path.series').length;"),
+        json!(2)
+    );
+    browser.screenshot("9-overlaid-curves.png");
+
+    // The sweep page: four results as dots, parallel coordinates with a line each.
+    browser.goto(&format!(
+        "{base}/p/sweep/sweep?stage=train&metric=map&param=lambda_t"
+    ));
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#scatter circle.dot').length;"),
+        json!(4)
+    );
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#parallel path.pline').length;"),
+        json!(4)
+    );
+    browser.screenshot("10-sweep.png");
+    // Picking another parameter shows the metric against it.
+    browser.eval("const s = document.querySelector('select[name=\"param\"]'); s.value = 'seed'; s.dispatchEvent(new Event('change')); return 1;");
+    browser.wait("location.search.includes('param=seed') && document.body.dataset.ready === '1'");
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#sweep-summary tbody tr').length;"),
+        json!(2)
+    );
+}
+
+#[test]
+fn the_loss_chart_of_a_running_stage_grows_in_chromium() {
+    let Some((driver, chromium)) = chromium() else {
+        return;
+    };
+    let project = Project::new();
+    project.write(
+        "pipelines/live.toml",
+        "[stages.train]\nkind = \"test-train\"\nparams = { epochs = 8, sleep_ms = 700 }\n",
+    );
+    project.write("pipelines/warm.toml", "[stages.w]\nkind = \"test-echo\"\n");
+    project.run_json("pipelines/warm.toml", &[]);
+    let server = Server::start(&project, &[]);
+    let browser = Browser::start(&driver, &chromium);
+    let mut run = project
+        .cmd(&["run", "pipelines/live.toml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.get("/api/p/live/i/0").json()["status"] != "running" {
+        assert!(Instant::now() < deadline, "the stage did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    browser.goto(&format!("http://{}/p/live/i/0", server.addr));
+    assert!(browser
+        .eval("return !!document.getElementById('live-loss');")
+        .as_bool()
+        .unwrap());
+    // The chart gains points as epochs end, without a reload.
+    let first = browser.eval("return Number(document.getElementById('live-loss').dataset.points);");
+    browser.wait(&format!(
+        "Number(document.getElementById('live-loss') && document.getElementById('live-loss').dataset.points) >= {} + 2",
+        first.as_u64().unwrap_or(0)
+    ));
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#live-loss path.series').length;"),
+        json!(1)
+    );
+    browser.screenshot("11-live-loss.png");
+    assert!(run.wait().unwrap().success());
 }

@@ -66,6 +66,7 @@ function makeTest(raw) {
 }
 
 function setupGrid(table) {
+  if (table.dataset.server) { setupServerGrid(table); return; }
   const tbody = table.tBodies[0];
   const heads = Array.from(table.tHead.rows[0].cells);
   const filters = Array.from(table.querySelectorAll("input.filter"));
@@ -124,20 +125,133 @@ function setupGrid(table) {
   });
 }
 
-function setupCompare() {
-  const button = document.getElementById("compare");
-  if (!button) return;
-  const picks = () => Array.from(document.querySelectorAll("input.pick:checked")).map((c) => c.value);
+// The instance table of a pipeline page is sorted, filtered and paged by the server: every
+// change rewrites the page's query and swaps in the table the server sends for it.
+let tableSection = null;
+const picked = new Set();
+
+function currentQuery() {
+  return new URLSearchParams(window.location.search);
+}
+
+async function loadTable(query) {
+  if (!tableSection) return;
+  const text = query.toString();
+  const response = await fetch(`${tableSection.dataset.table}${text ? "?" + text : ""}`, { cache: "no-store" });
+  if (!response.ok) return;
+  const html = await response.text();
+  const active = document.activeElement;
+  const focus = active && active.matches && active.matches("#table-section input.filter")
+    ? { name: active.dataset.name, at: active.selectionStart } : null;
+  const open = !!document.querySelector("#metric-columns[open]");
+  tableSection.innerHTML = html;
+  history.replaceState(null, "", `${tableSection.dataset.page}${text ? "?" + text : ""}`);
+  bindTableSection();
+  if (open) { const d = document.getElementById("metric-columns"); if (d) d.open = true; }
+  if (focus) {
+    const input = [...tableSection.querySelectorAll("input.filter")].find((i) => i.dataset.name === focus.name);
+    if (input) { input.focus(); try { input.setSelectionRange(focus.at, focus.at); } catch (e) { /* search inputs */ } }
+  }
+  tableSection.dataset.loads = String(Number(tableSection.dataset.loads || 0) + 1);
+}
+
+function setupServerGrid(table) {
+  const heads = Array.from(table.tHead.rows[0].cells);
+  heads.forEach((th) => {
+    const button = th.querySelector("button.sort");
+    if (!button) return;
+    button.addEventListener("click", () => {
+      const q = currentQuery();
+      q.set("sort", button.textContent);
+      if (th.getAttribute("aria-sort") === "ascending") q.set("dir", "desc"); else q.delete("dir");
+      q.delete("page");
+      loadTable(q);
+    });
+  });
+  let timer = null;
+  const filters = Array.from(table.querySelectorAll("input.filter"));
+  const apply = () => {
+    const q = currentQuery();
+    for (const input of filters) {
+      const key = `f.${input.dataset.name}`;
+      if (input.value.trim() === "") q.delete(key); else q.set(key, input.value);
+    }
+    q.delete("page");
+    loadTable(q);
+  };
+  filters.forEach((input) => input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(apply, 250);
+  }));
+  table.setFilter = (col, value) => {
+    const input = filters.find((f) => Number(f.dataset.col) === col);
+    if (input) { input.value = value; apply(); }
+  };
+  const clear = document.querySelector(`.clear-filters[data-for="${table.id}"]`);
+  if (clear) clear.addEventListener("click", () => {
+    filters.forEach((input) => { input.value = ""; });
+    apply();
+  });
+  table.querySelectorAll("input.pick").forEach((box) => { box.checked = picked.has(box.value); });
+}
+
+function bindTableSection() {
+  if (!tableSection) return;
+  tableSection.querySelectorAll("table.grid").forEach((t) => { if (t.tHead && t.querySelector("input.filter")) setupGrid(t); });
+  tableSection.querySelectorAll("a[data-query]").forEach((a) => a.addEventListener("click", (e) => {
+    e.preventDefault();
+    loadTable(new URL(a.href).searchParams);
+  }));
+  const boxes = [...tableSection.querySelectorAll("input.metric-choice")];
+  boxes.forEach((box) => box.addEventListener("change", () => {
+    const q = currentQuery();
+    const chosen = boxes.filter((b) => b.checked).map((b) => b.value);
+    if (chosen.length === boxes.length) q.delete("metrics"); else q.set("metrics", chosen.join(","));
+    q.delete("page");
+    loadTable(q);
+  }));
+  setupCompare();
+  setupDag();
+}
+
+function setupTableSection() {
+  tableSection = document.getElementById("table-section");
+  if (!tableSection) return false;
   document.addEventListener("change", (e) => {
     if (e.target.classList && e.target.classList.contains("pick")) {
-      button.disabled = picks().length < 2;
-      button.textContent = `Compare selected (${picks().length})`;
+      if (e.target.checked) picked.add(e.target.value); else picked.delete(e.target.value);
+      updatePickButtons();
     }
   });
-  button.addEventListener("click", () => {
-    const ids = picks();
-    if (ids.length >= 2) window.location.href = `${window.location.pathname}/compare?ids=${ids.join(",")}`;
+  bindTableSection();
+  return true;
+}
+
+function updatePickButtons() {
+  const compare = document.getElementById("compare");
+  const overlay = document.getElementById("overlay");
+  if (compare) {
+    compare.disabled = picked.size < 2;
+    compare.textContent = `Compare selected (${picked.size})`;
+  }
+  if (overlay) {
+    overlay.disabled = picked.size < 1;
+    overlay.textContent = `Overlay loss curves (${picked.size})`;
+  }
+}
+
+function setupCompare() {
+  const compare = document.getElementById("compare");
+  const overlay = document.getElementById("overlay");
+  const ids = () => [...picked].sort((a, b) => Number(a) - Number(b)).join(",");
+  const page = tableSection ? tableSection.dataset.page : window.location.pathname;
+  if (compare) compare.addEventListener("click", () => {
+    if (picked.size >= 2) window.location.href = `${page}/compare?ids=${ids()}`;
   });
+  if (overlay) overlay.addEventListener("click", () => {
+    if (picked.size >= 1) window.location.href = `${page}/curves?ids=${ids()}`;
+  });
+  updatePickButtons();
 }
 
 function setupOnlyDiff() {
@@ -148,12 +262,14 @@ function setupOnlyDiff() {
 }
 
 function setupDag() {
-  const table = document.getElementById("instances") || document.getElementById("aggregated");
-  if (!table) return;
-  const heads = Array.from(table.tHead.rows[0].cells);
-  const stageCol = heads.findIndex((th) => th.classList.contains("stage"));
   document.querySelectorAll("svg.dag .node").forEach((node) => {
+    if (node.dataset.bound) return;
+    node.dataset.bound = "1";
     const pick = () => {
+      const table = document.getElementById("instances") || document.getElementById("aggregated");
+      if (!table) return;
+      const heads = Array.from(table.tHead.rows[0].cells);
+      const stageCol = heads.findIndex((th) => th.classList.contains("stage"));
       const already = node.classList.contains("active");
       document.querySelectorAll("svg.dag .node.active").forEach((n) => n.classList.remove("active"));
       if (stageCol >= 0 && table.setFilter) {
@@ -177,7 +293,14 @@ function progressText(p) {
   return p ? `${p.pos}/${p.len} ${p.unit}` : "";
 }
 
+let lastCounts = null;
+
 function applyPipelineStatus(doc) {
+  // A result that arrived (or a run that started or failed) can bring metric columns, clear a
+  // "why it runs" and move rows between pages: fetch the table again.
+  const counts = JSON.stringify(doc.counts);
+  if (lastCounts !== null && counts !== lastCounts && tableSection) loadTable(currentQuery());
+  lastCounts = counts;
   for (const [name, value] of Object.entries(doc.counts)) {
     const el = document.querySelector(`[data-count="${name}"]`);
     if (el) el.textContent = value;
@@ -224,6 +347,8 @@ function applyInstanceStatus(doc) {
   }
   const progress = document.getElementById("progress");
   if (progress) progress.textContent = progressText(doc.progress);
+  const live = document.getElementById("live-loss");
+  if (live && live.setSeries && Array.isArray(doc.loss)) live.setSeries([{ name: "loss", points: doc.loss }]);
   const log = document.getElementById("log");
   if (log && typeof doc.log === "string" && log.textContent !== doc.log) {
     log.textContent = doc.log;
@@ -248,7 +373,10 @@ function setupLive() {
     busy = true;
     let active = false;
     try {
-      const response = await fetch(url, { cache: "no-store" });
+      let target = url;
+      const rows = document.querySelectorAll("#instances tbody tr[data-id]");
+      if (tableSection && rows.length) target = `${url}?ids=${[...rows].map((r) => r.dataset.id).join(",")}`;
+      const response = await fetch(target, { cache: "no-store" });
       if (response.ok) {
         const doc = await response.json();
         active = doc.instances ? applyPipelineStatus(doc) : applyInstanceStatus(doc);
@@ -269,9 +397,11 @@ function setupLive() {
 function drawChart(div) {
   const source = document.getElementById(div.dataset.src);
   if (!source) return;
-  const series = JSON.parse(source.textContent);
+  let series = JSON.parse(source.textContent);
   const NS = "http://www.w3.org/2000/svg";
-  const W = 760, H = 340, L = 60, R = 150, T = 14, B = 40;
+  const longest = Math.max(0, ...series.map((s) => String(s.name).length));
+  const R = Math.max(150, Math.min(420, 7 * longest + 40));
+  const W = 610 + R, H = 340, L = 60, T = 14, B = 40;
   const colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
   const hidden = new Set();
   const el = (tag, attrs, parent) => {
@@ -290,7 +420,7 @@ function drawChart(div) {
     for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
     return out;
   };
-  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "loss chart" });
+  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${div.dataset.y || "loss"} chart` });
   div.appendChild(svg);
   const tip = document.createElement("div");
   tip.className = "tip";
@@ -301,6 +431,11 @@ function drawChart(div) {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     const visible = series.filter((s) => !hidden.has(s.name));
     const all = (visible.length ? visible : series).flatMap((s) => s.points);
+    div.dataset.points = String(series.reduce((n, s) => n + s.points.length, 0));
+    if (!all.length) {
+      el("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "empty" }, svg).textContent = "waiting for the first epoch";
+      return;
+    }
     let [x0, x1] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
     let [y0, y1] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
     if (x1 === x0) { x0 -= 1; x1 += 1; }
@@ -356,14 +491,29 @@ function drawChart(div) {
     });
     hit.addEventListener("mouseleave", () => { tip.hidden = true; cursor.setAttribute("visibility", "hidden"); });
   }
+  div.setSeries = (next) => { series = next; render(); };
   render();
 }
 
+// The sweep page's choices take effect as they are picked.
+function setupAutosubmit() {
+  document.querySelectorAll("select.autosubmit").forEach((select) => {
+    select.addEventListener("change", () => {
+      const form = select.form;
+      // A new stage has other metrics and parameters: let the server choose them again.
+      if (select.name === "stage") form.querySelectorAll("select:not([name=stage])").forEach((s) => { s.disabled = true; });
+      form.submit();
+    });
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
-  document.querySelectorAll("table.grid").forEach((t) => { if (t.tHead && t.querySelector("input.filter")) setupGrid(t); });
-  setupCompare();
+  if (!setupTableSection()) {
+    document.querySelectorAll("table.grid").forEach((t) => { if (t.tHead && t.querySelector("input.filter")) setupGrid(t); });
+    setupDag();
+  }
   setupOnlyDiff();
-  setupDag();
+  setupAutosubmit();
   document.querySelectorAll(".chart[data-src]").forEach(drawChart);
   setupLive();
   document.body.dataset.ready = "1";

@@ -415,6 +415,19 @@ impl Index {
         Ok((ok, failed, leases, objects, bytes))
     }
 
+    /// Every successful result pipeline `pipeline` (by its name) ran, or last ran a stage
+    /// instance with: keys, newest first. For the dashboard's history of results
+    /// that are no longer in the pipeline's file.
+    pub fn keys_of_pipeline(&self, pipeline: &str) -> Result<Vec<String>, IndexError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT key FROM runs WHERE status = 'ok'
+             AND (pipeline = ?1 OR key IN (SELECT key FROM history WHERE pipeline = ?1))
+             ORDER BY finished DESC",
+        )?;
+        let rows = stmt.query_map([pipeline], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The most recent runs, newest first.
     pub(crate) fn recent_runs(&self, limit: usize) -> Result<Vec<RecentRun>, IndexError> {
         let mut stmt = self.conn.prepare(

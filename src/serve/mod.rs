@@ -15,8 +15,11 @@
 //!   the progress file and the log in their scratch folders.
 //! - [`html`]: escaping and the page shell; every string from a pipeline file or the cache
 //!   goes through [`html::esc`].
-//! - [`pages`]: one file per page; [`dag`] draws the stage graph as SVG; [`reason`] renders
-//!   dirty reasons.
+//! - [`pages`]: one file per page; [`dag`] draws the stage graph as SVG; [`charts`] draws a
+//!   metric against a parameter, parallel coordinates and a search's objective as SVG;
+//!   [`reason`] renders dirty reasons.
+//! - [`query`]: what a pipeline page's URL asks of its table (metric columns, sort, filters,
+//!   page), applied on the server so a page of 100,000 instances sends one page of rows.
 //! - [`objects`]: reading objects for display and download, verified, never written.
 //! - [`host`]: the `Host` check that keeps other web pages out (DNS rebinding).
 //! - [`routes`]: the axum router and the only place tokio is used; [`assets`] holds the
@@ -28,12 +31,14 @@
 //! remember data-set file hashes in the index.)
 
 pub mod assets;
+pub mod charts;
 pub mod dag;
 pub mod host;
 pub mod html;
 pub mod live;
 pub mod objects;
 pub mod pages;
+pub mod query;
 pub mod reason;
 pub mod routes;
 pub mod site;

@@ -6,14 +6,19 @@
 //! | route | what |
 //! | --- | --- |
 //! | `/` | the pipelines |
-//! | `/p/NAME` (`?over=AXIS`) | a pipeline: graph and instance table (or grouped over an axis) |
+//! | `/p/NAME` (`?over=AXIS&metrics=A,B&sort=COL&dir=desc&f.COL=EXPR&page=N&per=N`) | a pipeline: graph and instance table (or grouped over an axis), sorted, filtered and paged as the query says ([`super::query`]) |
+//! | `/p/NAME/table?...` | the table part of that page alone (what the script swaps in) |
+//! | `/p/NAME/curves?ids=A,B&term=T` | the loss curves of instances in one chart |
+//! | `/p/NAME/sweep?stage=S&metric=M&param=P` | a metric against a swept parameter, and parallel coordinates |
+//! | `/p/NAME/search/SEARCH` | a search's trials, the objective by trial, parallel coordinates |
+//! | `/p/NAME/history` | results of the pipeline its file no longer asks for |
 //! | `/p/NAME/i/ID` | an instance |
 //! | `/p/NAME/i/ID/log` | its log as text |
 //! | `/p/NAME/i/ID/out/OUTPUT` | one of its outputs (a folder output: its manifest) |
 //! | `/p/NAME/compare?ids=A,B,...` | instances side by side |
 //! | `/p/NAME/reports` | the report stages' tables, heat maps and plots |
 //! | `/objects/DIGEST` (`?name=FILE`) | an object of the cache, verified |
-//! | `/api/p/NAME/status`, `/api/p/NAME/i/ID` | what the script polls for live updates |
+//! | `/api/p/NAME/status` (`?ids=A,B`), `/api/p/NAME/i/ID` | what the script polls for live updates |
 //! | `/assets/FILE` | the stylesheet and the script |
 //!
 //! Anything else, and any unknown pipeline, instance, output or digest, is a 404 page. A
@@ -31,7 +36,10 @@ use axum::routing::get;
 use axum::Router;
 
 use super::host::HostCheck;
-use super::pages::{compare, instance, not_found, pipeline, pipelines, reports};
+use super::pages::{
+    compare, curves, history, instance, not_found, pipeline, pipelines, reports, search, sweep,
+};
+use super::query::TableQuery;
 use super::state::pipeline_state;
 use super::{assets, objects, ServeError, Site};
 
@@ -153,22 +161,88 @@ async fn asset(Path(file): Path<String>, uri: Uri) -> Reply {
 async fn pipeline_page(
     State(site): State<Shared>,
     Path(name): Path<String>,
+    Query(q): Query<Vec<(String, String)>>,
+    uri: Uri,
+) -> Reply {
+    blocking(uri, move || {
+        let state = pipeline_state(&site, &name)?;
+        let q = TableQuery::parse(&q);
+        pipeline::check(&state, &q)?;
+        Ok(Reply::Html(StatusCode::OK, pipeline::render(&state, &q)))
+    })
+    .await
+}
+
+async fn table_fragment(
+    State(site): State<Shared>,
+    Path(name): Path<String>,
+    Query(q): Query<Vec<(String, String)>>,
+    uri: Uri,
+) -> Reply {
+    blocking(uri, move || {
+        let state = pipeline_state(&site, &name)?;
+        let q = TableQuery::parse(&q);
+        pipeline::check(&state, &q)?;
+        Ok(Reply::Html(StatusCode::OK, pipeline::fragment(&state, &q)))
+    })
+    .await
+}
+
+async fn curves_page(
+    State(site): State<Shared>,
+    Path(name): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
 ) -> Reply {
     blocking(uri, move || {
         let state = pipeline_state(&site, &name)?;
-        let view = match q.get("over") {
-            Some(axis) if state.axes().contains(axis) => pipeline::View::Aggregated(axis.clone()),
-            Some(axis) => {
-                return Err(ServeError::NotFound(format!(
-                    "pipeline `{name}` has no sweep axis `{axis}`; its axes are: {}",
-                    state.axes().join(", ")
-                )))
-            }
-            None => pipeline::View::Instances,
+        let ids = curves::parse_ids(&state, q.get("ids").map_or("", String::as_str))?;
+        Ok(Reply::Html(
+            StatusCode::OK,
+            curves::render(&site, &state, &ids, q.get("term").map(String::as_str))?,
+        ))
+    })
+    .await
+}
+
+async fn sweep_page(
+    State(site): State<Shared>,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> Reply {
+    blocking(uri, move || {
+        let state = pipeline_state(&site, &name)?;
+        let pick = |k: &str| q.get(k).filter(|v| !v.is_empty()).cloned();
+        let choice = sweep::Choice {
+            stage: pick("stage"),
+            metric: pick("metric"),
+            param: pick("param"),
         };
-        Ok(Reply::Html(StatusCode::OK, pipeline::render(&state, &view)))
+        Ok(Reply::Html(StatusCode::OK, sweep::render(&state, &choice)?))
+    })
+    .await
+}
+
+async fn search_page(
+    State(site): State<Shared>,
+    Path((name, search_name)): Path<(String, String)>,
+    uri: Uri,
+) -> Reply {
+    blocking(uri, move || {
+        let state = pipeline_state(&site, &name)?;
+        Ok(Reply::Html(
+            StatusCode::OK,
+            search::render(&state, &search_name)?,
+        ))
+    })
+    .await
+}
+
+async fn history_page(State(site): State<Shared>, Path(name): Path<String>, uri: Uri) -> Reply {
+    blocking(uri, move || {
+        let state = pipeline_state(&site, &name)?;
+        Ok(Reply::Html(StatusCode::OK, history::render(&site, &state)?))
     })
     .await
 }
@@ -291,10 +365,20 @@ async fn reports_page(State(site): State<Shared>, Path(name): Path<String>, uri:
     .await
 }
 
-async fn api_status(State(site): State<Shared>, Path(name): Path<String>, uri: Uri) -> Reply {
+async fn api_status(
+    State(site): State<Shared>,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> Reply {
     blocking(uri, move || {
         let state = pipeline_state(&site, &name)?;
-        Ok(Reply::Json(pipeline::status_json(&state)))
+        let ids: Option<Vec<usize>> = q.get("ids").map(|ids| {
+            ids.split(',')
+                .filter_map(|i| i.trim().parse::<usize>().ok())
+                .collect()
+        });
+        Ok(Reply::Json(pipeline::status_json(&state, ids.as_deref())))
     })
     .await
 }
@@ -371,6 +455,11 @@ pub(crate) fn router(site: Site, hosts: HostCheck) -> Router {
         .route("/p/{name}", get(pipeline_page))
         .route("/p/{name}/reports", get(reports_page))
         .route("/p/{name}/compare", get(compare_page))
+        .route("/p/{name}/table", get(table_fragment))
+        .route("/p/{name}/curves", get(curves_page))
+        .route("/p/{name}/sweep", get(sweep_page))
+        .route("/p/{name}/search/{search}", get(search_page))
+        .route("/p/{name}/history", get(history_page))
         .route("/p/{name}/i/{id}", get(instance_page))
         .route("/p/{name}/i/{id}/log", get(instance_log))
         .route("/p/{name}/i/{id}/out/{output}", get(instance_output))

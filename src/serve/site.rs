@@ -1,7 +1,9 @@
 //! The project being served: its folder (with `pipelines/`), its cache and the stage registry.
 //!
-//! Pipelines are named by the stem of their file under `pipelines/`; a URL names a pipeline
-//! only by that stem, looked up in the listing, so no URL ever becomes a path.
+//! Pipelines are named by their file's path under `pipelines/` without `.toml`
+//! (`quickstart`, `examples/language`), in any subfolder; a URL names a pipeline only by that
+//! name (one path segment, `/` written `%2F`), looked up in the listing, so no URL ever
+//! becomes a path.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +24,7 @@ pub struct Site {
 /// A pipeline file under `pipelines/`.
 #[derive(Debug, Clone)]
 pub struct PipelineFile {
-    /// The file's stem, which names it in URLs.
+    /// Its path under `pipelines/` without `.toml`, `/`-separated, which names it in URLs.
     pub name: String,
     /// The file.
     pub path: PathBuf,
@@ -53,21 +55,11 @@ impl Site {
         &self.registry
     }
 
-    /// The pipeline files, sorted by name. A project without `pipelines/` has none.
+    /// The pipeline files under `pipelines/` and its subfolders, sorted by name. A project
+    /// without `pipelines/` has none. Hidden folders and links to folders are not followed.
     pub fn pipelines(&self) -> Vec<PipelineFile> {
-        let dir = self.project_dir.join("pipelines");
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            return Vec::new();
-        };
-        let mut files: Vec<PipelineFile> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "toml"))
-            .filter_map(|path| {
-                let name = path.file_stem()?.to_str()?.to_string();
-                Some(PipelineFile { name, path })
-            })
-            .collect();
+        let mut files = Vec::new();
+        collect_pipelines(&self.project_dir.join("pipelines"), "", &mut files);
         files.sort_by(|a, b| a.name.cmp(&b.name));
         files
     }
@@ -93,12 +85,15 @@ impl Site {
             })
     }
 
-    /// The pipeline called `name`, read, resolved and expanded.
+    /// The pipeline called `name`, read, resolved and expanded, its searches replayed against
+    /// the cache as `plan` replays them (the trials known so far and the next batch).
     pub fn load(&self, name: &str) -> Result<Plan, ServeError> {
         let file = self.pipeline_file(name)?;
         let spec = crate::spec::load(&file.path, &[], &self.registry)
             .map_err(|e| ServeError::Pipeline(e.to_string()))?;
-        Plan::build(spec).map_err(|e| ServeError::Pipeline(e.to_string()))
+        let has_index = self.cache.dir().join("index.sqlite").is_file();
+        crate::exec::search::replay(&spec, &self.registry, has_index.then_some(&self.cache))
+            .map_err(|e| ServeError::Pipeline(e.to_string()))
     }
 
     /// The cache index, or `None` when nothing was ever cached (it is not created here).
@@ -107,5 +102,34 @@ impl Site {
             return Ok(None);
         }
         Ok(Some(self.cache.index()?))
+    }
+}
+
+/// Adds the `.toml` files under `dir` (named `prefix` + stem) and those of its subfolders.
+fn collect_pipelines(dir: &Path, prefix: &str, out: &mut Vec<PipelineFile>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if file_name.starts_with('.') {
+            continue;
+        }
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            collect_pipelines(&path, &format!("{prefix}{file_name}/"), out);
+        } else if path.is_file() && path.extension().is_some_and(|e| e == "toml") {
+            if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                out.push(PipelineFile {
+                    name: format!("{prefix}{stem}"),
+                    path,
+                });
+            }
+        }
     }
 }

@@ -100,7 +100,8 @@ fn corrupt_outputs(site: &Site, record: &RunRecord) -> std::collections::BTreeSe
         .collect()
 }
 
-fn loss_curves(site: &Site, record: &RunRecord) -> Option<Value> {
+/// The loss curves of a cached result, as the charts take them: `[{name, points}]`.
+pub(crate) fn loss_curves(site: &Site, record: &RunRecord) -> Option<Value> {
     let out = record.outputs.get(LOSS_OUTPUT)?;
     let bytes = objects::read(site.cache(), &out.digest).ok()?;
     let doc: Value = serde_json::from_slice(&bytes).ok()?;
@@ -306,6 +307,20 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
         );
     }
 
+    if s.status == Status::Running {
+        let points = live_loss(site, s);
+        body.push_str("<section><h2>Loss so far</h2>");
+        body.push_str(&json_block(
+            "live-loss-data",
+            &json!([{ "name": "loss", "points": points }]),
+        ));
+        body.push_str(
+            "<p class=\"muted\" id=\"live-loss-note\">The loss of each epoch as the stage logs it; \
+             the chart grows while it trains.</p>\
+             <div class=\"chart\" id=\"live-loss\" data-src=\"live-loss-data\" data-x=\"epoch\" data-y=\"loss\"></div></section>\n",
+        );
+    }
+
     body.push_str("<section><h2>Log</h2>");
     match log_or_error(site, s) {
         Ok(Some(text)) => {
@@ -337,8 +352,26 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
     ))
 }
 
-/// What the script polls on an instance page: status, progress, and the log so far (or, in
-/// `log_error`, why it cannot be shown).
+/// The (epoch, loss) points a running instance has logged so far.
+fn live_loss(site: &Site, s: &InstanceState) -> Vec<[f64; 2]> {
+    if s.status != Status::Running {
+        return Vec::new();
+    }
+    s.key
+        .as_deref()
+        .and_then(|k| live::log(site.cache(), k))
+        .map(|log| {
+            live::loss_so_far(&log)
+                .into_iter()
+                .map(|(x, y)| [x, y])
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What the script polls on an instance page: status, progress, the loss a running stage has
+/// logged so far (`loss`: `[[epoch, loss], ...]`), and the log so far (or, in `log_error`,
+/// why it cannot be shown).
 pub(crate) fn live_json(site: &Site, s: &InstanceState) -> Result<Value, ServeError> {
     let (log, log_error) = match log_or_error(site, s) {
         Ok(log) => (log, None),
@@ -348,6 +381,7 @@ pub(crate) fn live_json(site: &Site, s: &InstanceState) -> Result<Value, ServeEr
         "id": s.index,
         "status": s.status.name(),
         "progress": s.progress,
+        "loss": live_loss(site, s),
         "log": log,
         "log_error": log_error,
         "metrics": s.record.as_ref().map(|r| &r.metrics),

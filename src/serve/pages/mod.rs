@@ -6,11 +6,15 @@
 //! readable without it and testable over plain HTTP.
 
 pub mod compare;
+pub mod curves;
+pub mod history;
 pub mod instance;
 pub mod not_found;
 pub mod pipeline;
 pub mod pipelines;
 pub mod reports;
+pub mod search;
+pub mod sweep;
 
 use std::fmt::Write;
 
@@ -37,6 +41,8 @@ pub(crate) struct Cell {
     pub attrs: String,
     /// Extra CSS classes.
     pub class: String,
+    /// The text filters match (what the cell shows, without markup).
+    pub plain: String,
 }
 
 impl Cell {
@@ -44,14 +50,17 @@ impl Cell {
     pub fn text(text: &str) -> Cell {
         Cell {
             html: esc(text),
+            plain: text.to_string(),
             ..Cell::default()
         }
     }
 
     /// A cell showing a number, sorting by its exact value.
     pub fn number(value: f64) -> Cell {
+        let shown = super::html::num(value);
         Cell {
-            html: super::html::num(value),
+            plain: shown.clone(),
+            html: shown,
             sort: Some(value.to_string()),
             class: "num".into(),
             ..Cell::default()
@@ -62,20 +71,56 @@ impl Cell {
 /// A table with a header row of sort buttons and a row of filter boxes (the script makes
 /// them work). `rows` are (row attributes, cells).
 pub(crate) fn grid(id: &str, columns: &[Column], rows: &[(String, Vec<Cell>)]) -> String {
-    let mut out = format!(
+    let tools = format!(
         "<div class=\"grid-tools\"><span class=\"shown\" data-for=\"{id}\">{} rows</span> \
-         <button type=\"button\" class=\"clear-filters\" data-for=\"{id}\">Clear filters</button></div>\n\
-         <div class=\"scroll\"><table class=\"grid\" id=\"{id}\">\n<thead><tr>",
+         <button type=\"button\" class=\"clear-filters\" data-for=\"{id}\">Clear filters</button></div>\n",
         rows.len()
+    );
+    tools + &table(id, columns, rows, &GridState::default())
+}
+
+/// What a server-sorted, server-filtered table shows of its state: the column sorted by
+/// (its position, descending) and each filter box's text by column position.
+#[derive(Default)]
+pub(crate) struct GridState {
+    /// The sorted column and whether descending.
+    pub sort: Option<(usize, bool)>,
+    /// Filter box texts, by column position.
+    pub filters: std::collections::BTreeMap<usize, String>,
+    /// Whether the server sorts and filters (`data-server` on the table).
+    pub server: bool,
+}
+
+/// The `<table>` of a [`grid`], with `state`'s sort marked and filter boxes filled in.
+pub(crate) fn table(
+    id: &str,
+    columns: &[Column],
+    rows: &[(String, Vec<Cell>)],
+    state: &GridState,
+) -> String {
+    let mut out = format!(
+        "<div class=\"scroll\"><table class=\"grid\" id=\"{id}\"{}>\n<thead><tr>",
+        if state.server {
+            " data-server=\"1\""
+        } else {
+            ""
+        }
     );
     for (c, col) in columns.iter().enumerate() {
         if col.class == "pick" {
             let _ = write!(out, "<th class=\"pick\" data-col=\"{c}\"></th>");
             continue;
         }
+        let sort = match state.sort {
+            Some((s, desc)) if s == c => format!(
+                " aria-sort=\"{}\"",
+                if desc { "descending" } else { "ascending" }
+            ),
+            _ => String::new(),
+        };
         let _ = write!(
             out,
-            "<th class=\"{}\" data-col=\"{c}\"><button type=\"button\" class=\"sort\">{}</button></th>",
+            "<th class=\"{}\" data-col=\"{c}\"{sort}><button type=\"button\" class=\"sort\">{}</button></th>",
             col.class,
             esc(&col.label)
         );
@@ -85,9 +130,15 @@ pub(crate) fn grid(id: &str, columns: &[Column], rows: &[(String, Vec<Cell>)]) -
         if col.class == "pick" {
             out.push_str("<th></th>");
         } else {
+            let value = state
+                .filters
+                .get(&c)
+                .map(|v| format!(" value=\"{}\"", esc(v)))
+                .unwrap_or_default();
             let _ = write!(
                 out,
-                "<th><input type=\"search\" class=\"filter\" data-col=\"{c}\" placeholder=\"filter\" aria-label=\"filter {}\"></th>",
+                "<th><input type=\"search\" class=\"filter\" data-col=\"{c}\" data-name=\"{}\" placeholder=\"filter\" aria-label=\"filter {}\"{value}></th>",
+                esc(&col.label),
                 esc(&col.label)
             );
         }

@@ -1,27 +1,25 @@
 //! A pipeline's page: the stage graph coloured by status, and the instance table (one row per
-//! instance; columns for the sweep axes, the swept parameters, every metric, the status and
-//! the progress of a running stage), or the same grouped over `seed` (mean ± std, partial
-//! cells marked as the report tables mark them). The script polls [`status_json`] and updates
-//! statuses, progress, metrics and the graph while a run works on the same cache.
+//! instance; columns for the sweep axes, the swept parameters, the chosen metrics, the status
+//! and the progress of a running stage), or the same grouped over an axis (mean ± std, partial
+//! cells marked as the report tables mark them).
+//!
+//! The table is sorted, filtered and cut into pages here, as the URL says ([`TableQuery`]), so
+//! a sweep of 100,000 instances sends one page of rows; [`fragment`] is the table part alone,
+//! which the script fetches when a header, a filter, a page link or a metric choice changes
+//! the query, and again whenever the counts in [`status_json`] change while a run works on
+//! the same cache (so a page left open gains the metric columns of results that arrive).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::{grid, progress_text, Cell, Column};
+use super::{grid, progress_text, table, Cell, Column, GridState};
 use crate::report::{Cell as Agg, NumberFormat};
 use crate::serve::html::{esc, page, seg, value_text};
+use crate::serve::query::{self, TableQuery};
 use crate::serve::state::{Counts, PipelineState, Status};
-
-/// Which table the page shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum View {
-    /// One row per instance.
-    Instances,
-    /// One row per instance group that differs only in this axis, aggregated over it.
-    Aggregated(String),
-}
+use crate::serve::ServeError;
 
 fn counts_html(c: &Counts) -> String {
     format!(
@@ -33,63 +31,132 @@ fn counts_html(c: &Counts) -> String {
     )
 }
 
+/// Checks the query against the pipeline: an `over` that names no axis is a 404 naming the
+/// axes.
+pub(crate) fn check(state: &PipelineState, q: &TableQuery) -> Result<(), ServeError> {
+    match &q.over {
+        Some(axis) if !state.axes().contains(axis) => Err(ServeError::NotFound(format!(
+            "pipeline `{}` has no sweep axis `{axis}`; its axes are: {}",
+            state.name,
+            state.axes().join(", ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The page.
-pub fn render(state: &PipelineState, view: &View) -> String {
+pub fn render(state: &PipelineState, q: &TableQuery) -> String {
     let base = format!("/p/{}", seg(&state.name));
     let spec = state.plan.spec();
+    let mut links = vec![
+        format!("<a href=\"{base}/reports\">reports</a>"),
+        format!("<a href=\"{base}/sweep\">sweep</a>"),
+        format!("<a href=\"{base}/history\">history</a>"),
+    ];
+    for search in state.plan.searches() {
+        links.push(format!(
+            "<a href=\"{base}/search/{}\">search {}</a>",
+            seg(&search.name),
+            esc(&search.name)
+        ));
+    }
     let mut body = format!(
-        "<p class=\"muted\">File <code>{}</code> · {} stages · {} instances · \
-         <a href=\"{base}/reports\">reports</a></p>\n",
+        "<p class=\"muted\">File <code>{}</code> · {} stages · {} instances · {}</p>\n",
         esc(&spec.file.display().to_string()),
         spec.stages.len(),
-        state.instances.len()
+        state.instances.len(),
+        links.join(" · ")
     );
     body.push_str(&counts_html(&Counts::of(&state.instances)));
     body.push_str("<section><h2>Stages</h2><div class=\"scroll\">");
     body.push_str(&crate::serve::dag::svg(state));
     body.push_str("</div></section>\n");
-    let axes = state.axes();
-    let views = {
-        let mut links = vec![if *view == View::Instances {
-            "<b>instances</b>".to_string()
-        } else {
-            format!("<a href=\"{base}\">instances</a>")
-        }];
-        for axis in &axes {
-            if *view == View::Aggregated(axis.clone()) {
-                links.push(format!("<b>mean ± std over {}</b>", esc(axis)));
-            } else {
-                links.push(format!(
-                    "<a href=\"{base}?over={}\">mean ± std over {}</a>",
-                    seg(axis),
-                    esc(axis)
-                ));
-            }
-        }
-        links.join(" · ")
-    };
-    let _ = write!(
+    let _ = writeln!(
         body,
-        "<section><h2>Instances</h2><p class=\"views\">View: {views}</p>"
+        "<section><h2>Instances</h2><div id=\"table-section\" data-page=\"{base}\" data-table=\"{base}/table\">{}</div></section>",
+        fragment(state, q)
     );
-    match view {
-        View::Instances => {
-            body.push_str(
-                "<p><button type=\"button\" id=\"compare\" disabled>Compare selected</button> \
-                 <span class=\"muted\">Tick two or more rows. Filters take text, or <code>&gt;0.5</code>, \
-                 <code>&lt;=3</code>, <code>=7</code> on numbers.</span></p>",
-            );
-            body.push_str(&instance_table(state, &base));
-        }
-        View::Aggregated(axis) => body.push_str(&aggregated_table(state, &base, axis)),
-    }
-    body.push_str("</section>\n");
     page(
         &spec.name,
         &[(base.clone(), state.name.clone())],
         &body,
         Some(&format!("/api{base}/status")),
     )
+}
+
+/// The table part of the page for query `q`: the views, the metric columns to choose from,
+/// and the table.
+pub fn fragment(state: &PipelineState, q: &TableQuery) -> String {
+    let base = format!("/p/{}", seg(&state.name));
+    let mut out = String::new();
+    let mut links = vec![if q.over.is_none() {
+        "<b>instances</b>".to_string()
+    } else {
+        format!(
+            "<a href=\"{base}{}\" data-query=\"1\">instances</a>",
+            esc(&q.in_view(None).to_url())
+        )
+    }];
+    for axis in state.axes() {
+        if q.over.as_deref() == Some(axis.as_str()) {
+            links.push(format!("<b>mean ± std over {}</b>", esc(&axis)));
+        } else {
+            links.push(format!(
+                "<a href=\"{base}{}\" data-query=\"1\">mean ± std over {}</a>",
+                esc(&q.in_view(Some(&axis)).to_url()),
+                esc(&axis)
+            ));
+        }
+    }
+    let _ = write!(out, "<p class=\"views\">View: {}</p>", links.join(" · "));
+    out.push_str(&metric_choice(state, q));
+    match &q.over {
+        None => {
+            out.push_str(
+                "<p><button type=\"button\" id=\"compare\" disabled>Compare selected</button> \
+                 <button type=\"button\" id=\"overlay\" disabled>Overlay loss curves</button> \
+                 <span class=\"muted\">Tick rows to compare them or draw their loss curves in one chart. \
+                 Filters take text, or <code>&gt;0.5</code>, <code>&lt;=3</code>, <code>=7</code> on numbers.</span></p>",
+            );
+            out.push_str(&instance_table(state, &base, q));
+        }
+        Some(axis) => out.push_str(&aggregated_table(state, &base, axis, q)),
+    }
+    out
+}
+
+/// The metrics shown, in name order: those `q` names (all when it names none).
+fn shown_metrics(state: &PipelineState, q: &TableQuery) -> Vec<String> {
+    state
+        .metrics()
+        .into_iter()
+        .filter(|m| q.shows_metric(m))
+        .collect()
+}
+
+/// A checkbox per metric any result recorded, ticked when its column is shown.
+fn metric_choice(state: &PipelineState, q: &TableQuery) -> String {
+    let all = state.metrics();
+    if all.is_empty() {
+        return String::new();
+    }
+    let shown = shown_metrics(state, q);
+    let mut out = format!(
+        "<details class=\"columns\" id=\"metric-columns\"><summary>Metric columns ({} of {})</summary><p>",
+        shown.len(),
+        all.len()
+    );
+    for m in &all {
+        let _ = write!(
+            out,
+            "<label><input type=\"checkbox\" class=\"metric-choice\" value=\"{}\"{}> {}</label> ",
+            esc(m),
+            if shown.contains(m) { " checked" } else { "" },
+            esc(m)
+        );
+    }
+    out.push_str("</p></details>");
+    out
 }
 
 /// A parameter's column, headed `NAME (param)` when a metric has the same name.
@@ -104,10 +171,10 @@ fn param_column(name: &str, metrics: &[String]) -> Column {
     }
 }
 
-fn instance_table(state: &PipelineState, base: &str) -> String {
+fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
     let axes = state.axes();
     let params = state.key_params();
-    let metrics = state.metrics();
+    let metrics = shown_metrics(state, q);
     let mut columns = vec![
         Column {
             label: "".into(),
@@ -163,9 +230,11 @@ fn instance_table(state: &PipelineState, base: &str) -> String {
             Cell {
                 html: format!("<a href=\"{base}/i/{id}\">{}</a>", esc(&inst.stage)),
                 sort: Some(inst.stage.clone()),
+                plain: inst.stage.clone(),
                 ..Cell::default()
             },
         ];
+        cells[1].plain = id.to_string();
         for a in &axes {
             cells.push(match inst.binding.get(a) {
                 Some(Value::Number(n)) => Cell::number(n.as_f64().unwrap_or(f64::NAN)),
@@ -193,51 +262,190 @@ fn instance_table(state: &PipelineState, base: &str) -> String {
             sort: Some(s.status.name().into()),
             class: format!("st-{}", s.status.name()),
             attrs: format!(" data-status-of=\"{id}\""),
+            plain: s.status.name().into(),
         });
+        let progress = progress_text(s.progress.as_ref());
         cells.push(Cell {
-            html: esc(&progress_text(s.progress.as_ref())),
+            html: esc(&progress),
             attrs: format!(" data-progress-of=\"{id}\""),
+            plain: progress,
             ..Cell::default()
         });
-        cells.push(Cell::text(match s.status {
+        let mut why = Cell::text(match s.status {
             Status::Cached => "",
             Status::Failed => s.failure.as_deref().unwrap_or(""),
             _ => &s.reason,
-        }));
+        });
+        why.attrs = format!(" data-why-of=\"{id}\"");
+        cells.push(why);
         rows.push((format!(" data-id=\"{id}\""), cells));
     }
-    grid("instances", &columns, &rows)
+    paged_table(base, "instances", &columns, rows, q)
 }
 
-fn aggregated_table(state: &PipelineState, base: &str, over: &str) -> String {
+/// A table row (attributes, cells) with its position before sorting.
+type Numbered = (usize, (String, Vec<Cell>));
+
+/// The rows `q` asks for: filtered, sorted, and the page of them, with the tools above the
+/// table (how many rows, the pages) and the table, whose sort and filters show `q`'s.
+fn paged_table(
+    base: &str,
+    id: &str,
+    columns: &[Column],
+    rows: Vec<(String, Vec<Cell>)>,
+    q: &TableQuery,
+) -> String {
+    let total = rows.len();
+    let position = |name: &str| {
+        columns
+            .iter()
+            .position(|c| c.label == name && c.class != "pick")
+    };
+    let filters: Vec<(usize, &str)> = q
+        .filters
+        .iter()
+        .filter_map(|(c, e)| Some((position(c)?, e.as_str())))
+        .collect();
+    let value =
+        |cell: &Cell| -> (String, Option<String>) { (cell.plain.clone(), cell.sort.clone()) };
+    let mut kept: Vec<Numbered> = rows
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (_, cells))| {
+            filters.iter().all(|&(c, expr)| {
+                let (text, sort) = value(&cells[c]);
+                query::passes(
+                    expr,
+                    &query::Value {
+                        text: &text,
+                        sort: sort.as_deref(),
+                    },
+                )
+            })
+        })
+        .collect();
+    let sort = q.sort.as_deref().and_then(position);
+    if let Some(c) = sort {
+        let values: Vec<query::Value<'_>> = kept
+            .iter()
+            .map(|(_, (_, cells))| query::Value {
+                text: &cells[c].plain,
+                sort: cells[c].sort.as_deref(),
+            })
+            .collect();
+        let numeric = query::is_numeric(values.iter());
+        let mut order: Vec<usize> = (0..kept.len()).collect();
+        order.sort_by(|&a, &b| {
+            query::order(
+                (&values[a], kept[a].0),
+                (&values[b], kept[b].0),
+                numeric,
+                q.desc,
+            )
+        });
+        let mut slots: Vec<Option<Numbered>> = kept.into_iter().map(Some).collect();
+        kept = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    }
+    let shown = kept.len();
+    let pages = shown.div_ceil(q.per).max(1);
+    let page = q.page.min(pages);
+    let start = (page - 1) * q.per;
+    let rows: Vec<(String, Vec<Cell>)> = kept
+        .into_iter()
+        .skip(start)
+        .take(q.per)
+        .map(|(_, row)| row)
+        .collect();
+    let count = if shown == total {
+        format!("{total} rows")
+    } else {
+        format!("{shown} of {total} rows")
+    };
+    let range = if pages > 1 {
+        format!(", showing {}-{}", start + 1, start + rows.len())
+    } else {
+        String::new()
+    };
+    let mut out = format!(
+        "<div class=\"grid-tools\"><span class=\"shown\" data-for=\"{id}\" data-total=\"{total}\" data-matching=\"{shown}\">{count}</span>{range} \
+         <button type=\"button\" class=\"clear-filters\" data-for=\"{id}\">Clear filters</button>{}</div>\n",
+        pager(base, q, page, pages)
+    );
+    let state = GridState {
+        sort: sort.map(|c| (c, q.desc)),
+        filters: filters.iter().map(|&(c, e)| (c, e.to_string())).collect(),
+        server: true,
+    };
+    out.push_str(&table(id, columns, &rows, &state));
+    out
+}
+
+/// Links to the first, previous, next and last page (nothing when there is one page).
+fn pager(base: &str, q: &TableQuery, page: usize, pages: usize) -> String {
+    if pages <= 1 {
+        return String::new();
+    }
+    let link = |to: usize, text: &str| {
+        if to == page || to == 0 || to > pages {
+            format!("<span class=\"muted\">{text}</span>")
+        } else {
+            format!(
+                "<a href=\"{base}{}\" data-query=\"1\" data-page=\"{to}\">{text}</a>",
+                esc(&q.on_page(to).to_url())
+            )
+        }
+    };
+    format!(
+        " <nav class=\"pager\">{} {} <span class=\"page-of\">page {page} of {pages}</span> {} {}</nav>",
+        link(1, "« first"),
+        link(page - 1, "‹ previous"),
+        link(page + 1, "next ›"),
+        link(pages, "last »")
+    )
+}
+
+/// The instances grouped as "mean ± std over `over`" groups them: those of one stage whose
+/// sweep bindings differ only in `over`, in plan order. Parameters do not take part: they
+/// follow from the stage and the binding, and a parameter fed by the axis under another name
+/// (`seed = "${sweep.s}"`) differs inside a group by design.
+pub(crate) fn groups_over(state: &PipelineState, over: &str) -> Vec<Vec<usize>> {
+    let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for inst in state.plan.instances() {
+        let mut rest = inst.binding.clone();
+        rest.remove(over);
+        let id = (
+            inst.stage.clone(),
+            serde_json::to_string(&rest).expect("a binding is JSON"),
+        );
+        let slot = *groups.entry(id).or_insert_with(|| {
+            out.push(Vec::new());
+            out.len() - 1
+        });
+        out[slot].push(inst.index);
+    }
+    out
+}
+
+fn aggregated_table(state: &PipelineState, base: &str, over: &str, q: &TableQuery) -> String {
     let axes: Vec<String> = state.axes().into_iter().filter(|a| a != over).collect();
+    let groups = groups_over(state, over);
+    // Parameters shown are those that are one value inside every group.
     let params: Vec<String> = state
         .key_params()
         .into_iter()
         .filter(|p| p != over)
+        .filter(|p| {
+            groups.iter().all(|members| {
+                let values: std::collections::BTreeSet<String> = members
+                    .iter()
+                    .map(|&i| state.param(i, p).map(Value::to_string).unwrap_or_default())
+                    .collect();
+                values.len() <= 1
+            })
+        })
         .collect();
-    let metrics = state.metrics();
-    // Group instances of one stage whose bindings differ only in `over`.
-    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
-    let mut order: Vec<(String, String)> = Vec::new();
-    for inst in state.plan.instances() {
-        let mut rest = inst.binding.clone();
-        rest.remove(over);
-        let params_rest: BTreeMap<&String, &Value> = inst
-            .params
-            .0
-            .iter()
-            .filter(|(k, _)| params.contains(k))
-            .collect();
-        let id = (
-            inst.stage.clone(),
-            serde_json::to_string(&(rest, params_rest)).expect("json"),
-        );
-        if !groups.contains_key(&id) {
-            order.push(id.clone());
-        }
-        groups.entry(id).or_default().push(inst.index);
-    }
+    let metrics = shown_metrics(state, q);
     let mut columns = vec![Column {
         label: "stage".into(),
         class: "stage",
@@ -256,8 +464,7 @@ fn aggregated_table(state: &PipelineState, base: &str, over: &str) -> String {
         class: "status",
     });
     let mut rows = Vec::new();
-    for id in &order {
-        let members = &groups[id];
+    for members in &groups {
         let first = &state.plan.instances()[members[0]];
         let mut cells = vec![Cell {
             html: format!(
@@ -327,9 +534,10 @@ fn aggregated_table(state: &PipelineState, base: &str, over: &str) -> String {
     out
 }
 
-/// The live state the script polls: counts, each stage's status and counts, each instance's
-/// status, progress and metrics.
-pub(crate) fn status_json(state: &PipelineState) -> Value {
+/// The live state the script polls: counts, each stage's status and counts, and the status,
+/// progress and metrics of each instance in `ids` (every instance when `None`; a page asks
+/// for the rows it shows).
+pub(crate) fn status_json(state: &PipelineState, ids: Option<&[usize]>) -> Value {
     let stages: Vec<Value> = state
         .plan
         .spec()
@@ -351,6 +559,7 @@ pub(crate) fn status_json(state: &PipelineState) -> Value {
     let instances: Vec<Value> = state
         .instances
         .iter()
+        .filter(|s| ids.is_none_or(|ids| ids.contains(&s.index)))
         .map(|s| {
             json!({
                 "id": s.index,
