@@ -46,7 +46,7 @@ pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<Exit
     );
     publish::check_outside_cache(&root, cache.dir())?;
     let done = render(&plan, &registry, &cache, &root, &args.overrides, &[])?;
-    let command = compute_command(&plan, &args.overrides);
+    let command = compute_command(&plan, &args, reports);
     if args.json {
         print_json(&serde_json::json!({
             "pipeline": plan.spec().name,
@@ -82,15 +82,22 @@ pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// `asymflow run FILE` with the overrides the user gave, ready to paste.
-fn compute_command(plan: &Plan, overrides: &OverrideArgs) -> String {
-    let file = shell_quote(&plan.spec().file.to_string_lossy());
-    let extra = overrides_text(overrides);
-    if extra.is_empty() {
-        format!("asymflow run {file}")
-    } else {
-        format!("asymflow run {file} {extra}")
+/// `asymflow run FILE` with the overrides, cache and reports folder the user gave, ready to
+/// paste: without `--cache` it would compute into another cache than the one just read.
+fn compute_command(plan: &Plan, args: &PipelineArgs, reports: Option<&Path>) -> String {
+    let path = |p: &Path| shell_quote(&p.to_string_lossy());
+    let mut words = vec!["asymflow run".to_string(), path(&plan.spec().file)];
+    let extra = overrides_text(&args.overrides);
+    if !extra.is_empty() {
+        words.push(extra);
     }
+    if let Some(dir) = &args.cache.cache {
+        words.push(format!("--cache {}", path(dir)));
+    }
+    if let Some(dir) = reports {
+        words.push(format!("--reports {}", path(dir)));
+    }
+    words.join(" ")
 }
 
 /// Renders the report instances of `plan` (those labelled in `only`, or all when it is empty)
