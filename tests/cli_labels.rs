@@ -341,7 +341,7 @@ fn small_frictions_of_run_report_kinds_and_completions() {
     p.write(
         "pipelines/r.toml",
         &format!(
-            "{PIPELINE}\n[stages.table]\nkind = \"report\"\ninputs = {{ results = [\"model\"] }}\nparams = {{ rows = \"seed\", metrics = [\"value\"], plot_xy = [] }}\n"
+            "{PIPELINE}\n[stages.table]\nkind = \"report\"\ninputs = {{ results = [\"model\"] }}\nparams = {{ rows = \"seed\", over = \"none\", metrics = [\"value\"], plot_xy = [] }}\n"
         ),
     );
     let out = p.run(&[
