@@ -34,7 +34,7 @@ pub fn show(
         };
         let registry = registry();
         let plan = load_plan(&common, &registry)?;
-        let selected = crate::select::chosen(&plan, &[wanted.clone()], "")?;
+        let selected = crate::select::chosen(&plan, std::slice::from_ref(wanted), "")?;
         let (cache, _scratch) = planning_cache(cache_for(&common.cache, &plan.spec().project_dir))?;
         let planned = plan_status(&plan, &registry, &cache)?;
         let chosen: Vec<_> = planned
