@@ -168,6 +168,46 @@ impl Plan {
             .collect()
     }
 
+    /// This plan with only the instances in `keep`, renumbered in their order. `keep` must
+    /// hold every instance upstream of each one it holds ([`crate::select::narrow`] makes it
+    /// so): an instance's key depends on its inputs, which therefore stay.
+    pub fn keep_only(self, keep: &BTreeSet<usize>) -> Plan {
+        let new_index: BTreeMap<usize, usize> = keep
+            .iter()
+            .enumerate()
+            .map(|(new, &old)| (old, new))
+            .collect();
+        let renumber = |old: &usize| -> usize {
+            *new_index
+                .get(old)
+                .expect("a kept instance's inputs are kept")
+        };
+        let instances: Vec<Instance> = self
+            .instances
+            .into_iter()
+            .filter(|i| keep.contains(&i.index))
+            .map(|mut i| {
+                i.index = renumber(&i.index);
+                for ups in i.inputs.values_mut() {
+                    ups.iter_mut().for_each(|u| *u = renumber(u));
+                }
+                i
+            })
+            .collect();
+        let order = self
+            .order
+            .iter()
+            .filter(|i| keep.contains(i))
+            .map(renumber)
+            .collect();
+        Plan {
+            spec: self.spec,
+            instances,
+            order,
+            searches: self.searches,
+        }
+    }
+
     /// The instances of stage `name`.
     pub fn instances_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Instance> + 'a {
         self.instances.iter().filter(move |i| i.stage == name)

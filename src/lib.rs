@@ -28,6 +28,7 @@ pub mod kind;
 pub mod metrics;
 pub mod report;
 pub mod search;
+pub mod select;
 pub mod serve;
 pub mod spec;
 pub mod stages;

@@ -8,6 +8,7 @@ mod bct;
 mod cli;
 mod cli_data;
 mod cli_examples;
+mod cli_labels;
 mod command_kind;
 mod concurrency;
 mod crash_safety;

@@ -4,6 +4,8 @@
 //! cargo's `DirtyReason`. `Display` gives the words; `Serialize`
 //! gives `plan --json` and `why --json` the structure.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -225,6 +227,10 @@ pub(crate) fn explain(old: &StageKey, new: &StageKey) -> Vec<DirtyReason> {
             &new.fingerprint,
             &mut paths,
         );
+        let mut paths: Vec<String> = paths
+            .into_iter()
+            .map(|p| with_file_names(&p, &new.params))
+            .collect();
         if paths.len() > 5 {
             let n = paths.len();
             paths.truncate(5);
@@ -233,6 +239,38 @@ pub(crate) fn explain(old: &StageKey, new: &StageKey) -> Vec<DirtyReason> {
         reasons.push(DirtyReason::ExternalContent { paths });
     }
     reasons
+}
+
+/// A fingerprint difference told with the files it is about, from the params that name them:
+/// `fingerprint.content "3f.." -> "9a.."` of a split reading `data/faces` becomes
+/// `data/faces: an image's content changed (fingerprint.content)`; an import's
+/// `fingerprint.file` names its `file`. Other differences are left as they are.
+fn with_file_names(diff: &str, params: &BTreeMap<String, Value>) -> String {
+    let param = |name: &str| {
+        params
+            .get(name)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let field = diff.split(' ').next().unwrap_or(diff);
+    let rest = diff[field.len()..].trim();
+    match (field, param("root"), param("file")) {
+        ("fingerprint.content", Some(root), _) => {
+            format!("{root}: an image's content changed, or images were renamed ({field})")
+        }
+        ("fingerprint.images", Some(root), _) => format!("{root}: images {rest}"),
+        (f, Some(root), _) if f.starts_with("fingerprint.annotations.") => {
+            let file = &f["fingerprint.annotations.".len()..];
+            let what = if matches!(rest, "added" | "removed") {
+                rest
+            } else {
+                "changed"
+            };
+            format!("{root}/{file} {what}")
+        }
+        ("fingerprint.file", _, Some(file)) => format!("{file} changed ({field})"),
+        _ => diff.to_string(),
+    }
 }
 
 fn show(value: &Value) -> String {
@@ -270,6 +308,24 @@ fn diff_paths(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_data_edit_is_told_with_the_folder_or_file_it_is_in() {
+        let split = BTreeMap::from([("root".to_string(), serde_json::json!("data/faces"))]);
+        let told = super::with_file_names("fingerprint.content \"3f\" -> \"9a\"", &split);
+        assert!(
+            told.starts_with("data/faces: an image's content changed"),
+            "{told}"
+        );
+        let told = super::with_file_names(
+            "fingerprint.annotations.labels.csv \"3f\" -> \"9a\"",
+            &split,
+        );
+        assert_eq!(told, "data/faces/labels.csv changed");
+        let import = BTreeMap::from([("file".to_string(), serde_json::json!("w/t.pt"))]);
+        let told = super::with_file_names("fingerprint.file \"3f\" -> \"9a\"", &import);
+        assert_eq!(told, "w/t.pt changed (fingerprint.file)");
+    }
 
     use super::*;
     use crate::cache::key::{InputKey, KEY_FORMAT};

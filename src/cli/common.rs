@@ -40,9 +40,11 @@ pub(crate) fn load_plan(args: &PipelineArgs, registry: &Registry) -> anyhow::Res
     load_plan_of(args, registry, &[])
 }
 
-/// As [`load_plan`], keeping only the stages named in `targets` and the stages they need
-/// (every stage when `targets` is empty). Dropping downstream stages changes no instance and
-/// no key: a stage's instances depend on its own params and its inputs only.
+/// As [`load_plan`], keeping only what `targets` select and what it needs upstream (every
+/// stage when `targets` is empty): first the named stages and the stages they need, then,
+/// for instance labels, only the selected instances and their ancestors
+/// ([`crate::select::narrow`]). Dropping the rest changes no instance and no key: an
+/// instance depends on its own params and its inputs only.
 pub(crate) fn load_plan_of(
     args: &PipelineArgs,
     registry: &Registry,
@@ -57,7 +59,7 @@ pub(crate) fn load_plan_of(
         let mut keep: BTreeSet<String> = BTreeSet::new();
         let mut todo: Vec<String> = Vec::new();
         for target in targets {
-            let stage = stage_of_label(target);
+            let stage = crate::select::stage_of(target);
             if !names.contains(&stage) {
                 return Err(SpecError::nowhere(format!(
                     "no stage `{stage}` in {}",
@@ -81,6 +83,7 @@ pub(crate) fn load_plan_of(
     let cache = cache_for(&args.cache, &spec.project_dir);
     let has_index = cache.dir().join("index.sqlite").is_file();
     let plan = crate::exec::search::replay(&spec, registry, has_index.then_some(&cache))?;
+    let plan = crate::select::narrow(plan, targets)?;
     crate::report::check::check_reports(&plan, registry, crate::stages::report::KIND)?;
     Ok(plan)
 }
@@ -131,38 +134,6 @@ pub(crate) fn shell_quote(text: &str) -> String {
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
     }
-}
-
-/// The stage of a stage name or an instance label (`model[seed=0]` -> `model`).
-pub(crate) fn stage_of_label(target: &str) -> &str {
-    target.split('[').next().unwrap_or(target).trim()
-}
-
-/// Whether the instance labelled `label` is selected by `target`: a stage name selects every
-/// instance of the stage; `stage[axis=value,...]` (any order, spaces ignored) the instances
-/// with those values, so `model[seed=0]` is every seed-0 instance of `model`.
-pub(crate) fn label_selects(target: &str, label: &str) -> bool {
-    let (want_stage, want) = parse_label(target);
-    let (stage, have) = parse_label(label);
-    want_stage == stage && want.iter().all(|pair| have.contains(pair))
-}
-
-/// `stage[a=1,b=x]` -> (`stage`, [(a, 1), (b, x)]), spaces removed.
-fn parse_label(text: &str) -> (String, Vec<(String, String)>) {
-    let squashed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    let Some((stage, rest)) = squashed.split_once('[') else {
-        return (squashed, Vec::new());
-    };
-    let pairs = rest
-        .trim_end_matches(']')
-        .split(',')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) => (k.to_string(), v.trim_matches('"').to_string()),
-            None => (p.to_string(), String::new()),
-        })
-        .collect();
-    (stage.to_string(), pairs)
 }
 
 /// The cache at `cache`, which must already exist (read-only commands never create one).
@@ -332,21 +303,4 @@ pub(crate) fn note_overrides(dest: &Path, overrides: &OverrideArgs) -> anyhow::R
     std::fs::write(dest.join("overrides.txt"), format!("{text}\n"))
         .with_context(|| format!("writing {}", dest.join("overrides.txt").display()))?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::label_selects;
-
-    #[test]
-    fn labels_select_by_stage_and_any_subset_of_values_in_any_order() {
-        let label = "model[depth=2,seed=1,width=16]";
-        assert!(label_selects("model", label));
-        assert!(label_selects("model[seed=1]", label));
-        assert!(label_selects("model[width=16, seed=1]", label));
-        assert!(!label_selects("model[seed=0]", label));
-        assert!(!label_selects("mode", label));
-        assert!(label_selects("eval[set=a]", "eval[set=a]"));
-        assert!(!label_selects("model[seed]", label));
-    }
 }

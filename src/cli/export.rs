@@ -6,8 +6,8 @@
 //!   upstream of it (a key can only be checked with its inputs' records).
 //! - `export FILE STAGE DIR` copies the outputs of each instance of STAGE into DIR (one
 //!   sub-folder per sweep binding when the stage fans out), verifying every object.
+//!   `export FILE 'student[seed=7]' DIR` copies that one instance's outputs into DIR itself.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,7 +26,8 @@ use crate::exec::resolve::walk;
 pub struct ExportArgs {
     /// The pipeline file.
     pub file: PathBuf,
-    /// Only this stage (and, in a bundle, what it depends on).
+    /// Only this stage or instance label (`student[seed=7]`) and, in a bundle, what it
+    /// depends on.
     pub stage: Option<String>,
     /// Copy the stage's outputs into this folder.
     #[arg(conflicts_with = "output")]
@@ -53,31 +54,13 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let plan = load_plan(&pipeline, &registry)?;
     let cache = cache_for(&args.cache, &plan.spec().project_dir);
-    if let Some(stage) = &args.stage {
-        if plan.spec().stage(stage).is_none() {
-            bail!(
-                "{}: no stage `{stage}` (stages: {})",
-                args.file.display(),
-                plan.instances()
-                    .iter()
-                    .map(|i| i.stage.as_str())
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
+    let targets: Vec<String> = args.stage.iter().cloned().collect();
+    let mut wanted = crate::select::chosen(&plan, &targets, "")?;
     let walked = walk(&plan, &registry, &cache, |_, _, local| {
         Ok::<_, crate::cache::IndexError>(local)
     })?;
-    // The instances wanted: all, or a stage's and (for a bundle) everything upstream.
-    let mut wanted: BTreeSet<usize> = plan
-        .instances()
-        .iter()
-        .filter(|i| args.stage.as_ref().is_none_or(|s| &i.stage == s))
-        .map(|i| i.index)
-        .collect();
+    // The instances wanted: all, or a stage's (or label's) and, for a bundle, everything
+    // upstream.
     let missing: Vec<String> = walked
         .iter()
         .filter(|w| wanted.contains(&w.index) && w.record.is_none())
@@ -120,9 +103,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         (None, Some(dir)) => {
-            let Some(stage) = &args.stage else {
+            let Some(target) = &args.stage else {
                 bail!("export FILE STAGE DIR: name the stage whose outputs go into {}", dir.display());
             };
+            let stage = crate::select::stage_of(target);
             if !missing.is_empty() {
                 bail!(
                     "{} not computed in {}: run or pull it first",
@@ -135,7 +119,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             for w in walked.iter().filter(|w| wanted.contains(&w.index)) {
                 let inst = &plan.instances()[w.index];
                 let record = w.record.as_ref().expect("checked above");
-                let dest = if inst.binding.is_empty() {
+                // One instance named by its label goes straight into DIR, as one stage
+                // instance without sweep values does.
+                let one = crate::select::is_label(target) && wanted.len() == 1;
+                let dest = if inst.binding.is_empty() || one {
                     dir.clone()
                 } else {
                     dir.join(label(stage, &inst.binding))

@@ -78,6 +78,7 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             "\nmetrics (with the default params; `*` stands for a family): {}",
             metrics.join(", ")
         );
+        print_metric_docs(&metrics);
     }
     let own: Vec<&ParamDecl> = stage
         .params()
@@ -140,6 +141,18 @@ fn print_params(decls: &[&ParamDecl]) {
                 "  {:18} {:24} {:14} deprecated name: write {}",
                 alias.old, "", "", alias.instead
             );
+        }
+    }
+}
+
+/// What each metric a kind records means (`map_std` is the former name of `map_noninterp`),
+/// from the metric registry the reports' footnotes read too.
+fn print_metric_docs(metrics: &[String]) {
+    let width = metrics.iter().map(|m| m.len()).max().unwrap_or(0);
+    for metric in metrics {
+        let probe = metric.replace('*', "1");
+        if let Some((def, _)) = crate::metrics::registry::lookup(&probe) {
+            println!("  {metric:width$}  {}", def.doc);
         }
     }
 }

@@ -133,7 +133,8 @@ pub enum Command {
     #[command(after_help = REPORTS_HELP)]
     Reports(reports_cmd::ReportsArgs),
     /// Print every instance's metrics: one row per instance with its stage, sweep values,
-    /// every metric and its key (text, `--csv` or `--json`), for your own plots.
+    /// metrics and key (a table that fits the terminal, `--csv` or `--json` at full
+    /// precision), for your own plots.
     #[command(after_help = METRICS_HELP)]
     Metrics {
         /// The pipeline and overrides.
@@ -142,7 +143,11 @@ pub enum Command {
         /// Print CSV.
         #[arg(long, conflicts_with = "json")]
         csv: bool,
-        /// Only these stages (or instance labels).
+        /// Only these columns, in this order: sweep axes, metrics, `stage`, `instance`, `key`
+        /// (default: the stage, the sweep axes and every metric, as many as fit).
+        #[arg(long, value_name = "A,B,C", value_delimiter = ',')]
+        columns: Vec<String>,
+        /// Only these stages (or instance labels, `student[seed=7]`).
         #[arg(value_name = "STAGE")]
         stages: Vec<String>,
     },
@@ -151,6 +156,9 @@ pub enum Command {
     Kinds {
         /// A kind to describe.
         kind: Option<String>,
+        /// Accepted as everywhere (a global flag); `kinds` reads no cache.
+        #[command(flatten)]
+        cache: CacheArgs,
     },
     /// Print a shell completion script (`asymflow completions bash > ~/.local/share/bash-completion/completions/asymflow`).
     #[command(
@@ -159,18 +167,30 @@ pub enum Command {
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
+        /// Accepted as everywhere (a global flag); `completions` reads no cache.
+        #[command(flatten)]
+        cache: CacheArgs,
     },
     /// Maintain the cache.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  asymflow cache verify\n  asymflow cache gc --dry-run\n  asymflow cache forget 3fa2c1"
+    )]
     Cache(CacheCommand),
     /// Look at data sets.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  asymflow data export pipelines/quickstart.toml split out/ --partition train"
+    )]
     Data(DataCommand),
     /// A persistent worker for the tensor kinds, speaking line-delimited JSON on stdin and
     /// stdout (started by `run`; not for typing).
     #[command(hide = true)]
     Worker,
     /// Run one job file in this process and write its outcome (what a Slurm job runs).
+    #[command(
+        after_help = "Examples (written by `run --executor slurm` into each job's script):\n  asymflow exec cache/jobs/JOB/job.json --result cache/jobs/JOB/result.json"
+    )]
     Exec {
         /// The job file (JSON), as the engine writes it.
         job: PathBuf,
@@ -179,17 +199,30 @@ pub enum Command {
         result: PathBuf,
     },
     /// The team's remote cache (`remote` in asymflow.toml or ASYMFLOW_REMOTE).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  asymflow remote status\n  asymflow remote gc pipelines/quickstart.toml --dry-run"
+    )]
     Remote(remote::RemoteCommand),
     /// Publish a pipeline's local results to the team's remote.
+    #[command(after_help = PUSH_HELP)]
     Push(PipelineArgs),
     /// Fetch what a pipeline's instances need from the team's remote, verified.
+    #[command(after_help = PULL_HELP)]
     Pull(pull::PullArgs),
-    /// Copy results out: a bundle (`-o results.tar`) or one stage's outputs into a folder.
+    /// Copy results out: a bundle (`-o results.tar`) or one stage's (or instance's) outputs
+    /// into a folder.
+    #[command(after_help = EXPORT_HELP)]
     Export(export::ExportArgs),
     /// Import a bundle written by `export -o`, verifying every record and object.
+    #[command(
+        after_help = "Examples:\n  asymflow import results.tar\n  asymflow import results.tar --cache /data/asymflow-cache"
+    )]
     Import(import::ImportArgs),
     /// Browse pipelines and results in a local web dashboard (read-only).
+    #[command(
+        after_help = "Examples:\n  asymflow serve\n  asymflow serve --port 0 --cache /data/asymflow-cache"
+    )]
     Serve(serve::ServeArgs),
 }
 
@@ -224,6 +257,9 @@ pub enum CacheCommand {
     )]
     Verify(CacheArgs),
     /// Forget results by key (a unique prefix each), so their stages run again.
+    #[command(
+        after_help = "Examples:\n  asymflow cache forget 3fa2c1\n  asymflow cache forget 3fa2c1 9b07e4 --cache /data/asymflow-cache"
+    )]
     Forget {
         /// Keys or unique key prefixes (as `status` and `show` print them).
         #[arg(required = true, value_name = "KEY")]
@@ -269,7 +305,10 @@ const REPORTS_HELP: &str = "Examples:
 const RUN_HELP: &str = "Examples:
   asymflow run pipelines/quickstart.toml
   asymflow run pipelines/quickstart.toml student eval-ts   only these stages and what they need
+  asymflow run pipelines/quickstart.toml 'student[seed=1]'  one instance and what it needs
   asymflow run pipelines/quickstart.toml --sweep seed=0 --set vars.db_res=48
+  asymflow run pipelines/quickstart.toml --sweep stages.student.params.lambda_t=0.5,0.7
+  asymflow run pipelines/quickstart.toml --sweep 'seed=range(0,5)'
   asymflow run pipelines/quickstart.toml --force student   recompute even when cached
   asymflow run pipelines/quickstart.toml --keep-going --json
 
@@ -283,6 +322,7 @@ Exit codes: 0 success, 1 other error, 2 bad command line, 3 bad pipeline file or
 const PLAN_HELP: &str = "Examples:
   asymflow plan pipelines/quickstart.toml
   asymflow plan pipelines/quickstart.toml --sweep seed=0 --json   with each instance's resolved params
+  asymflow plan pipelines/quickstart.toml 'student[seed=1]'   one instance and its ancestors
 
 Exits with 4 when an instance cannot run (its data is missing: \"fingerprint failed\").";
 
@@ -307,7 +347,22 @@ const REPORT_HELP: &str = "Examples:
 const METRICS_HELP: &str = "Examples:
   asymflow metrics pipelines/quickstart.toml
   asymflow metrics pipelines/quickstart.toml eval-ts --csv > eval-ts.csv
+  asymflow metrics pipelines/quickstart.toml eval-ts --columns seed,map
+  asymflow metrics pipelines/quickstart.toml 'eval-ts[seed=1]'
   asymflow metrics pipelines/quickstart.toml --json";
+
+const PUSH_HELP: &str = "Examples:
+  asymflow push pipelines/quickstart.toml
+  asymflow push pipelines/quickstart.toml --sweep seed=0 --json";
+
+const PULL_HELP: &str = "Examples:
+  asymflow pull pipelines/quickstart.toml
+  asymflow pull --all --cache /data/asymflow-cache";
+
+const EXPORT_HELP: &str = "Examples:
+  asymflow export pipelines/quickstart.toml -o results.tar   a bundle for `asymflow import`
+  asymflow export pipelines/quickstart.toml student out/     each instance's outputs
+  asymflow export pipelines/quickstart.toml 'student[seed=1]' out/   one instance's outputs";
 
 /// A pipeline file with overrides.
 #[derive(Debug, Clone, Args)]
@@ -332,7 +387,8 @@ pub struct OverrideArgs {
     /// `vars.db_res=128`.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
-    /// Replace a sweep axis: `seed=0,1,2`.
+    /// Sweep over values: replace an axis (`seed=0,1,2`, `seed=range(0,5)`) or sweep any
+    /// parameter a stage's kind declares (`stages.student.params.lr=1e-3,2e-3`).
     #[arg(long = "sweep", value_name = "AXIS=V1,V2")]
     pub sweep: Vec<String>,
 }
@@ -443,9 +499,10 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Metrics {
             pipeline,
             csv,
+            columns,
             stages,
-        } => metrics::metrics(pipeline, csv, &stages),
-        Command::Completions { shell } => {
+        } => metrics::metrics(pipeline, csv, &columns, &stages),
+        Command::Completions { shell, cache: _ } => {
             use clap::CommandFactory;
             clap_complete::generate(
                 shell,
@@ -479,7 +536,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         } => show::show(target, overrides, json, cache),
         Command::Report { pipeline, reports } => report_cmd::report(pipeline, reports.as_deref()),
         Command::Reports(args) => reports_cmd::reports(args),
-        Command::Kinds { kind } => kinds::kinds(kind.as_deref()),
+        Command::Kinds { kind, cache: _ } => kinds::kinds(kind.as_deref()),
         Command::Data(DataCommand::Export {
             pipeline,
             stage,

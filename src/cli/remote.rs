@@ -19,6 +19,9 @@ use crate::exec::resolve::walk;
 pub enum RemoteCommand {
     /// Where the remote points, whether it answers, and what it holds (for a pipeline: per
     /// instance).
+    #[command(
+        after_help = "Examples:\n  asymflow remote status\n  asymflow remote status pipelines/quickstart.toml --json"
+    )]
     Status {
         /// A pipeline file.
         file: Option<PathBuf>,
@@ -36,6 +39,9 @@ pub enum RemoteCommand {
     /// pipelines nor pushed within --keep-days, the blobs only they named, quarantined blobs,
     /// and (on a shared folder) unfinished uploads. Blobs younger than a day are kept (a push
     /// in progress). At least one pipeline or --keep-days is required.
+    #[command(
+        after_help = "Examples:\n  asymflow remote gc pipelines/quickstart.toml --dry-run\n  asymflow remote gc --keep-days 30"
+    )]
     Gc {
         /// Pipelines whose every instance's record is kept (with the overrides below).
         files: Vec<PathBuf>,

@@ -34,7 +34,7 @@ pub struct Rendered {
 }
 
 /// Renders every report of the pipeline into `reports/PIPELINE/` (or `--reports DIR`).
-pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub fn report(args: PipelineArgs, reports_arg: Option<&Path>) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
     let cache = existing_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
@@ -43,13 +43,13 @@ pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<Exit
         &registry,
         &plan.spec().project_dir,
         &plan.spec().name,
-        reports,
+        reports_arg,
     )?;
     let root = &reports.dir;
     publish::check_outside_cache(root, cache.dir())?;
     let done = render(&plan, &registry, &cache, root, &reports.overrides, &[])?;
     reports.mark(&plan.spec().name)?;
-    let command = compute_command(&plan, &args.overrides);
+    let command = compute_command(&plan, &args, reports_arg);
     if args.json {
         print_json(&serde_json::json!({
             "pipeline": plan.spec().name,
@@ -85,15 +85,22 @@ pub fn report(args: PipelineArgs, reports: Option<&Path>) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// `asymflow run FILE` with the overrides the user gave, ready to paste.
-fn compute_command(plan: &Plan, overrides: &OverrideArgs) -> String {
-    let file = shell_quote(&plan.spec().file.to_string_lossy());
-    let extra = overrides_text(overrides);
-    if extra.is_empty() {
-        format!("asymflow run {file}")
-    } else {
-        format!("asymflow run {file} {extra}")
+/// `asymflow run FILE` with the overrides, cache and reports folder the user gave, ready to
+/// paste: without `--cache` it would compute into another cache than the one just read.
+fn compute_command(plan: &Plan, args: &PipelineArgs, reports: Option<&Path>) -> String {
+    let path = |p: &Path| shell_quote(&p.to_string_lossy());
+    let mut words = vec!["asymflow run".to_string(), path(&plan.spec().file)];
+    let extra = overrides_text(&args.overrides);
+    if !extra.is_empty() {
+        words.push(extra);
     }
+    if let Some(dir) = &args.cache.cache {
+        words.push(format!("--cache {}", path(dir)));
+    }
+    if let Some(dir) = reports {
+        words.push(format!("--reports {}", path(dir)));
+    }
+    words.join(" ")
 }
 
 /// Renders the report instances of `plan` (those labelled in `only`, or all when it is empty)

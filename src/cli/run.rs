@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::common::{
-    cache_for, label, label_selects, load_plan_of, note_overrides, print_json, registry,
-    reports_dir, stage_of_label,
+    cache_for, label, load_plan_of, note_overrides, print_json, registry, reports_dir,
 };
 use super::{exit, failure, output, report_cmd, OverrideArgs, RunArgs};
 use crate::cache::{Cache, Index};
@@ -24,7 +23,6 @@ use crate::exec::executor::Executor;
 use crate::exec::{self, publish::publish, RunOptions, RunSummary, Status};
 use crate::graph::Plan;
 use crate::kind::Registry;
-use crate::spec::SpecError;
 
 /// Runs a pipeline.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -115,10 +113,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
 
     if args.pipeline.json {
-        print_json(&WithSearches {
+        print_json(&with_labels(serde_json::to_value(WithSearches {
             summary: &summary,
             searches: plan.searches(),
-        })?;
+        })?))?;
     } else {
         for (name, table, dest) in &published.tables {
             println!("\n{name} (in {}):\n\n{table}", dest.display());
@@ -157,38 +155,29 @@ struct WithSearches<'a> {
     searches: &'a [crate::search::SearchState],
 }
 
+/// `run --json` with each instance's label (`student[seed=7]`), as `plan` prints it, beside
+/// its stage and binding.
+fn with_labels(mut doc: serde_json::Value) -> serde_json::Value {
+    if let Some(list) = doc["instances"].as_array_mut() {
+        for entry in list {
+            let stage = entry["stage"].as_str().unwrap_or_default().to_string();
+            let binding = serde_json::from_value(entry["binding"].clone()).unwrap_or_default();
+            entry["label"] = serde_json::Value::String(label(&stage, &binding));
+        }
+    }
+    doc
+}
+
 /// The instances `--force` names (a stage, or one instance's label), each checked against the
-/// plan with a suggestion when it names nothing.
+/// plan with the labels that exist when it names nothing.
 fn forced_instances(plan: &Plan, targets: &[String]) -> anyhow::Result<BTreeSet<usize>> {
     let mut force = BTreeSet::new();
     for target in targets {
-        let stage = stage_of_label(target);
-        if plan.spec().stage(stage).is_none() {
-            let names: Vec<&str> = plan.spec().stages.iter().map(|s| s.name.as_str()).collect();
-            return Err(SpecError::nowhere(format!(
-                "--force {target}: no stage `{stage}` in this run of {}",
-                plan.spec().file.display()
-            ))
-            .suggest(stage, names)
-            .into());
-        }
-        let chosen: Vec<usize> = plan
-            .instances()
-            .iter()
-            .filter(|i| label_selects(target, &i.label()))
-            .map(|i| i.index)
-            .collect();
-        if chosen.is_empty() {
-            return Err(SpecError::nowhere(format!(
-                "--force {target}: no such instance; the instances of `{stage}` are: {}",
-                plan.instances_of(stage)
-                    .map(|i| i.label())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .into());
-        }
-        force.extend(chosen);
+        force.extend(crate::select::matching(
+            plan,
+            target,
+            &format!("--force {target}: "),
+        )?);
     }
     Ok(force)
 }
@@ -355,12 +344,18 @@ fn print_summary(summary: &RunSummary, seconds: f64, estimate: Option<&exec::est
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            eprintln!(
-                "{:8} {}  {}",
+            // A cached instance's reason is the word `cached` again: say it once.
+            let reason = if outcome.reason == status {
+                ""
+            } else {
+                outcome.reason.as_str()
+            };
+            let line = format!(
+                "{:8} {}  {reason}",
                 output::status_word_err(&status),
                 label(&outcome.stage, &outcome.binding),
-                outcome.reason
             );
+            eprintln!("{}", line.trim_end());
         }
     }
     if !output::quiet() {

@@ -11,14 +11,12 @@ use std::process::ExitCode;
 use anyhow::{anyhow, bail};
 
 use super::common::{
-    cache_for, cache_here, existing_cache, label_selects, load_plan, planning_cache, print_json,
-    registry, stage_of_label,
+    cache_for, cache_here, existing_cache, load_plan, planning_cache, print_json, registry,
 };
 use super::status::human_bytes;
 use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::{Cache, RunRecord, StageKey};
 use crate::exec::plan_status;
-use crate::spec::error::closest;
 
 /// Shows a stage's instances or one key.
 pub fn show(
@@ -36,31 +34,15 @@ pub fn show(
         };
         let registry = registry();
         let plan = load_plan(&common, &registry)?;
-        let stage = stage_of_label(wanted);
-        if plan.spec().stage(stage).is_none() {
-            let names: Vec<&str> = plan.spec().stages.iter().map(|s| s.name.as_str()).collect();
-            let hint = closest(stage, &names)
-                .map(|c| format!(" (did you mean `{c}`?)"))
-                .unwrap_or_default();
-            bail!("no stage `{stage}` in {file}{hint}");
-        }
+        let selected = crate::select::chosen(&plan, std::slice::from_ref(wanted), "")?;
         let (cache, _scratch) = planning_cache(cache_for(&common.cache, &plan.spec().project_dir))?;
         let planned = plan_status(&plan, &registry, &cache)?;
         let chosen: Vec<_> = planned
             .iter()
-            .filter(|p| label_selects(wanted, &p.label))
+            .enumerate()
+            .filter(|(i, _)| selected.contains(i))
+            .map(|(_, p)| p)
             .collect();
-        if chosen.is_empty() {
-            bail!(
-                "no instance `{wanted}`; the instances of `{stage}` are: {}",
-                planned
-                    .iter()
-                    .filter(|p| p.stage == stage)
-                    .map(|p| p.label.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
         let mut shown = Vec::new();
         for p in chosen {
             match &p.record {

@@ -3,20 +3,16 @@
 
 use std::process::ExitCode;
 
-use anyhow::anyhow;
-
-use super::common::{
-    cache_for, label_selects, load_plan, planning_cache, registry, stage_of_label,
-};
+use super::common::{cache_for, load_plan, planning_cache, registry};
 use super::{output, PipelineArgs};
 use crate::exec::plan_status;
-use crate::spec::error::closest;
 
 /// Explains each instance of `stage`.
 pub fn why(args: PipelineArgs, target: &str) -> anyhow::Result<ExitCode> {
-    let stage = stage_of_label(target);
+    let stage = crate::select::stage_of(target);
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
+    let wanted = crate::select::chosen(&plan, &[target.to_string()], "")?;
     if let Some(search) = plan
         .searches()
         .iter()
@@ -34,33 +30,14 @@ pub fn why(args: PipelineArgs, target: &str) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    if plan.spec().stage(stage).is_none() {
-        let names: Vec<&str> = plan.spec().stages.iter().map(|s| s.name.as_str()).collect();
-        let hint = closest(stage, &names)
-            .map(|c| format!(" (did you mean `{c}`?)"))
-            .unwrap_or_default();
-        return Err(anyhow!(
-            "no stage `{stage}` in {}{hint}",
-            plan.spec().file.display()
-        ));
-    }
     let (cache, _scratch) = planning_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
     let planned = plan_status(&plan, &registry, &cache)?;
     let chosen: Vec<_> = planned
         .iter()
-        .filter(|p| label_selects(target, &p.label))
+        .enumerate()
+        .filter(|(i, _)| wanted.contains(i))
+        .map(|(_, p)| p)
         .collect();
-    if chosen.is_empty() {
-        return Err(anyhow!(
-            "no instance `{target}`; the instances of `{stage}` are: {}",
-            planned
-                .iter()
-                .filter(|p| p.stage == stage)
-                .map(|p| p.label.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
     if args.json {
         let doc: Vec<serde_json::Value> = chosen
             .iter()

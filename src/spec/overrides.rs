@@ -5,6 +5,10 @@
 //! them). Each override is its own little source file named `<command line>`, so an error in
 //! one points at the argument.
 //!
+//! `--sweep` also takes any parameter a stage's kind declares, Hydra-style:
+//! `--sweep stages.student.params.lr=1e-3,2e-3` adds an axis `lr` (or `student.lr` when the
+//! file has an axis `lr`) and sets the parameter to `${sweep.lr}`; `range(0,5)` lists 0 to 4.
+//!
 //! An override may only change what the file declares: `--sweep seeds=0,1` (the axis is
 //! `seed`) or `--set vars.rez=3` (no such var) would otherwise be accepted and change nothing,
 //! a wrong experiment without an error. Unknown axes and vars are rejected with "did you mean",
@@ -48,17 +52,13 @@ impl Override {
         let value_span = eq + 1..text.len();
         match self {
             Override::Sweep(_) => {
-                let mut values = Vec::new();
-                let mut start = value_span.start;
-                for part in text[value_span.clone()].split(',') {
-                    let span = start..start + part.len();
-                    start = span.end + 1;
-                    values.push(parse_cli_value(&file, trim_span(text, span)));
-                }
                 let value = SValue {
-                    kind: SKind::Array(values),
-                    loc: Loc::new(&file, value_span),
+                    kind: SKind::Array(sweep_values(&file, value_span.clone())?),
+                    loc: Loc::new(&file, value_span.clone()),
                 };
+                if path.starts_with("stages.") {
+                    return sweep_param(raw, path, path_loc, value);
+                }
                 check_sweep_axis(raw, path, &path_loc, &text[eq + 1..])?;
                 let key = SKey {
                     name: path.to_string(),
@@ -73,6 +73,133 @@ impl Override {
             }
         }
     }
+}
+
+/// The values of `--sweep NAME=V1,V2,...` or `--sweep NAME=range(START,STOP[,STEP])` (as in
+/// Hydra and Python: STOP excluded; integers stay integers).
+fn sweep_values(
+    file: &Arc<SourceFile>,
+    span: std::ops::Range<usize>,
+) -> Result<Vec<SValue>, SpecError> {
+    let text = &file.text;
+    let span = trim_span(text, span);
+    let written = &text[span.clone()];
+    if let Some(inner) = written
+        .strip_prefix("range(")
+        .and_then(|r| r.strip_suffix(')'))
+    {
+        let loc = Loc::new(file, span.clone());
+        return range_values(inner, &loc);
+    }
+    let mut values = Vec::new();
+    let mut start = span.start;
+    for part in written.split(',') {
+        let part_span = start..start + part.len();
+        start = part_span.end + 1;
+        values.push(parse_cli_value(file, trim_span(text, part_span)));
+    }
+    Ok(values)
+}
+
+/// `range(0,5)` -> 0, 1, 2, 3, 4; `range(5)` the same; `range(0,1,0.25)` -> 0, 0.25, 0.5,
+/// 0.75.
+fn range_values(inner: &str, loc: &Loc) -> Result<Vec<SValue>, SpecError> {
+    let bad = |why: &str| {
+        SpecError::at(loc, format!("bad range `range({inner})`: {why}")).hint(
+            "write range(STOP), range(START,STOP) or range(START,STOP,STEP); STOP is excluded",
+        )
+    };
+    let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+    let ints: Option<Vec<i64>> = parts.iter().map(|p| p.parse().ok()).collect();
+    let value = |kind| SValue {
+        kind,
+        loc: loc.clone(),
+    };
+    if let Some(ints) = ints {
+        let (start, stop, step) = match ints.as_slice() {
+            [stop] => (0, *stop, 1),
+            [start, stop] => (*start, *stop, 1),
+            [start, stop, step] => (*start, *stop, *step),
+            _ => return Err(bad("one to three numbers")),
+        };
+        if step == 0 {
+            return Err(bad("the step is 0"));
+        }
+        let count = (stop - start + step - step.signum()) / step;
+        if count <= 0 {
+            return Err(bad("no values"));
+        }
+        if count > 100_000 {
+            return Err(bad("more than 100000 values"));
+        }
+        return Ok((0..count)
+            .map(|i| value(SKind::Int(start + i * step)))
+            .collect());
+    }
+    let floats: Option<Vec<f64>> = parts.iter().map(|p| p.parse().ok()).collect();
+    let Some(floats) = floats.filter(|f| f.iter().all(|x| x.is_finite())) else {
+        return Err(bad("its bounds and step must be numbers"));
+    };
+    let (start, stop, step) = match floats.as_slice() {
+        [stop] => (0.0, *stop, 1.0),
+        [start, stop] => (*start, *stop, 1.0),
+        [start, stop, step] => (*start, *stop, *step),
+        _ => return Err(bad("one to three numbers")),
+    };
+    if step == 0.0 {
+        return Err(bad("the step is 0"));
+    }
+    // Values are start + i*step (no accumulated rounding), below stop by more than rounding.
+    let count = ((stop - start) / step - 1e-9).ceil();
+    if count < 1.0 {
+        return Err(bad("no values"));
+    }
+    if count > 100_000.0 {
+        return Err(bad("more than 100000 values"));
+    }
+    Ok((0..count as i64)
+        .map(|i| value(SKind::Float(start + i as f64 * step)))
+        .collect())
+}
+
+/// `--sweep stages.STAGE.params.NAME=V1,V2`: a new axis over those values (named `NAME`, or
+/// `STAGE.NAME` when an axis of that name exists), and the parameter set to `${sweep.AXIS}`.
+/// Whether the stage's kind declares the parameter, and whether the values have its type, is
+/// checked when the pipeline is resolved, as for the file's own params, with the error at the
+/// flag.
+fn sweep_param(
+    raw: &mut RawPipeline,
+    path: &str,
+    loc: Loc,
+    values: SValue,
+) -> Result<(), SpecError> {
+    let ["stages", stage, "params", name] = path.split('.').collect::<Vec<_>>()[..] else {
+        return Err(SpecError::at(
+            &loc,
+            format!("`--sweep {path}=...` sweeps neither an axis nor a parameter"),
+        )
+        .hint("write --sweep AXIS=V1,V2 or --sweep stages.STAGE.params.NAME=V1,V2"));
+    };
+    let taken = axis_names(raw);
+    let axis = if taken.iter().any(|a| a == name) {
+        format!("{stage}.{name}")
+    } else {
+        name.to_string()
+    };
+    if taken.contains(&axis) {
+        return Err(SpecError::at(
+            &loc,
+            format!("`{path}` is swept twice on the command line"),
+        ));
+    }
+    let placeholder = SValue {
+        kind: SKind::Str(format!("${{sweep.{axis}}}")),
+        loc: values.loc.clone(),
+    };
+    set_path(raw, path, loc.clone(), placeholder)?;
+    let key = SKey { name: axis, loc };
+    set_entry(&mut raw.sweep, key, values);
+    Ok(())
 }
 
 fn trim_span(text: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {

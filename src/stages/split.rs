@@ -39,7 +39,7 @@ const PARAMS: &[ParamDecl] = &[
             "places365",
         ]),
         "\"synthetic\"",
-        "which data set: the built-in generator or a real one in its published layout",
+        "which data set: the built-in generator or a real one in its published layout; imagefolder is torchvision's: root/CLASS/*.jpg|jpeg|png, one sub-folder per class, classes numbered in sorted folder-name order",
     ),
     ParamDecl::optional(
         "root",
@@ -66,7 +66,7 @@ const PARAMS: &[ParamDecl] = &[
         "protocol",
         ParamType::Choice(&Protocol::NAMES),
         "\"half-classes\"",
-        "half-classes (first half of the classes train) or provided (sop, market1501, imagenet, places365)",
+        "half-classes: the first train_fraction of the classes in class-id order train, the rest test (imagefolder: sorted folder names, so 10 classes at 0.5 train the first 5; cub200: 1-100 train) or provided (sop, market1501, imagenet, places365: the data set's own split)",
     ),
     ParamDecl::optional(
         "subsets",

@@ -44,8 +44,11 @@ pub fn export(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // Created as any file the user writes (0666 less the umask: 0644 usually), not
+    // tempfile's private 0600: a bundle is made to be handed to others.
     let tmp = tempfile::Builder::new()
         .prefix(".asymflow-bundle-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(dir)
         .map_err(|e| RemoteError::local(dir, e))?;
     let mut stats = BundleStats::default();
