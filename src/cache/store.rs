@@ -120,6 +120,13 @@ pub const MIGRATIONS: &[&str] = &[
     // 6: the job a lease's holder submitted to a cluster (JSON of `ExternalJob`), so a
     // restarted engine follows it instead of submitting again; NULL for local work.
     "ALTER TABLE leases ADD COLUMN external TEXT;",
+    // 7: what `status` asks of an index that grew for years, answered from indexes instead of
+    // a scan of every row (a million results took seconds): results counted by status, the
+    // most recent ones (and `cache gc --older-than`'s old ones) by time, the objects' count
+    // and bytes from their sizes.
+    "CREATE INDEX runs_status ON runs(status);
+     CREATE INDEX runs_finished ON runs(finished);
+     CREATE INDEX objects_size ON objects(size);",
 ];
 
 /// The index connection. One per thread; SQLite serialises writers.
