@@ -1,6 +1,6 @@
 //! `asymflow cache verify`, `asymflow cache gc` and `asymflow cache forget`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::process::ExitCode;
 
 use super::common::cache_here;
@@ -109,20 +109,17 @@ pub fn gc(
     };
     let _lock = cache.lock(LockMode::Exclusive)?;
     let mut index = cache.index()?;
-    let outputs = index.recorded_outputs()?;
     let mut forgotten: BTreeSet<String> = BTreeSet::new();
     if let Some(days) = older_than_days {
         let cutoff = crate::cache::now() - days * 86_400.0;
         forgotten.extend(index.runs_finished_before(cutoff)?);
     }
     if let Some(kept) = &kept_keys {
-        forgotten.extend(
-            outputs
-                .iter()
-                .map(|(key, _, _)| key)
-                .filter(|key| !kept.contains(*key))
-                .cloned(),
-        );
+        index.each_recorded_output(|key, _, _| {
+            if !kept.contains(key) && !forgotten.contains(key) {
+                forgotten.insert(key.to_string());
+            }
+        })?;
     }
     if !forgotten.is_empty() {
         println!(
@@ -145,29 +142,21 @@ pub fn gc(
             }
         }
     }
-    let mut reachable = BTreeSet::new();
-    for (key, _, output) in &outputs {
-        if forgotten.contains(key) {
-            continue;
+    let reachable = reachable_objects(&index, &cache, &forgotten)?;
+    let mut unreferenced = Vec::new();
+    cache.objects().each_digest(&mut |digest| {
+        if !reachable.contains(&digest_bytes(&digest)) {
+            unreferenced.push(digest);
         }
-        if output.is_dir {
-            if let Ok(m) = cache.objects().read_manifest(&output.digest) {
-                reachable.extend(m.entries.into_iter().map(|(_, d)| d));
-            }
-        }
-        reachable.insert(output.digest.clone());
-    }
+        Ok(())
+    })?;
     let mut freed = 0u64;
-    let mut count = 0usize;
-    for (digest, size) in cache.objects().list()? {
-        if reachable.contains(&digest) {
-            continue;
-        }
-        count += 1;
-        freed += size;
+    let count = unreferenced.len();
+    for digest in &unreferenced {
+        freed += cache.objects().size_of(digest).unwrap_or(0);
         if !dry_run {
-            cache.objects().remove(&digest)?;
-            index.forget_object(&digest)?;
+            cache.objects().remove(digest)?;
+            index.forget_object(digest)?;
         }
     }
     // With the exclusive lock held no run is alive: every lease, scratch folder and temporary
@@ -198,6 +187,51 @@ pub fn gc(
         human_bytes(freed)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The objects the results not in `forgotten` reach: their outputs and the files of their
+/// directory outputs, streamed from the index, each held as its 32 bytes (a million results
+/// reach two million objects).
+fn reachable_objects(
+    index: &crate::cache::Index,
+    cache: &crate::cache::Cache,
+    forgotten: &BTreeSet<String>,
+) -> anyhow::Result<HashSet<[u8; 32]>> {
+    let mut reachable = HashSet::new();
+    index.each_recorded_output(|key, _, output| {
+        if forgotten.contains(key) {
+            return;
+        }
+        if output.is_dir {
+            if let Ok(m) = cache.objects().read_manifest(&output.digest) {
+                reachable.extend(m.entries.iter().map(|(_, d)| digest_bytes(d)));
+            }
+        }
+        reachable.insert(digest_bytes(&output.digest));
+    })?;
+    Ok(reachable)
+}
+
+/// A digest's bytes, for a compact set; text that is not 64 hex characters (a damaged index
+/// row) maps to its blake3, which names no object in the store.
+fn digest_bytes(digest: &str) -> [u8; 32] {
+    let hex = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let bytes = digest.as_bytes();
+    let mut out = [0u8; 32];
+    if bytes.len() != 64 {
+        return *blake3::hash(bytes).as_bytes();
+    }
+    for (i, pair) in bytes.chunks(2).enumerate() {
+        match (hex(pair[0]), hex(pair[1])) {
+            (Some(a), Some(b)) => out[i] = a << 4 | b,
+            _ => return *blake3::hash(bytes).as_bytes(),
+        }
+    }
+    out
 }
 
 /// Forgets the results whose keys start with each of `prefixes` (each must name one result),

@@ -2,6 +2,7 @@
 //! team's remote: from `asymflow.toml` beside `pipelines/` and the `ASYMFLOW_REMOTE*`
 //! variables (an empty `ASYMFLOW_REMOTE` turns it off).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -31,6 +32,10 @@ pub enum RemoteCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Also count every record and blob the remote holds (lists the whole remote: slow on
+        /// a large one).
+        #[arg(long)]
+        count: bool,
         /// The cache.
         #[command(flatten)]
         cache: CacheArgs,
@@ -124,8 +129,9 @@ pub fn dispatch(command: RemoteCommand) -> anyhow::Result<ExitCode> {
             file,
             overrides,
             json,
+            count,
             cache,
-        } => status(file, overrides, json, cache),
+        } => status(file, overrides, json, count, cache),
         RemoteCommand::Gc {
             files,
             overrides,
@@ -146,11 +152,13 @@ pub fn dispatch(command: RemoteCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `asymflow remote status [FILE]`.
+/// `asymflow remote status [FILE]`: one listing-free probe, and one record read per instance
+/// of the pipeline; the whole remote is listed only with `--count`.
 fn status(
     file: Option<PathBuf>,
     overrides: OverrideArgs,
     json: bool,
+    count: bool,
     cache: CacheArgs,
 ) -> anyhow::Result<ExitCode> {
     let pipeline = file.map(|file| PipelineArgs {
@@ -169,12 +177,21 @@ fn status(
         None => project_here()?,
     };
     let remote = required_remote(&project)?;
-    let summary = remote.summary()?;
+    let summary = remote.summary(count)?;
     let mut instances = Vec::new();
     if let Some(plan) = &plan {
         let local_cache = cache_for(&cache, &plan.spec().project_dir);
-        let walked = walk(plan, &registry, &local_cache, |_, key, local| {
+        // Each instance's record is read once, here: whether the remote holds it, and the
+        // record the walk keys the instances downstream with.
+        let mut seen: BTreeMap<usize, (bool, String)> = BTreeMap::new();
+        let walked = walk(plan, &registry, &local_cache, |inst, key, local| {
             let on_remote = remote.lookup(key);
+            let state = match &on_remote {
+                Ok(Some(_)) => "on remote".to_string(),
+                Ok(None) => "not on remote".to_string(),
+                Err(e) => format!("rejected: {e}"),
+            };
+            seen.insert(inst.index, (local.is_some(), state));
             Ok::<_, anyhow::Error>(match (local, on_remote) {
                 (Some(local), _) => Some(local),
                 (None, Ok(found)) => found,
@@ -182,21 +199,12 @@ fn status(
             })
         })?;
         for w in walked {
-            let local = w.key.as_ref().is_some_and(|k| {
-                local_cache
-                    .index()
-                    .ok()
-                    .and_then(|i| i.lookup(k).ok().flatten())
-                    .is_some()
+            let (local, remote_state) = seen.remove(&w.index).unwrap_or_else(|| {
+                (
+                    false,
+                    "unknown (an input is neither local nor on the remote)".to_string(),
+                )
             });
-            let remote_state = match &w.key {
-                None => "unknown (an input is neither local nor on the remote)".to_string(),
-                Some(k) => match remote.lookup(k) {
-                    Ok(Some(_)) => "on remote".into(),
-                    Ok(None) => "not on remote".into(),
-                    Err(e) => format!("rejected: {e}"),
-                },
-            };
             instances.push(serde_json::json!({
                 "instance": w.label,
                 "key": w.key,
@@ -210,12 +218,13 @@ fn status(
         return Ok(ExitCode::SUCCESS);
     }
     println!("remote:  {}", summary.url);
-    println!(
-        "answers: yes; {} records, {} blobs, {:.1} MB",
-        summary.records,
-        summary.blobs,
-        summary.bytes as f64 / 1e6
-    );
+    match (summary.records, summary.blobs, summary.bytes) {
+        (Some(records), Some(blobs), Some(bytes)) => println!(
+            "answers: yes; {records} records, {blobs} blobs, {:.1} MB",
+            bytes as f64 / 1e6
+        ),
+        _ => println!("answers: yes (--count counts its records and blobs)"),
+    }
     println!(
         "signing: {}",
         if summary.signing {
@@ -229,7 +238,15 @@ fn status(
         if summary.push { "on" } else { "off" }
     );
     if let Some(plan) = &plan {
-        println!("\n{}:", plan.spec().name);
+        let held = instances
+            .iter()
+            .filter(|i| i["remote"] == "on remote")
+            .count();
+        println!(
+            "\n{}: {held} records on the remote for its {}:",
+            plan.spec().name,
+            super::plan::count(instances.len(), "instance", "instances")
+        );
         let width = instances
             .iter()
             .map(|i| i["instance"].as_str().unwrap_or("").len())

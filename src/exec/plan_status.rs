@@ -32,9 +32,10 @@ pub struct PlannedInstance {
     pub reason: String,
     /// Why it runs, typed (empty when cached, or when its inputs must run first).
     pub reasons: Vec<crate::cache::why::DirtyReason>,
-    /// Its recorded result, when cached (not serialised).
+    /// Its recorded result, when cached (not serialised; boxed, as most planned instances
+    /// of a large sweep have none).
     #[serde(skip)]
-    pub record: Option<RunRecord>,
+    pub record: Option<Box<RunRecord>>,
 }
 
 impl PlannedInstance {
@@ -83,7 +84,13 @@ pub fn plan_status_with(
     let _snapshot = index.read_snapshot()?;
     let hasher = IndexHasher::new(cache.index()?);
     let pipeline = &plan.spec().name;
-    let mut records: Vec<Option<RunRecord>> = vec![None; plan.instances().len()];
+    // Which instances have a result (cached or on the remote), and that result where an
+    // instance downstream needs it to compute its key: a sweep of 100,000 leaves has no
+    // consumer, and a copy of every record beside the one each planned instance holds doubled
+    // what `plan` of it kept in memory.
+    let consumed = consumed(plan);
+    let mut known = vec![false; plan.instances().len()];
+    let mut records: Vec<Option<Box<RunRecord>>> = vec![None; plan.instances().len()];
     let mut out: Vec<Option<PlannedInstance>> = vec![None; plan.instances().len()];
     for &i in plan.order() {
         let inst = &plan.instances()[i];
@@ -92,7 +99,7 @@ pub fn plan_status_with(
             .values()
             .flatten()
             .copied()
-            .filter(|&u| records[u].is_none())
+            .filter(|&u| !known[u])
             .collect();
         let planned = PlannedInstance::of(inst);
         let planned = if let Some(&u) = missing.first() {
@@ -107,17 +114,20 @@ pub fn plan_status_with(
                     ..planned
                 },
                 Ok(fp) => {
-                    let upstream = |u: usize| records[u].clone();
+                    let upstream = |u: usize| records[u].as_deref().cloned();
                     let key = instance_key(plan, inst, registry, &upstream, fp)
                         .expect("inputs are known and the kind is registered");
                     let digest = key.digest();
                     match index.lookup(&digest)? {
                         Some(record) if outputs_present(cache, &record) => {
-                            records[i] = Some(record.clone());
+                            known[i] = true;
+                            if consumed[i] {
+                                records[i] = Some(Box::new(record.clone()));
+                            }
                             PlannedInstance {
                                 key: Some(digest),
                                 status: "cached",
-                                record: Some(record),
+                                record: Some(Box::new(record)),
                                 ..planned
                             }
                         }
@@ -128,7 +138,8 @@ pub fn plan_status_with(
                                 ..planned
                             },
                             Ok(Some(Some(record))) => {
-                                records[i] = Some(record);
+                                known[i] = true;
+                                records[i] = Some(Box::new(record));
                                 PlannedInstance {
                                     key: Some(digest),
                                     status: "on-remote",
@@ -157,4 +168,15 @@ pub fn plan_status_with(
         .into_iter()
         .map(|p| p.expect("every instance planned"))
         .collect())
+}
+
+/// Whether each instance is an input of another.
+fn consumed(plan: &Plan) -> Vec<bool> {
+    let mut consumed = vec![false; plan.instances().len()];
+    for inst in plan.instances() {
+        for &u in inst.inputs.values().flatten() {
+            consumed[u] = true;
+        }
+    }
+    consumed
 }

@@ -148,7 +148,7 @@ pub(crate) fn pipeline_state(site: &Site, name: &str) -> Result<PipelineState, S
             },
             key: p.key,
             reason: p.reason,
-            record: p.record,
+            record: p.record.map(|r| *r),
             failure: None,
             progress: None,
         };

@@ -219,12 +219,12 @@ pub(crate) type FetchResult = Result<Option<Fetched>, RemoteError>;
 pub struct RemoteSummary {
     /// Where it points.
     pub url: String,
-    /// Records (`ac/`).
-    pub records: usize,
-    /// Blobs (`cas/`).
-    pub blobs: usize,
-    /// Bytes in blobs.
-    pub bytes: u64,
+    /// Records (`ac/`), when counted: counting lists every record.
+    pub records: Option<usize>,
+    /// Blobs (`cas/`), when counted.
+    pub blobs: Option<usize>,
+    /// Bytes in blobs, when counted.
+    pub bytes: Option<u64>,
     /// Whether records are signed and checked.
     pub signing: bool,
     /// Whether `run` pushes.
@@ -349,15 +349,24 @@ impl Remote {
         self.push_after_run
     }
 
-    /// Contacts the remote and counts what it holds; an error says what and how to fix it.
-    pub fn summary(&self) -> Result<RemoteSummary, RemoteError> {
-        let records = self.backend.list("ac")?;
-        let blobs = self.backend.list("cas")?;
+    /// Contacts the remote and, with `count`, counts what it holds; an error says what and how
+    /// to fix it. Counting lists every record and blob (a million records are a thousand
+    /// listing requests on S3), so only a command that asks for it counts.
+    pub fn summary(&self, count: bool) -> Result<RemoteSummary, RemoteError> {
+        self.probe()?;
+        let (records, blobs, bytes) = if count {
+            let records = self.backend.list("ac")?;
+            let blobs = self.backend.list("cas")?;
+            let bytes = blobs.iter().map(|(_, s)| s).sum();
+            (Some(records.len()), Some(blobs.len()), Some(bytes))
+        } else {
+            (None, None, None)
+        };
         Ok(RemoteSummary {
             url: self.backend.url.clone(),
-            records: records.len(),
-            blobs: blobs.len(),
-            bytes: blobs.iter().map(|(_, s)| s).sum(),
+            records,
+            blobs,
+            bytes,
             signing: self.secret.is_some(),
             push: self.push_after_run,
         })
