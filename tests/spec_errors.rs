@@ -335,3 +335,33 @@ fn issue28_extends_to_a_fifo_or_a_device_says_so_and_never_blocks() {
         "{e}"
     );
 }
+
+#[test]
+fn misspelt_partition_is_found_before_anything_runs() {
+    let e = error_of(
+        "[stages.split]\nkind = \"split\"\nparams = { dataset = \"synthetic\", classes = 4, per_class = 2, image_size = 16 }\n\
+         [stages.emb-model]\nkind = \"train-classifier\"\ninputs = { split = \"split\" }\n\
+         params = { partition = \"trian\", width = 8, embed_dim = 8, resolution = 16, epochs = 1 }\n",
+    );
+    assert_at(
+        &e,
+        "7:24",
+        "stage `emb-model`: partition `trian` is not one that split `split` writes (test, train)",
+    );
+    assert!(e.contains("did you mean `train`?"), "{e}");
+}
+
+#[test]
+fn a_validation_partition_needs_the_validation_option() {
+    let e = error_of(
+        "[stages.split]\nkind = \"split\"\nparams = { dataset = \"synthetic\", classes = 4, per_class = 2, image_size = 16, subsets = [50] }\n\
+         [stages.net]\nkind = \"train-classifier\"\ninputs = { split = \"split\" }\n\
+         params = { partition = \"val-train\", width = 8, embed_dim = 8, resolution = 16, epochs = 1 }\n",
+    );
+    assert!(
+        e.contains(
+            "partition `val-train` is not one that split `split` writes (test, train, train-50)"
+        ) && e.contains("`validation = true` adds val-train"),
+        "{e}"
+    );
+}

@@ -85,6 +85,7 @@ pub(crate) fn load_plan_of(
     let plan = crate::exec::search::replay(&spec, registry, has_index.then_some(&cache))?;
     let plan = crate::select::narrow(plan, targets)?;
     crate::report::check::check_reports(&plan, registry, crate::stages::report::KIND)?;
+    crate::exec::lineage::check_partitions(&plan, registry)?;
     Ok(plan)
 }
 

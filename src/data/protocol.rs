@@ -219,6 +219,31 @@ pub fn partition_role(name: &str) -> PartitionRole {
     }
 }
 
+/// The partitions a split with `opts` can write, known before any data is read: exactly
+/// those of [`split`] for `half-classes`; for `provided`, every part a data set may provide
+/// (train, test, query, gallery, junk), since which ones exist is in the data. Used at plan
+/// time so that a misspelt `partition` is an error before anything runs.
+pub fn possible_partitions(opts: &SplitOptions) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = match opts.protocol {
+        Protocol::HalfClasses => ["train", "test"].map(String::from).into(),
+        Protocol::Provided => ["train", "test", "query", "gallery", "junk"]
+            .map(String::from)
+            .into(),
+    };
+    names.extend(opts.subsets.iter().map(|p| format!("train-{p}")));
+    if opts.validation {
+        names.extend(["val-train".to_string(), "val-test".to_string()]);
+        names.extend(opts.subsets.iter().map(|p| format!("val-train-{p}")));
+    }
+    if opts.gallery_per_class > 0 {
+        names.extend(["query".to_string(), "gallery".to_string()]);
+    }
+    if opts.non_mated > 0.0 {
+        names.extend(["probe-gallery", "probe-mated", "probe-non-mated"].map(String::from));
+    }
+    names
+}
+
 /// Splits `items` (each with its provided part) into partitions: train and test by the
 /// protocol, then each optional partition the options ask for, in this order (later ones
 /// read earlier ones: open-set probes come from `query` / `gallery`).

@@ -2,13 +2,17 @@
 //! stages. A kind with a `partition` parameter reads that partition of the split connected to
 //! its `split` input; everything downstream of it has seen those images through it.
 //!
-//! Two uses: a search objective whose lineage reaches a test partition is refused at plan time
+//! Three uses: a `partition` that the split it reads does not write is a plan-time error
+//! ([`check_partitions`]: a misspelt `partition = "trian"` used to fail only after the
+//! upstream stages had run); a search objective whose lineage reaches a test partition is refused at plan time
 //! (tuning on test is the mistake a pipeline should make impossible, not merely visible), and
 //! `plan` lists every stage that reads test images, so a reader of a pipeline sees where the
 //! test set is used.
 
 use crate::data::protocol::{partition_role, PartitionRole};
 use crate::graph::{Instance, Plan};
+use crate::kind::Registry;
+use crate::spec::SpecError;
 
 /// An instance that reads a partition's images itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +43,49 @@ pub fn reads(plan: &Plan, inst: &Instance) -> Option<Reader> {
         partition,
         verb,
     })
+}
+
+/// Checks that every instance reading a partition names one its split writes (as far as the
+/// split's kind knows before running, [`crate::kind::Stage::partitions`]): an error at the
+/// `partition` parameter, with the closest name.
+pub fn check_partitions(plan: &Plan, registry: &Registry) -> Result<(), SpecError> {
+    for inst in plan.instances() {
+        let Some(reader) = reads(plan, inst) else {
+            continue;
+        };
+        let Some(&up) = inst.inputs.get("split").and_then(|ups| ups.first()) else {
+            continue;
+        };
+        let split = &plan.instances()[up];
+        let Some(known) = registry
+            .get(&split.kind)
+            .and_then(|k| k.partitions(&split.params))
+        else {
+            continue;
+        };
+        if known.contains(&reader.partition) {
+            continue;
+        }
+        let message = format!(
+            "stage `{}`: partition `{}` is not one that split `{}` writes ({}); the split's \
+             options decide its partitions (`validation = true` adds val-train and val-test, \
+             `subsets` adds train-P, `gallery_per_class` adds query and gallery)",
+            inst.stage,
+            reader.partition,
+            reader.split,
+            known.join(", ")
+        );
+        let spec = plan.spec();
+        let error = match spec.stage(&inst.stage) {
+            Some(stage) => SpecError::at(
+                stage.param_locs.get("partition").unwrap_or(&stage.loc),
+                message,
+            ),
+            None => SpecError::nowhere(message),
+        };
+        return Err(error.suggest(&reader.partition, known.iter().map(String::as_str)));
+    }
+    Ok(())
 }
 
 /// A chain of instances from `from` upstream to one that reads a test partition (`from`

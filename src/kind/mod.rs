@@ -145,6 +145,14 @@ pub trait Stage: Send + Sync {
         None
     }
 
+    /// The partitions an instance with `params` writes, when they are known before it runs
+    /// (a split's depend on its options only); `None` when they are not. A consumer's
+    /// `partition` parameter is checked against them at plan time, so a misspelt partition
+    /// is an error with its place in the file, not a failure after upstream stages trained.
+    fn partitions(&self, _params: &Params) -> Option<Vec<String>> {
+        None
+    }
+
     /// The parameters that seed this kind's random draws (initial weights, batch order,
     /// sampled images or subsets); empty for a deterministic kind. Declared once per kind: by
     /// default, `["seed"]` when the kind declares a `seed` parameter (every training kind), else

@@ -17,7 +17,7 @@ use plotters::prelude::*;
 
 use super::font::{ensure_registered, FAMILY};
 use super::layout::Dimension;
-use super::{Layout, ReportError};
+use super::{Layout, NumberFormat, ReportError};
 use crate::kind::InputArtifact;
 
 /// Something drawable into any plotters backend.
@@ -130,8 +130,11 @@ fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     }
     let pad = if hi > lo {
         (hi - lo) * 0.05
+    } else if lo != 0.0 {
+        // A single value: half its size either side, so 0.003 GFLOPs is not drawn on 0..0.5.
+        lo.abs() * 0.5
     } else {
-        lo.abs().max(1.0) * 0.5
+        0.5
     };
     // Quantities that cannot be negative (mAP, GFLOPs, losses) keep a non-negative axis.
     let low = if lo >= 0.0 {
@@ -177,8 +180,9 @@ impl Drawing for Figure {
             Corner::UpperRight => SeriesLabelPosition::UpperRight,
             Corner::LowerRight => SeriesLabelPosition::LowerRight,
         };
+        let (title, title_size) = fitted_title(&self.title, self.size.0);
         let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, (FAMILY, 18))
+            .caption(&title, (FAMILY, title_size))
             .margin(14)
             .x_label_area_size(44)
             .y_label_area_size(60)
@@ -190,15 +194,14 @@ impl Drawing for Figure {
             if whole_x && (v - v.round()).abs() < 1e-9 {
                 format!("{v:.0}")
             } else {
-                format!("{v:.2}")
-                    .trim_end_matches('0')
-                    .trim_end_matches('.')
-                    .to_string()
+                tick_label(*v, x1 - x0)
             }
         };
+        let y_format = |v: &f64| tick_label(*v, y1 - y0);
         chart
             .configure_mesh()
             .x_label_formatter(&x_format)
+            .y_label_formatter(&y_format)
             .x_desc(&self.x_label)
             .y_desc(&self.y_label)
             .label_style((FAMILY, 12))
@@ -239,6 +242,59 @@ impl Drawing for Figure {
         }
         Ok(())
     }
+}
+
+/// The factor a metric's values are drawn with: 100 where the table prints it as a percentage.
+fn axis_scale(layout: &Layout, metric: &str) -> f64 {
+    match layout.format_of(metric) {
+        NumberFormat::Percent(_) => 100.0,
+        NumberFormat::Fixed(_) => 1.0,
+    }
+}
+
+/// A metric's axis title, with "(%)" where it is drawn as a percentage.
+fn axis_title(layout: &Layout, metric: &str) -> String {
+    match layout.format_of(metric) {
+        NumberFormat::Percent(_) => format!("{} (%)", layout.metric_label(metric)),
+        NumberFormat::Fixed(_) => layout.metric_label(metric),
+    }
+}
+
+/// A tick label on an axis spanning `span`: as many decimals as ticks about a tenth of the
+/// span apart need to read apart (GFLOPs of 0.002 to 0.012 read 0.002, 0.004, ..., not
+/// "0 0 0 0 0 0.01"), trailing zeros dropped.
+fn tick_label(value: f64, span: f64) -> String {
+    let decimals = if span > 0.0 && span.is_finite() {
+        (-(span / 10.0).log10()).ceil().clamp(0.0, 8.0) as usize
+    } else {
+        2
+    };
+    let text = format!("{value:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    match text {
+        "-0" => "0".to_string(),
+        t => t.to_string(),
+    }
+}
+
+/// The title and its font size so it fits a figure `width` pixels wide: 18 px where it fits,
+/// smaller down to 11 px, then cut with an ellipsis (a long title used to run off the image).
+fn fitted_title(title: &str, width: u32) -> (String, u32) {
+    // Average advance of the sans-serif face, as a share of the font size.
+    const ADVANCE: f64 = 0.56;
+    let room = f64::from(width).max(1.0) - 28.0;
+    let chars = title.chars().count().max(1) as f64;
+    let size = (room / (chars * ADVANCE)).floor().min(18.0);
+    if size >= 11.0 {
+        return (title.to_string(), size as u32);
+    }
+    let keep = ((room / (11.0 * ADVANCE)).floor() as usize).saturating_sub(1);
+    let cut: String = title.chars().take(keep).collect();
+    (format!("{}...", cut.trim_end()), 11)
 }
 
 /// A file-name-safe version of `text`: letters, digits, `-` and `_` kept, others `_`.
@@ -307,6 +363,8 @@ pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
     if rows.is_empty() {
         return None;
     }
+    // The axes read as the table does: a metric the table prints as a percentage is drawn as one.
+    let (x_scale, y_scale) = (axis_scale(layout, x), axis_scale(layout, y));
     let series = rows
         .into_iter()
         .map(|(rk, cols)| {
@@ -318,7 +376,7 @@ pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
                 .join(" / ");
             let mut points: Vec<(f64, f64)> = cols
                 .iter()
-                .map(|(_, sx, sy, n)| (sx / *n as f64, sy / *n as f64))
+                .map(|(_, sx, sy, n)| (sx / *n as f64 * x_scale, sy / *n as f64 * y_scale))
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series { label, points }
@@ -332,8 +390,8 @@ pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
     Some(Figure {
         stem: safe_stem(&format!("plot-{y}-vs-{x}")),
         title,
-        x_label: layout.metric_label(x),
-        y_label: layout.metric_label(y),
+        x_label: axis_title(layout, x),
+        y_label: axis_title(layout, y),
         series,
         size: layout.plot_size,
         legend: Corner::LowerRight,
@@ -387,12 +445,66 @@ mod tests {
         assert_eq!(fig.stem, "plot-map-vs-query_gflops");
         assert_eq!(fig.series.len(), 2);
         assert_eq!(fig.series[0].label, "teacher-student");
+        // mAP is printed as a percentage in the table, so it is drawn as one; GFLOPs as is.
+        assert_eq!(fig.y_label, "mAP (%)");
+        assert_eq!(fig.x_label, "query GFLOPs");
         let p = &fig.series[0].points;
-        assert_eq!(p[0], (0.2, 0.30));
+        let close =
+            |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-9 && (a.1 - b.1).abs() < 1e-9;
+        assert!(close(p[0], (0.2, 30.0)), "{p:?}");
+        assert!(close(p[1], (0.8, 52.0)), "{p:?}");
+    }
+
+    #[test]
+    fn a_metric_formatted_as_is_is_drawn_as_is() {
+        let layout = Layout::from_params(&Params(
+            serde_json::from_value(json!({"cols": "query_res", "formats": {"map": "fixed:3"}}))
+                .unwrap(),
+        ))
+        .unwrap();
+        let fig = xy_figure(&layout, &[artifact("ts", 32, 0, 0.2, 0.30)]).unwrap();
+        assert_eq!(fig.y_label, "mAP");
+        assert_eq!(fig.series[0].points[0], (0.2, 0.30));
+    }
+
+    #[test]
+    fn small_ticks_keep_the_decimals_that_tell_them_apart() {
+        let labels: Vec<String> = [0.0, 0.002, 0.004, 0.01, 0.012]
+            .iter()
+            .map(|v| tick_label(*v, 0.012))
+            .collect();
+        assert_eq!(labels, ["0", "0.002", "0.004", "0.01", "0.012"]);
+        assert_eq!(tick_label(40.0, 30.0), "40");
+        assert_eq!(tick_label(42.5, 3.0), "42.5");
+        assert_eq!(tick_label(-0.0001, 0.5), "0");
+    }
+
+    #[test]
+    fn a_single_small_value_gets_an_axis_of_its_own_size() {
+        let (lo, hi) = padded_range([0.004].into_iter());
         assert!(
-            (p[1].0 - 0.8).abs() < 1e-12 && (p[1].1 - 0.52).abs() < 1e-12,
-            "{p:?}"
+            lo >= 0.0 && lo < 0.004 && hi > 0.004 && hi < 0.01,
+            "{lo}..{hi}"
         );
+    }
+
+    #[test]
+    fn long_titles_shrink_then_are_cut_to_fit() {
+        assert_eq!(
+            fitted_title("mAP vs GFLOPs", 640),
+            ("mAP vs GFLOPs".to_string(), 18)
+        );
+        let long = "a".repeat(70);
+        let (text, size) = fitted_title(&long, 640);
+        assert_eq!(text, long);
+        assert!((11..18).contains(&size), "{size}");
+        let (text, size) = fitted_title(&"b".repeat(300), 640);
+        assert_eq!(size, 11);
+        assert!(
+            text.ends_with("...") && text.chars().count() < 300,
+            "{text}"
+        );
+        assert!(text.chars().count() as f64 * 11.0 * 0.56 <= 640.0 - 28.0 + 11.0 * 0.56 * 3.0);
     }
 
     #[test]

@@ -110,7 +110,9 @@ impl Stage for Report {
         // 4: the variation footnote (which stochastic stages a spread covers, which ran once),
         //    `over` across several axes, `ci` intervals, `paired` rows, declined draws named in
         //    their footnotes; results.csv gains ci_low, ci_high and positive.
-        4
+        // 5: plots draw percentages where the table prints them, tick labels keep the decimals
+        //    small values need, long titles fit the image.
+        5
     }
 
     fn summary(&self) -> &'static str {

@@ -233,6 +233,11 @@ impl Stage for Split {
         crate::kind::declared(&["*_images", "*_classes"])
     }
 
+    fn partitions(&self, params: &Params) -> Option<Vec<String>> {
+        let opts = options(params).ok()?;
+        Some(protocol::possible_partitions(&opts).into_iter().collect())
+    }
+
     /// `subset_order` enters the key through [`Stage::fingerprint`], and only when it is not
     /// the default: the parameter came after splits were cached, and a split that draws its
     /// subsets at random computes what it did before, so its key must not move.
