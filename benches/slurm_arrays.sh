@@ -6,12 +6,20 @@
 # script as soon as it sees it (two at a time), so each element runs the real `asymflow exec`.
 # Prints, per mode, the sbatch calls and the wall time of the run.
 #
-#   cargo build --release && benches/slurm_arrays.sh [N]
+# test-echo is a test kind, compiled only with the `test-kinds` feature:
+#   cargo build --release --features test-kinds && benches/slurm_arrays.sh [N]
+# ASYMFLOW_EXE names another binary built that way, with its asymflow-worker beside it
+# (default: $CARGO_TARGET_DIR/release/asymflow).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-500}"
-exe="${CARGO_TARGET_DIR:-$root/target}/release/asymflow"
-[[ -x "$exe" ]] || { echo "build first: cargo build --release ($exe)" >&2; exit 2; }
+exe="${ASYMFLOW_EXE:-${CARGO_TARGET_DIR:-$root/target}/release/asymflow}"
+build="cargo build --release --features test-kinds"
+[[ -x "$exe" ]] || { echo "build first: $build ($exe is missing)" >&2; exit 2; }
+if ! ASYMFLOW_TEST_KINDS=1 "$exe" kinds 2>/dev/null | grep -q '^test-echo'; then
+    echo "$exe has no test kinds (test-echo is missing from \`asymflow kinds\`): build it with \`$build\`" >&2
+    exit 2
+fi
 
 # The stand-in slurmd: runs PENDING jobs' scripts (array elements with their SLURM_ARRAY_*).
 slurmd() {
@@ -77,19 +85,19 @@ gres = "gpu:1"
 TOML
     slurmd "$dir/state" &
     local daemon=$!
-    local start end
+    local start end failed=""
     start="$(date +%s.%N)"
     (cd "$dir/project" && ASYMFLOW_TEST_KINDS=1 "$exe" run pipelines/sweep.toml \
         --executor slurm --max-jobs 64 >"$dir/run.out" 2>"$dir/run.err") \
-        || { echo "run failed (arrays = $arrays):" >&2; tail -20 "$dir/run.err" >&2; }
+        || { failed="  RUN FAILED: not a measurement"; echo "run failed (arrays = $arrays):" >&2; tail -20 "$dir/run.err" >&2; }
     end="$(date +%s.%N)"
     touch "$dir/state/stop"
     wait "$daemon" || true
     local calls ran
     calls="$(grep -c '^sbatch' "$dir/state/calls.log" || true)"
     ran="$(grep -o '[0-9]* ran' "$dir/run.err" | tail -1)"
-    printf 'arrays = %-5s  %4d instances  %4d sbatch calls  %6.1f s wall  (%s)\n' \
-        "$arrays" "$n" "$calls" "$(echo "$end - $start" | bc)" "$ran"
+    printf 'arrays = %-5s  %4d instances  %4d sbatch calls  %6.1f s wall  (%s)%s\n' \
+        "$arrays" "$n" "$calls" "$(echo "$end - $start" | bc)" "$ran" "$failed"
     rm -rf "$dir"
 }
 

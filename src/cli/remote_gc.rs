@@ -97,7 +97,10 @@ fn print_report(url: &str, r: &GcReport) {
     match r.uploads_aborted {
         Some(n) => println!("unfinished uploads: {verb} {n}"),
         None => println!(
-            "unfinished uploads: this client cannot list them on S3; a lifecycle rule on the bucket (AbortIncompleteMultipartUpload) removes them"
+            "unfinished uploads: {}",
+            r.uploads_note
+                .as_deref()
+                .unwrap_or("not shown by this store")
         ),
     }
     if r.dry_run {

@@ -24,6 +24,7 @@ use futures::StreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
+use super::uploads::{S3Uploads, Unfinished, Upload};
 use super::RemoteError;
 
 /// Objects at least this large are uploaded in parts, so an interrupted upload leaves nothing
@@ -64,6 +65,14 @@ async fn within<T>(
     }
 }
 
+/// An error of a request `object_store` does not make, as its own errors are.
+fn generic(why: String) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "S3",
+        source: why.into(),
+    }
+}
+
 /// A remote store and the runtime that drives it.
 pub(crate) struct Backend {
     store: Arc<dyn ObjectStore>,
@@ -73,6 +82,9 @@ pub(crate) struct Backend {
     /// The shared folder of a `file://` remote (for what `object_store` does not show:
     /// unfinished uploads).
     pub(crate) folder: Option<PathBuf>,
+    /// The bucket of an `s3://` remote, for what `object_store` does not do: list and abort
+    /// unfinished uploads.
+    uploads: Option<S3Uploads>,
     /// Set when no S3 credentials were found, so a refusal can say so.
     no_credentials: Option<String>,
 }
@@ -99,6 +111,7 @@ impl Backend {
             ))
         })?;
         let mut folder = None;
+        let mut uploads = None;
         let mut no_credentials = None;
         let store: Arc<dyn ObjectStore> = match parsed.scheme() {
             "file" => {
@@ -160,12 +173,14 @@ impl Backend {
                             retry_timeout: SMALL,
                             ..Default::default()
                         });
+                let prefix = parsed.path().trim_matches('/');
+                let config = builder.clone();
                 let s3 = builder.build().map_err(|e| {
                     bad(format!(
                         "{e}; set the AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) or a profile in ~/.aws/credentials"
                     ))
                 })?;
-                let prefix = parsed.path().trim_matches('/');
+                uploads = Some(S3Uploads::new(&config, s3.credentials().clone(), prefix));
                 if prefix.is_empty() {
                     Arc::new(s3)
                 } else {
@@ -189,6 +204,7 @@ impl Backend {
             runtime,
             url: url.to_string(),
             folder,
+            uploads,
             no_credentials,
         })
     }
@@ -344,35 +360,41 @@ impl Backend {
         let result: Result<(), object_store::Error> = self.runtime.block_on(async {
             let upload = within(SMALL, self.store.put_multipart(&location)).await?;
             let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-            let mut file = std::fs::File::open(src).map_err(|e| object_store::Error::Generic {
-                store: "local file",
-                source: Box::new(e),
-            })?;
-            let mut buf = vec![0u8; PART_SIZE];
-            loop {
-                let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| {
-                    object_store::Error::Generic {
-                        store: "local file",
-                        source: Box::new(e),
-                    }
-                })?;
-                if n == 0 {
-                    break;
-                }
-                // Four parts in flight: one of them must finish in the time its bytes need.
-                within(
-                    upload_limit(PART_SIZE as u64 * 4),
-                    writer.wait_for_capacity(4),
-                )
-                .await?;
-                writer.write(&buf[..n]);
+            if let Err(e) = write_parts(&mut writer, src).await {
+                // Nothing of a failed upload may stay behind on the store: only a killed
+                // process leaves an unfinished upload (for `remote gc`).
+                let _ = within(SMALL, writer.abort()).await;
+                return Err(e);
             }
+            // `finish` aborts by itself when a part or the completion fails.
             within(upload_limit(PART_SIZE as u64 * 4), writer.finish()).await?;
             Ok(())
         });
         result
             .map(|()| true)
             .map_err(|e| self.error("upload", path, e))
+    }
+
+    /// The unfinished multipart uploads of an S3 remote (each page of the listing within
+    /// [`SMALL`]), or `None` for a store that is not S3.
+    pub(crate) fn unfinished_uploads(&self) -> Result<Option<Unfinished>, RemoteError> {
+        let Some(uploads) = &self.uploads else {
+            return Ok(None);
+        };
+        self.runtime
+            .block_on(async { uploads.list().await.map_err(generic) })
+            .map(Some)
+            .map_err(|e| self.error("list", "unfinished uploads", e))
+    }
+
+    /// Aborts an unfinished upload of an S3 remote (within [`SMALL`]).
+    pub(crate) fn abort_upload(&self, upload: &Upload) -> Result<(), RemoteError> {
+        let Some(uploads) = &self.uploads else {
+            return Ok(());
+        };
+        self.runtime
+            .block_on(async { uploads.abort(upload).await.map_err(generic) })
+            .map_err(|e| self.error("abort the unfinished upload of", &upload.key, e))
     }
 
     /// Moves an object aside (a corrupt blob to `quarantine/`), so nobody downloads it again.
@@ -412,6 +434,29 @@ impl Backend {
             Ok(out)
         });
         result.map_err(|e| self.error("list", prefix, e))
+    }
+}
+
+/// Feeds the file at `src` to `writer`, part by part, four parts in flight at most.
+async fn write_parts(writer: &mut WriteMultipart, src: &Path) -> Result<(), object_store::Error> {
+    let local = |e: std::io::Error| object_store::Error::Generic {
+        store: "local file",
+        source: Box::new(e),
+    };
+    let mut file = std::fs::File::open(src).map_err(local)?;
+    let mut buf = vec![0u8; PART_SIZE];
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf).map_err(local)?;
+        if n == 0 {
+            return Ok(());
+        }
+        // Four parts in flight: one of them must finish in the time its bytes need.
+        within(
+            upload_limit(PART_SIZE as u64 * 4),
+            writer.wait_for_capacity(4),
+        )
+        .await?;
+        writer.write(&buf[..n]);
     }
 }
 

@@ -1,7 +1,8 @@
 //! `asymflow remote gc`: a remote only grows (every push adds, nothing removes), so this
 //! removes what nobody needs: records neither needed by a named pipeline nor pushed in the
 //! last N days, the blobs no remaining record names, quarantined blobs, leftover probes, and
-//! (on a shared folder) unfinished multipart uploads.
+//! unfinished multipart uploads (on S3 through [`super::uploads`], where the server lists
+//! them).
 //!
 //! The order keeps the remote consistent at every moment: records go first, then the blobs
 //! only they named, so no record ever names a missing blob. A blob written recently is kept
@@ -14,6 +15,7 @@ use std::collections::BTreeSet;
 
 use super::backend::Listed;
 use super::record::{is_digest, Envelope};
+use super::uploads::{Unfinished, Upload};
 use super::{Remote, RemoteError};
 use crate::cache::objects::Manifest;
 
@@ -55,6 +57,8 @@ pub struct GcReport {
     pub quarantine_removed: usize,
     /// Unfinished multipart uploads aborted; `None` where the store does not show them.
     pub uploads_aborted: Option<usize>,
+    /// Why `uploads_aborted` is `None`, and what to do instead.
+    pub uploads_note: Option<String>,
     /// Objects that could not be removed, with why.
     pub failed: Vec<String>,
 }
@@ -111,7 +115,7 @@ impl Remote {
             .collect();
         self.remove_all(&probes, options.dry_run, &mut report.failed);
 
-        report.uploads_aborted = self.abort_unfinished_uploads(recent, options.dry_run);
+        self.abort_unfinished_uploads(recent, options.dry_run, &mut report);
         Ok(report)
     }
 
@@ -179,11 +183,46 @@ impl Remote {
         }
     }
 
+    /// Aborts the multipart uploads started before `before` that never completed: on a
+    /// shared folder their part files, on S3 through its own listing. A server that does not
+    /// list them leaves `uploads_aborted` at `None`, with a note saying so.
+    fn abort_unfinished_uploads(&self, before: i64, dry_run: bool, report: &mut GcReport) {
+        if let Some(found) = self.remove_folder_parts(before, dry_run) {
+            report.uploads_aborted = Some(found);
+            return;
+        }
+        let lifecycle =
+            "a lifecycle rule on the bucket (AbortIncompleteMultipartUpload) removes them";
+        match self.backend.unfinished_uploads() {
+            Ok(Some(Unfinished::Listed(all))) => {
+                let old = started_before(all, before);
+                let mut aborted = old.len();
+                if !dry_run {
+                    for upload in &old {
+                        if let Err(e) = self.backend.abort_upload(upload) {
+                            aborted -= 1;
+                            report.failed.push(format!(
+                                "the unfinished upload {} of {}: {e}",
+                                upload.id, upload.key
+                            ));
+                        }
+                    }
+                }
+                report.uploads_aborted = Some(aborted);
+            }
+            Ok(Some(Unfinished::Unsupported(why))) => {
+                report.uploads_note = Some(format!("not listed: {why}; {lifecycle}"));
+            }
+            Ok(None) => {
+                report.uploads_note = Some(format!("this store does not show them; {lifecycle}"));
+            }
+            Err(e) => report.failed.push(format!("unfinished uploads: {e}")),
+        }
+    }
+
     /// On a shared folder, removes the part files of uploads that never completed (the
-    /// store keeps them as `NAME#N` beside their object). An S3 client cannot list them
-    /// through `object_store`: `None`, and the bucket's lifecycle rule
-    /// `AbortIncompleteMultipartUpload` is the way there.
-    fn abort_unfinished_uploads(&self, before: i64, dry_run: bool) -> Option<usize> {
+    /// store keeps them as `NAME#N` beside their object); `None` elsewhere.
+    fn remove_folder_parts(&self, before: i64, dry_run: bool) -> Option<usize> {
         let folder = self.backend.folder.as_ref()?;
         let mut found = 0;
         let mut stack = vec![folder.clone()];
@@ -212,5 +251,30 @@ impl Remote {
             }
         }
         Some(found)
+    }
+}
+
+/// The uploads started before `before` (a push still in progress started later).
+fn started_before(uploads: Vec<Upload>, before: i64) -> Vec<Upload> {
+    uploads
+        .into_iter()
+        .filter(|u| u.initiated < before)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_uploads_started_before_the_cut_off_are_aborted() {
+        let upload = |key: &str, initiated| Upload {
+            key: key.into(),
+            id: "id".into(),
+            initiated,
+        };
+        let all = vec![upload("old", 99), upload("now", 100), upload("young", 101)];
+        let old = started_before(all, 100);
+        assert_eq!(old, vec![upload("old", 99)]);
     }
 }

@@ -22,6 +22,8 @@
 //!   after that object is verified, and every output whose type can be told from its bytes is
 //!   checked for it (a model is safetensors): [`content`], [`download`];
 //! - servers that ignore create-only puts are detected, once, and the user told: [`backend`];
+//! - `remote gc` aborts the multipart uploads a killed push left on S3, which `object_store`
+//!   cannot list: [`uploads`];
 //! - bundles (`export -o results.tar`, `import`) carry the same layout and go through the
 //!   same verification: [`bundle`].
 //!
@@ -38,6 +40,7 @@ pub mod gc;
 mod push;
 pub mod record;
 mod signing;
+mod uploads;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
