@@ -79,7 +79,11 @@ fn the_interval_equals_an_independent_computation() {
 #[test]
 fn the_interval_is_deterministic_under_its_seed() {
     let a = spec(0).interval(&APS).unwrap();
-    assert_eq!(spec(0).interval(&APS).unwrap(), a, "same seed, same interval");
+    assert_eq!(
+        spec(0).interval(&APS).unwrap(),
+        a,
+        "same seed, same interval"
+    );
     assert_ne!(
         spec(1).interval(&APS).unwrap(),
         a,
@@ -243,7 +247,11 @@ fn golden_files_of_every_format_with_a_bootstrap() {
     // The one-draw cell with per-query scores: TSYM resampled.
     let (lo, hi) = spec(0).interval(&TSYM).unwrap();
     let md = std::fs::read_to_string(out.join("table.md")).unwrap();
-    let cell = format!("| trained at r | 50.0 [{:.1}, {:.1}]", lo * 100.0, hi * 100.0);
+    let cell = format!(
+        "| trained at r | 50.0 [{:.1}, {:.1}]",
+        lo * 100.0,
+        hi * 100.0
+    );
     assert!(md.contains(&cell), "{cell} in:\n{md}");
     for text in [
         "95% percentile bootstrap over 1,000 query resamples (bootstrap seed 0) of this one \
@@ -254,7 +262,9 @@ fn golden_files_of_every_format_with_a_bootstrap() {
         for file in FORMATS.iter().filter(|f| **f != "results.csv") {
             let got = std::fs::read_to_string(out.join(file)).unwrap();
             let text = if *file == "table.tex" {
-                text.replace('`', "").replace('%', "\\%").replace('_', "\\_")
+                text.replace('`', "")
+                    .replace('%', "\\%")
+                    .replace('_', "\\_")
             } else {
                 text.to_string()
             };
@@ -288,12 +298,11 @@ fn a_report_without_bootstrap_is_unchanged_byte_for_byte() {
 #[test]
 fn per_query_scores_that_do_not_give_the_metric_are_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let wrong = with_per_query(
-        dir.path(),
-        eval("eval-x", None, 0.5, &[]),
-        &[0.9, 0.9, 0.9],
+    let wrong = with_per_query(dir.path(), eval("eval-x", None, 0.5, &[]), &[0.9, 0.9, 0.9]);
+    let params = Params(
+        serde_json::from_value(json!({"metrics": ["map"], "bootstrap": true, "plot_xy": []}))
+            .unwrap(),
     );
-    let params = Params(serde_json::from_value(json!({"metrics": ["map"], "bootstrap": true, "plot_xy": []})).unwrap());
     let inputs: Inputs = BTreeMap::from([("results".to_string(), vec![wrong])]);
     let cancel = AtomicBool::new(false);
     let registry = registry();
@@ -379,8 +388,7 @@ fn an_evaluation_writes_per_query_scores_and_a_report_resamples_them() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let results =
-        std::fs::read_to_string(p.path().join("reports/boot/table/results.csv")).unwrap();
+    let results = std::fs::read_to_string(p.path().join("reports/boot/table/results.csv")).unwrap();
     let spec = Bootstrap {
         samples: 200,
         level: 0.95,

@@ -107,6 +107,9 @@ mod tests {
         short.index.push(3);
         std::fs::write(&path, serde_json::to_string(&short).unwrap()).unwrap();
         let err = PerQuery::read(&path).unwrap_err();
-        assert!(err.contains("`map_noninterp` has 2 values for 3 queries"), "{err}");
+        assert!(
+            err.contains("`map_noninterp` has 2 values for 3 queries"),
+            "{err}"
+        );
     }
 }

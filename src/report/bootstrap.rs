@@ -235,7 +235,10 @@ mod tests {
         let err = Bootstrap::parse(&json!({"samples": 10}), None)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("bootstrap.samples") && err.contains("100 to 1,000,000"), "{err}");
+        assert!(
+            err.contains("bootstrap.samples") && err.contains("100 to 1,000,000"),
+            "{err}"
+        );
         let err = Bootstrap::parse(&json!({"level": 95}), None)
             .unwrap_err()
             .to_string();

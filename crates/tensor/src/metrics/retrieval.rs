@@ -329,7 +329,10 @@ mod tests {
             for rows in [1, 4, 7, q.len(), q.len() + 5] {
                 let blocked = retrieval(&q, &db, &ks, ex, rows).unwrap();
                 assert_close(&blocked, &reference);
-                assert_eq!(blocked, whole, "block size {rows} changes nothing, to the bit");
+                assert_eq!(
+                    blocked, whole,
+                    "block size {rows} changes nothing, to the bit"
+                );
             }
         }
     }

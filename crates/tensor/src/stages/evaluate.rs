@@ -23,12 +23,12 @@ use serde_json::{json, Value};
 use crate::kind::{Run, StageContext, StageError};
 use crate::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
 use crate::metrics::{self, EmbeddingSet, Exclusion, MetricsError};
+use asymflow::metrics::per_query::{self, PerQuery};
 use asymflow::metrics::registry::{
     MetricDef, FAR_ACHIEVED, FPIR_ACHIEVED, GENUINE_PAIRS, IMPOSTOR_PAIRS, MAP, MAP_NONINTERP,
     MAP_STD, MATED_PROBES, NON_MATED_PROBES, NO_POSITIVE, QUERIES, QUERY_GFLOPS, RECALL_AT,
     TAR_AT_FAR, TPIR_AT_FPIR,
 };
-use asymflow::metrics::per_query::{self, PerQuery};
 use asymflow::stages::evaluate::*;
 
 /// The `evaluate` kind.
@@ -588,7 +588,10 @@ mod tests {
         for name in ["map", "map_noninterp", "r1", "r2"] {
             let values = file.values(name).unwrap();
             let mean = values.iter().sum::<f64>() / values.len() as f64;
-            assert_eq!(mean, metrics[name], "{name}: the mean of its per-query values");
+            assert_eq!(
+                mean, metrics[name],
+                "{name}: the mean of its per-query values"
+            );
         }
     }
 
