@@ -32,6 +32,7 @@ mod reliability;
 mod reliability_workers;
 mod remote;
 mod report;
+mod report_bootstrap;
 mod report_footnotes;
 mod report_freshness;
 mod report_templates;

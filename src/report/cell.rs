@@ -9,7 +9,9 @@
 //! With a confidence level (`ci = 0.95`) it also prints the Student-t interval of the mean
 //! (`41.2 ± 0.3 [40.5, 41.9]`), which says how far the mean of a few draws may be from the
 //! truth. A *paired* cell holds per-draw differences (`a - b` for each seed) and adds how many
-//! are positive (`+2.2 ± 4.0 [-7.7, 12.1], 2 of 3 positive`).
+//! are positive (`+2.2 ± 4.0 [-7.7, 12.1], 2 of 3 positive`). A cell of one draw may carry a
+//! bootstrap interval over its evaluation's queries instead (`41.2 [39.8, 42.6]`, footnoted
+//! by the table as covering the queries only).
 
 use super::{student_t, NumberFormat};
 
@@ -28,6 +30,9 @@ pub struct Cell {
     pub ci: Option<f64>,
     /// Whether the values are paired differences (signed, with the count of positive ones).
     pub paired: bool,
+    /// For a cell of one draw, the bootstrap interval of its metric over the draw's queries
+    /// ([`super::bootstrap`]), printed where a spread's interval would be.
+    pub bootstrap: Option<(f64, f64)>,
 }
 
 /// What a renderer prints around the numbers of a cell.
@@ -110,7 +115,8 @@ impl Cell {
     /// The cell as it reads: `41.2 ± 0.3`, `41.2 ± 0.3 (2/3)`, `41.2` for a single expected
     /// value, `41.2 (1/3)` for one of three, the dash when empty; with a confidence level the
     /// interval after the spread (`41.2 ± 0.3 [40.5, 41.9]`); a paired cell signed, with its
-    /// count of positive differences (`+2.2 ± 4.0 [-7.7, 12.1], 2 of 3 positive`).
+    /// count of positive differences (`+2.2 ± 4.0 [-7.7, 12.1], 2 of 3 positive`); a one-draw
+    /// cell with a bootstrap interval over its queries: `41.2 [39.8, 42.6]`.
     pub fn text(&self, style: CellStyle) -> String {
         let Some(mean) = self.mean() else {
             return style.dash.to_string();
@@ -120,7 +126,7 @@ impl Cell {
             text.push_str(style.plus_minus);
             text.push_str(&self.format.number(std));
         }
-        if let Some((lo, hi)) = self.interval() {
+        if let Some((lo, hi)) = self.interval().or(self.bootstrap) {
             text.push_str(&format!(" [{}, {}]", self.number(lo), self.number(hi)));
         }
         if self.is_partial() {
@@ -145,6 +151,7 @@ mod tests {
             format: NumberFormat::Percent(1),
             ci: None,
             paired: false,
+            bootstrap: None,
         }
     }
 
@@ -172,6 +179,15 @@ mod tests {
         let c = cell(&[0.5], 1);
         assert_eq!(c.std(), None);
         assert_eq!(c.text(CellStyle::PLAIN), "50.0");
+    }
+
+    #[test]
+    fn a_one_draw_cell_prints_its_bootstrap_interval() {
+        let mut c = cell(&[0.412], 1);
+        c.bootstrap = Some((0.398, 0.426));
+        assert_eq!(c.text(CellStyle::PLAIN), "41.2 [39.8, 42.6]");
+        c.expected = 3;
+        assert_eq!(c.text(CellStyle::PLAIN), "41.2 [39.8, 42.6] (1/3)");
     }
 
     #[test]

@@ -86,7 +86,9 @@ pub fn render(table: &Table) -> String {
 
 /// One line per cell: the raw row and column values (not labels), the metric, then `mean`,
 /// `std` (sample, n - 1), `n`, `expected`, the Student-t interval `ci_low` and `ci_high` (with
-/// `ci`) and, for a paired row, how many differences are `positive`; empty where absent.
+/// `ci`) and, for a paired row, how many differences are `positive`; with `bootstrap`, two
+/// more columns, `boot_low` and `boot_high`: a one-draw cell's interval over its queries.
+/// Empty where absent.
 pub fn render_long(table: &Table) -> String {
     let dims = table
         .rows
@@ -94,11 +96,15 @@ pub fn render_long(table: &Table) -> String {
         .iter()
         .chain(&table.cols.dims)
         .filter(|d| d.name() != "metric");
+    let boot = table.bootstrap.is_some();
+    let boot_headers = ["boot_low", "boot_high"].into_iter().filter(|_| boot);
     let mut out = line(
         dims.map(|d| d.name().to_string()).chain(
             [
                 "metric", "mean", "std", "n", "expected", "ci_low", "ci_high", "positive",
             ]
+            .into_iter()
+            .chain(boot_headers)
             .map(String::from),
         ),
     );
@@ -114,20 +120,27 @@ pub fn render_long(table: &Table) -> String {
                 .filter(|(d, _)| d.name() != "metric")
                 .map(|(_, v)| v.clone());
             let number = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
-            out.push_str(&line(values.chain([
-                cell.metric.clone(),
-                number(cell.mean()),
-                number(cell.std()),
-                cell.n().to_string(),
-                cell.expected.to_string(),
-                number(cell.interval().map(|i| i.0)),
-                number(cell.interval().map(|i| i.1)),
-                if cell.paired {
-                    cell.positive().to_string()
-                } else {
-                    String::new()
-                },
-            ])));
+            let mut fields: Vec<String> = values
+                .chain([
+                    cell.metric.clone(),
+                    number(cell.mean()),
+                    number(cell.std()),
+                    cell.n().to_string(),
+                    cell.expected.to_string(),
+                    number(cell.interval().map(|i| i.0)),
+                    number(cell.interval().map(|i| i.1)),
+                    if cell.paired {
+                        cell.positive().to_string()
+                    } else {
+                        String::new()
+                    },
+                ])
+                .collect();
+            if boot {
+                fields.push(number(cell.bootstrap.map(|i| i.0)));
+                fields.push(number(cell.bootstrap.map(|i| i.1)));
+            }
+            out.push_str(&line(fields));
         }
     }
     out

@@ -14,7 +14,8 @@
 //! A field dimension that no instance has is dropped, so a template naming `dataset` and
 //! `query_res` also fits a pipeline that sweeps only one of them. The axes named by `over`
 //! (`seed` by default; a list such as `["seed", "teacher_seed"]` makes every combination one
-//! draw) are aggregated inside each cell, with a Student-t interval when `ci` is set; `paired`
+//! draw) are aggregated inside each cell, with a Student-t interval when `ci` is set; a cell
+//! of one draw gets a bootstrap interval over its queries with `bootstrap`; `paired`
 //! adds rows of per-draw differences between two stages. Rows and
 //! columns are the combinations of values that occur; values of a dimension appear in the
 //! order given under `order`, then numbers ascending, then in order of first appearance.
@@ -23,6 +24,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::bootstrap::Bootstrap;
 use super::{value_text, NumberFormat, ReportError};
 use crate::kind::{InputArtifact, ParamDecl, ParamType, Params, Range};
 
@@ -59,6 +61,12 @@ pub const PARAMS: &[ParamDecl] = &[
         ParamType::Float,
         "0.0",
         "Confidence level of a Student-t interval of each cell's mean, printed after the spread (`0.95`); 0: none.",
+    ),
+    ParamDecl::optional(
+        "bootstrap",
+        ParamType::Any,
+        "false",
+        "A percentile bootstrap over queries for each one-draw cell, printed as [lo, hi]: `{ samples = 1000, level = 0.95, seed = 0 }` (`level` defaults to `ci`, else 0.95), or true for those defaults; needs per-query scores (`evaluate`'s per_query.json).",
     ),
     ParamDecl::optional(
         "paired",
@@ -190,6 +198,8 @@ pub struct Layout {
     pub over: Vec<String>,
     /// The confidence level of each cell's Student-t interval, if any.
     pub ci: Option<f64>,
+    /// The bootstrap over queries of one-draw cells, if any.
+    pub bootstrap: Option<Bootstrap>,
     /// Rows of paired differences, appended under the table's rows.
     pub paired: Vec<Paired>,
     /// Results expected per cell, or `None` to count the instances reaching the cell.
@@ -447,6 +457,7 @@ impl Layout {
         let over = names(&get("over"), "over")?;
         check_dimensions(&rows, &cols, &over)?;
         let ci = ci(&get("ci"))?;
+        let bootstrap = Bootstrap::parse(&get("bootstrap"), ci)?;
         let paired = match get("paired") {
             Value::Array(items) if items.is_empty() => Vec::new(),
             value => paired(&value, &over)?,
@@ -496,6 +507,7 @@ impl Layout {
             metrics,
             over,
             ci,
+            bootstrap,
             paired,
             expected,
             labels,
@@ -621,6 +633,7 @@ mod tests {
         assert_eq!(layout.metrics, vec!["map", "r1"]);
         assert_eq!(layout.over, vec!["seed"]);
         assert_eq!(layout.ci, None);
+        assert_eq!(layout.bootstrap, None);
         assert!(layout.paired.is_empty());
         assert_eq!(layout.expected, None);
         assert_eq!(layout.plot_xy, Some(("query_gflops".into(), "map".into())));

@@ -13,6 +13,8 @@
 //!   labels, filters, orders and number formats, parsed from the stage's parameters.
 //! - [`Cell`] (`cell.rs`): the values of one metric in one cell, with mean, sample standard
 //!   deviation (n - 1), n of expected and, with `ci`, a Student-t interval ([`student_t`]).
+//! - [`bootstrap`]: for a cell of one draw, a percentile bootstrap interval over its
+//!   evaluation's queries (`per_query.json`), seeded and reproducible.
 //! - [`provenance`]: which stochastic upstream stages a cell's spread covers and which ran
 //!   once (a footnote in every format), from the DAG each input carries.
 //! - [`paired`]: rows of per-draw differences between two stages, with mean, interval and
@@ -32,6 +34,7 @@
 //! - [`missing_instances`] (`missing.rs`): the instances that have not run, and the note that
 //!   says how to compute them.
 
+pub mod bootstrap;
 pub mod cell;
 pub mod check;
 pub mod csv;
@@ -88,6 +91,14 @@ pub enum ReportError {
     /// A `reasons.json` output could not be read.
     #[error("stage `{stage}`: its reasons for missing metrics are unreadable: {message}")]
     Reasons {
+        /// The upstream stage.
+        stage: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A `per_query.json` output could not be read.
+    #[error("stage `{stage}`: its per-query scores are unreadable: {message}")]
+    PerQuery {
         /// The upstream stage.
         stage: String,
         /// What went wrong.

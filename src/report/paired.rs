@@ -87,6 +87,7 @@ pub(crate) fn row(
             format: layout.format_of(&metric),
             ci: Some(layout.ci.unwrap_or(DEFAULT_LEVEL)),
             paired: true,
+            bootstrap: None,
         };
         let mut texts = Vec::new();
         for side in &absent {

@@ -11,10 +11,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::bootstrap::Bootstrap;
 use super::footnote::{self, Footnotes};
 use super::layout::Dimension;
 use super::{has_run, paired, provenance, Cell, Layout, ReportError};
 use crate::kind::{Draw, InputArtifact};
+use crate::metrics::per_query::{PerQuery, PER_QUERY_OUTPUT};
+use crate::metrics::registry;
 
 /// One side of the grid (the rows, or the columns).
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +71,8 @@ pub struct Table {
     pub over: Vec<String>,
     /// The confidence level of the cells' Student-t intervals, if any.
     pub ci: Option<f64>,
+    /// The bootstrap over queries of one-draw cells, if the layout asks for it.
+    pub bootstrap: Option<Bootstrap>,
     /// Why some cells lack values ([`footnote`]), numbered in reading order.
     pub footnotes: Footnotes,
     /// `marks[row][col]`: the footnote numbers of a cell (empty for a complete one).
@@ -300,6 +305,67 @@ struct Built<'a> {
     sources: Vec<&'a InputArtifact>,
 }
 
+/// The per-query scores read so far, by file: each is read once however many cells use it.
+#[derive(Default)]
+struct PerQueryFiles(HashMap<std::path::PathBuf, PerQuery>);
+
+impl PerQueryFiles {
+    fn of(&mut self, artifact: &InputArtifact) -> Result<Option<&PerQuery>, ReportError> {
+        let Some(path) = artifact.outputs.get(PER_QUERY_OUTPUT) else {
+            return Ok(None);
+        };
+        if !self.0.contains_key(path) {
+            let file = PerQuery::read(path).map_err(|message| ReportError::PerQuery {
+                stage: artifact.stage.clone(),
+                message,
+            })?;
+            self.0.insert(path.clone(), file);
+        }
+        Ok(self.0.get(path))
+    }
+}
+
+/// For a cell of one draw under `bootstrap`: sets its interval over the draw's queries and
+/// returns the footnote saying what the interval covers; where the draw has no per-query
+/// scores of a quality metric, the footnote says there is none and why. Nothing for other
+/// cells and for metrics that are no quality measure (GFLOPs, counts).
+fn bootstrap_cell(
+    layout: &Layout,
+    spec: &Bootstrap,
+    built: &mut Built<'_>,
+    files: &mut PerQueryFiles,
+) -> Result<Option<String>, ReportError> {
+    let cell = &mut built.cell;
+    let ([source], [value]) = (built.sources.as_slice(), cell.values.as_slice()) else {
+        return Ok(None);
+    };
+    let values = files.of(source)?.and_then(|f| f.values(&cell.metric));
+    let Some(values) = values else {
+        return Ok(registry::compared(&cell.metric).then(|| {
+            format!(
+                "{}: `{}` wrote no per-query scores of it (`{PER_QUERY_OUTPUT}`), so this one draw \
+                 has no bootstrap interval over its queries.",
+                layout.metric_label(&cell.metric),
+                source.stage
+            )
+        }));
+    };
+    let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
+    if (mean - value).abs() > 1e-9 * value.abs().max(1.0) {
+        return Err(ReportError::PerQuery {
+            stage: source.stage.clone(),
+            message: format!(
+                "the {} per-query values of `{}` average {mean}, but the recorded metric is \
+                 {value}; the per-query scores must be the values the metric is the mean of",
+                values.len(),
+                cell.metric
+            ),
+        });
+    }
+    cell.bootstrap = spec.interval(values);
+    Ok(cell.bootstrap.map(|_| spec.footnote()))
+}
+
 impl Table {
     /// Lays `inputs` out by `layout`. Instances that have not run (no metrics, no outputs) count
     /// towards the expected results of their cells but give no value.
@@ -337,6 +403,7 @@ impl Table {
             .collect();
 
         let mut cells = Vec::with_capacity(rows.len());
+        let mut scores = PerQueryFiles::default();
         let mut footnotes = Footnotes::default();
         let mut marks = Vec::with_capacity(rows.len());
         for row_key in &rows.keys {
@@ -350,7 +417,11 @@ impl Table {
                     .get(&(row_plain.clone(), col_plain))
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
-                let built = Self::cell(layout, &metric, members, &ranks)?;
+                let mut built = Self::cell(layout, &metric, members, &ranks)?;
+                let resampled = match &layout.bootstrap {
+                    Some(spec) => bootstrap_cell(layout, spec, &mut built, &mut scores)?,
+                    None => None,
+                };
                 let mut cell_marks = Vec::new();
                 let mut mark = |text: String| {
                     let n = footnotes.number(text);
@@ -383,6 +454,9 @@ impl Table {
                         mark(text);
                     }
                 }
+                if let Some(text) = resampled {
+                    mark(text);
+                }
                 line.push(built.cell);
                 line_marks.push(cell_marks);
             }
@@ -414,6 +488,7 @@ impl Table {
             cells,
             over,
             ci: layout.ci,
+            bootstrap: layout.bootstrap,
             footnotes,
             marks,
         })
@@ -454,6 +529,7 @@ impl Table {
                 format: layout.format_of(metric),
                 ci: layout.ci,
                 paired: false,
+                bootstrap: None,
             },
             sources: values.values().map(|(_, a)| *a).collect(),
         })
@@ -480,6 +556,12 @@ impl Table {
                 " [lo, hi]: the {}% Student-t confidence interval of the mean.",
                 (level * 1e6).round() / 1e4
             ));
+        }
+        if self.cells.iter().flatten().any(|c| c.bootstrap.is_some()) {
+            note.push_str(
+                " In a cell of one draw, [lo, hi] is a percentile bootstrap interval over the \
+                 draw's queries (footnoted).",
+            );
         }
         if self
             .cells

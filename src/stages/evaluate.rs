@@ -13,7 +13,9 @@
 //! `query_gflops`, `tar_at_far`,
 //! `tpir_at_fpir`; the registry in [`crate::metrics::registry`]); a metric that cannot be
 //! measured (a rate target below one over the available negatives, a mean over no query with
-//! a positive) is recorded as no number, with its reason in `reasons.json`.
+//! a positive) is recorded as no number, with its reason in `reasons.json`. Retrieval and reid
+//! also write each query's AP and hits (`per_query.json`, [`crate::metrics::per_query`]), so
+//! a report can put a bootstrap interval over the queries on a single evaluation.
 
 use super::outputs;
 use crate::kind::{
@@ -24,6 +26,9 @@ pub use super::embed::EMBEDDINGS_OUTPUT;
 
 /// The details output of `evaluate`.
 pub const EVALUATION_OUTPUT: &str = super::outputs::EVALUATION.file;
+
+/// The per-query scores output of `evaluate` (retrieval and reid).
+pub const PER_QUERY_OUTPUT: &str = super::outputs::PER_QUERY.file;
 
 /// The `evaluate` kind.
 pub struct Evaluate;
@@ -174,7 +179,9 @@ impl Stage for Evaluate {
         // verification scores a split's explicit pairs when the `pairs` input is given;
         // the standard AP is written as `map_noninterp` too (`map_std` kept as its alias).
         // 3: a metric that cannot be measured is declined with its reason (`reasons.json`).
-        3
+        // 4: retrieval and reid write each query's AP and hits (`per_query.json`), and their
+        //    means are summed in query order (deterministic to the last bit).
+        4
     }
 
     fn summary(&self) -> &'static str {
@@ -190,7 +197,7 @@ impl Stage for Evaluate {
     }
 
     fn outputs(&self) -> &'static [OutputDecl] {
-        &[outputs::EVALUATION, outputs::REASONS]
+        &[outputs::EVALUATION, outputs::PER_QUERY, outputs::REASONS]
     }
     fn records(&self, params: &Params) -> Option<Vec<String>> {
         use crate::metrics::registry::*;

@@ -57,6 +57,13 @@ pub const EVALUATION: OutputDecl = OutputDecl::new(
     "the protocol, counts, and why a metric has no number",
 );
 
+/// An evaluation's per-query scores ([`crate::metrics::per_query`]).
+pub const PER_QUERY: OutputDecl = OutputDecl::optional(
+    crate::metrics::per_query::PER_QUERY_OUTPUT,
+    Artifact::Evaluation,
+    "each query's AP and top-k hits, which the mAP and R@k average (retrieval and reid only)",
+);
+
 /// Compatibility criteria and update gains.
 pub const UPDATE_GAIN: OutputDecl = OutputDecl::new(
     "update_gain.json",

@@ -16,6 +16,11 @@
 //! for all the students' seeds) carries a footnote naming what varied and what ran once
 //! ([`crate::report::provenance`]); the engine hands each input the stochastic instances it
 //! descends from, and they are part of this kind's key.
+//!
+//! With `bootstrap`, a cell of one draw also gets a percentile bootstrap interval over its
+//! evaluation's queries ([`crate::report::bootstrap`], from the input's `per_query.json`),
+//! footnoted as covering the queries only, and `results.csv` gains `boot_low` and
+//! `boot_high`; without it every output is what it was before the option existed.
 
 use crate::report::{
     csv,

@@ -501,6 +501,7 @@ fn aggregated_table(state: &PipelineState, base: &str, over: &str, q: &TableQuer
                 format: NumberFormat::default_for(m, NumberFormat::Fixed(4)),
                 ci: None,
                 paired: false,
+                bootstrap: None,
             };
             let class = if agg.is_missing() {
                 "missing"

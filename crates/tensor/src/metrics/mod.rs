@@ -31,7 +31,7 @@ pub use exclusion::Exclusion;
 pub use identification::{tpir_at_fpir, TpirAtFpir};
 pub use operating_point::{operating_point, OperatingPoint};
 pub use reid::{reid, ReidResult};
-pub use retrieval::{retrieval, RetrievalResult};
+pub use retrieval::{retrieval, QueryScore, RetrievalResult};
 pub use templates::Templates;
 pub use verification::{tar_at_far, tar_at_far_from_scores, tar_at_far_pairs, TarAtFar};
 

@@ -7,7 +7,10 @@
 //! - `map_noninterp` (standard non-interpolated AP): AP = (1/R) sum_j (j + 1) / (r_j + 1);
 //! - R@k: 1 when the first positive is among the top k (r_0 < k).
 //!
-//! Queries without a positive are left out of every mean and counted in `no_positive`.
+//! Queries without a positive are left out of every mean and counted in `no_positive`. Each
+//! mean is the sum of the queries' values in query order divided by their count, and the
+//! values themselves are returned ([`QueryScore`]), so a report can resample the queries and
+//! recompute a mean exactly as it was computed here.
 
 use std::collections::BTreeMap;
 
@@ -30,6 +33,29 @@ pub struct RetrievalResult {
     pub queries: usize,
     /// Queries without any positive in the database (after exclusions), left out.
     pub no_positive: usize,
+    /// The scores of each query that has a positive, in query order: what every mean above
+    /// averages (a report resamples them for a bootstrap interval).
+    pub per_query: Vec<QueryScore>,
+}
+
+/// One query's share of the retrieval means.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueryScore {
+    /// The query's row in the query embeddings.
+    pub index: usize,
+    /// Trapezoidal AP (the query's share of `map`).
+    pub ap: f64,
+    /// Standard AP (its share of `map_noninterp`).
+    pub ap_noninterp: f64,
+    /// The 0-based rank of its first positive: it is a hit at k when `first_rank < k`.
+    pub first_rank: usize,
+}
+
+impl QueryScore {
+    /// 1 when the first positive is among the top `k`, else 0 (the query's share of R@k).
+    pub fn hit(&self, k: usize) -> f64 {
+        f64::from(u8::from(self.first_rank < k))
+    }
 }
 
 /// Trapezoidal AP from the ascending 0-based ranks of the positives.
@@ -58,13 +84,10 @@ pub fn average_precision(ranks: &[usize]) -> f64 {
     sum / ranks.len() as f64
 }
 
-#[derive(Default)]
-struct Sums {
-    map: f64,
-    map_noninterp: f64,
-    hits: Vec<usize>,
-    queries: usize,
-    no_positive: usize,
+/// The mean of `values` as every retrieval metric is computed: summed in order, divided by
+/// their count (1 when there are none). A report's bootstrap recomputes it the same way.
+pub fn mean_in_order(values: impl Iterator<Item = f64>, count: usize) -> f64 {
+    values.sum::<f64>() / count.max(1) as f64
 }
 
 /// Evaluates every query of `query` against `db`, `rows_per_block` queries at a time
@@ -76,88 +99,54 @@ pub fn retrieval(
     exclusion: Exclusion,
     rows_per_block: usize,
 ) -> Result<RetrievalResult, MetricsError> {
-    let mut total = Sums {
-        hits: vec![0; ks.len()],
-        ..Sums::default()
-    };
+    let mut scored: Vec<Option<QueryScore>> = Vec::with_capacity(query.len());
     for_each_block(query, db, rows_per_block, |first, scores, rows| {
         let n = db.len();
-        let block = (0..rows)
+        let block: Vec<Option<QueryScore>> = (0..rows)
             .into_par_iter()
-            .fold(
-                || {
-                    (
-                        Sums {
-                            hits: vec![0; ks.len()],
-                            ..Sums::default()
-                        },
-                        Scratch::default(),
-                    )
-                },
-                |(mut sums, mut scratch), r| {
-                    let i = first + r;
-                    let (ql, qc) = (query.labels[i], query.cameras[i]);
-                    let role = |j: usize| {
-                        if exclusion.excludes(i, ql, qc, j, db.labels[j], db.cameras[j]) {
-                            Role::Excluded
-                        } else if db.labels[j] == ql {
-                            Role::Positive
-                        } else {
-                            Role::Negative
-                        }
-                    };
-                    let ranks = positive_ranks(&scores[r * n..(r + 1) * n], role, &mut scratch);
-                    if ranks.is_empty() {
-                        sums.no_positive += 1;
+            .map_init(Scratch::default, |scratch, r| {
+                let i = first + r;
+                let (ql, qc) = (query.labels[i], query.cameras[i]);
+                let role = |j: usize| {
+                    if exclusion.excludes(i, ql, qc, j, db.labels[j], db.cameras[j]) {
+                        Role::Excluded
+                    } else if db.labels[j] == ql {
+                        Role::Positive
                     } else {
-                        sums.queries += 1;
-                        sums.map += average_precision_trapezoid(&ranks);
-                        sums.map_noninterp += average_precision(&ranks);
-                        for (h, &k) in sums.hits.iter_mut().zip(ks) {
-                            *h += usize::from(ranks[0] < k);
-                        }
+                        Role::Negative
                     }
-                    (sums, scratch)
-                },
-            )
-            .map(|(sums, _)| sums)
-            .reduce(
-                || Sums {
-                    hits: vec![0; ks.len()],
-                    ..Sums::default()
-                },
-                |mut a, b| {
-                    a.map += b.map;
-                    a.map_noninterp += b.map_noninterp;
-                    a.queries += b.queries;
-                    a.no_positive += b.no_positive;
-                    a.hits.iter_mut().zip(&b.hits).for_each(|(x, y)| *x += y);
-                    a
-                },
-            );
-        total.map += block.map;
-        total.map_noninterp += block.map_noninterp;
-        total.queries += block.queries;
-        total.no_positive += block.no_positive;
-        total
-            .hits
-            .iter_mut()
-            .zip(&block.hits)
-            .for_each(|(x, y)| *x += y);
+                };
+                let ranks = positive_ranks(&scores[r * n..(r + 1) * n], role, scratch);
+                (!ranks.is_empty()).then(|| QueryScore {
+                    index: i,
+                    ap: average_precision_trapezoid(&ranks),
+                    ap_noninterp: average_precision(&ranks),
+                    first_rank: ranks[0],
+                })
+            })
+            .collect();
+        scored.extend(block);
         Ok(())
     })?;
-    let denom = total.queries.max(1) as f64;
-    Ok(RetrievalResult {
-        map: total.map / denom,
-        map_noninterp: total.map_noninterp / denom,
+    let no_positive = scored.iter().filter(|s| s.is_none()).count();
+    let per_query: Vec<QueryScore> = scored.into_iter().flatten().collect();
+    Ok(means(per_query, ks, no_positive))
+}
+
+/// The means over the queries that have a positive, each summed in query order.
+fn means(per_query: Vec<QueryScore>, ks: &[usize], no_positive: usize) -> RetrievalResult {
+    let n = per_query.len();
+    RetrievalResult {
+        map: mean_in_order(per_query.iter().map(|q| q.ap), n),
+        map_noninterp: mean_in_order(per_query.iter().map(|q| q.ap_noninterp), n),
         recall: ks
             .iter()
-            .zip(&total.hits)
-            .map(|(&k, &h)| (k, h as f64 / denom))
+            .map(|&k| (k, mean_in_order(per_query.iter().map(|q| q.hit(k)), n)))
             .collect(),
-        queries: total.queries,
-        no_positive: total.no_positive,
-    })
+        queries: n,
+        no_positive,
+        per_query,
+    }
 }
 
 #[cfg(test)]
@@ -267,6 +256,7 @@ mod tests {
                 .collect(),
             queries,
             no_positive: none,
+            per_query: Vec::new(),
         }
     }
 
@@ -300,6 +290,20 @@ mod tests {
         }
     }
 
+    /// The per-query scores of `a` give its means exactly (summed in query order), cover the
+    /// queries that have a positive, and are in query order.
+    fn assert_per_query_gives_the_means(a: &RetrievalResult) {
+        let n = a.per_query.len();
+        assert_eq!(n, a.queries);
+        assert!(a.per_query.windows(2).all(|w| w[0].index < w[1].index));
+        let sum = |f: &dyn Fn(&QueryScore) -> f64| a.per_query.iter().map(f).sum::<f64>();
+        assert_eq!(a.map, sum(&|q| q.ap) / n.max(1) as f64);
+        assert_eq!(a.map_noninterp, sum(&|q| q.ap_noninterp) / n.max(1) as f64);
+        for (&k, &v) in &a.recall {
+            assert_eq!(v, sum(&|q| q.hit(k)) / n.max(1) as f64, "R@{k}");
+        }
+    }
+
     #[test]
     fn matches_brute_force_across_block_sizes_ties_and_exclusions() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
@@ -320,8 +324,15 @@ mod tests {
                 reference.no_positive > 0 || trial % 2 == 0,
                 "the test covers lonely queries"
             );
+            let whole = retrieval(&q, &db, &ks, ex, q.len()).unwrap();
+            assert_per_query_gives_the_means(&whole);
             for rows in [1, 4, 7, q.len(), q.len() + 5] {
-                assert_close(&retrieval(&q, &db, &ks, ex, rows).unwrap(), &reference);
+                let blocked = retrieval(&q, &db, &ks, ex, rows).unwrap();
+                assert_close(&blocked, &reference);
+                assert_eq!(
+                    blocked, whole,
+                    "block size {rows} changes nothing, to the bit"
+                );
             }
         }
     }

@@ -13,13 +13,17 @@
 //! old name `map_std`, an alias kept for existing reports: it was never a deviation), `r1`,
 //! `r5`, ..., `no_positive`, `query_gflops`, `tar_at_far`,
 //! `tpir_at_fpir`); a rate target that cannot be measured with the available negatives is
-//! reported as such in `evaluation.json` and recorded as no number.
+//! reported as such in `evaluation.json` and recorded as no number. Retrieval and reid write
+//! each query's AP and hits to `per_query.json`, what their means average.
+
+use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
 use crate::kind::{Run, StageContext, StageError};
 use crate::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
 use crate::metrics::{self, EmbeddingSet, Exclusion, MetricsError};
+use asymflow::metrics::per_query::{self, PerQuery};
 use asymflow::metrics::registry::{
     MetricDef, FAR_ACHIEVED, FPIR_ACHIEVED, GENUINE_PAIRS, IMPOSTOR_PAIRS, MAP, MAP_NONINTERP,
     MAP_STD, MATED_PROBES, NON_MATED_PROBES, NO_POSITIVE, QUERIES, QUERY_GFLOPS, RECALL_AT,
@@ -246,7 +250,43 @@ fn retrieval(
     );
     details.insert("evaluated_queries".into(), json!(result.queries));
     details.insert("no_positive".into(), json!(result.no_positive));
-    Ok(())
+    write_per_query(ctx, &result, &ks, query.len())
+}
+
+/// `per_query.json`: each query's AP, standard AP and hits, which the recorded means average
+/// (the format is documented in [`asymflow::metrics::per_query`]).
+fn write_per_query(
+    ctx: &StageContext<'_>,
+    result: &metrics::RetrievalResult,
+    ks: &[usize],
+    queries: usize,
+) -> Result<(), StageError> {
+    let per_query = &result.per_query;
+    let mut scores = BTreeMap::new();
+    scores.insert(
+        MAP.name.to_string(),
+        per_query.iter().map(|q| q.ap).collect::<Vec<_>>(),
+    );
+    scores.insert(
+        MAP_NONINTERP.name.to_string(),
+        per_query.iter().map(|q| q.ap_noninterp).collect(),
+    );
+    for &k in ks {
+        scores.insert(
+            RECALL_AT.named(&k.to_string()),
+            per_query.iter().map(|q| q.hit(k)).collect(),
+        );
+    }
+    let file = PerQuery {
+        format: per_query::FORMAT,
+        queries,
+        index: per_query.iter().map(|q| q.index).collect(),
+        scores,
+    };
+    let path = ctx.out_path(PER_QUERY_OUTPUT);
+    let text = serde_json::to_string(&file)
+        .map_err(|e| StageError::Other(format!("serialising {PER_QUERY_OUTPUT}: {e}")))?;
+    std::fs::write(&path, text).map_err(|e| StageError::io(path, e))
 }
 
 /// `verification`: TAR at FAR over the split's explicit pairs (the `pairs` input) or over all
@@ -537,6 +577,22 @@ mod tests {
         assert_eq!(metrics["query_gflops"], 0.25);
         let details: Value = crate::kind::read_json(&out.path().join(EVALUATION_OUTPUT)).unwrap();
         assert_eq!(details["exclude_self"], true);
+        // Queries 0 and 1 have a positive: APs 0.25 and 1 (standard 0.5 and 1), first
+        // positives at ranks 1 and 0.
+        let file = PerQuery::read(&out.path().join(PER_QUERY_OUTPUT)).unwrap();
+        assert_eq!((file.queries, file.index.clone()), (4, vec![0, 1]));
+        assert_eq!(file.values("map"), Some(&[0.25, 1.0][..]));
+        assert_eq!(file.values("map_std"), Some(&[0.5, 1.0][..]));
+        assert_eq!(file.values("r1"), Some(&[0.0, 1.0][..]));
+        assert_eq!(file.values("r2"), Some(&[1.0, 1.0][..]));
+        for name in ["map", "map_noninterp", "r1", "r2"] {
+            let values = file.values(name).unwrap();
+            let mean = values.iter().sum::<f64>() / values.len() as f64;
+            assert_eq!(
+                mean, metrics[name],
+                "{name}: the mean of its per-query values"
+            );
+        }
     }
 
     #[test]
