@@ -105,7 +105,7 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
             };
             let plan = load_plan(&pipeline, &registry)?;
             let cache = cache_for(&args.cache, &plan.spec().project_dir);
-            let remote = super::remote::required_remote(&plan.spec().project_dir)?;
+            let remote = super::common::required_remote(&plan.spec().project_dir)?;
             url = remote.url().to_string();
             // Keys come from records (local, or the remote's without their blobs), in plan
             // order; then every blob the local cache lacks comes down, side by side.
@@ -153,10 +153,10 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
                     };
                     load_plan(&pipeline, &registry)?.spec().project_dir.clone()
                 }
-                None => super::remote::project_here()?,
+                None => super::common::project_here()?,
             };
             let cache = cache_for(&args.cache, &project);
-            let remote = super::remote::required_remote(&project)?;
+            let remote = super::common::required_remote(&project)?;
             url = remote.url().to_string();
             let index = cache.index()?;
             let mut keys = Vec::new();

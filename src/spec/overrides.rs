@@ -31,6 +31,32 @@ pub enum Override {
     Sweep(String),
 }
 
+/// The overrides as a user would type them again: `--set 'a=1' --sweep 'seed=7'` (empty
+/// when there are none).
+pub fn command_line(overrides: &[Override]) -> String {
+    overrides
+        .iter()
+        .map(|o| match o {
+            Override::Set(s) => format!("--set {}", shell_quote(s)),
+            Override::Sweep(s) => format!("--sweep {}", shell_quote(s)),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `text` quoted for a POSIX shell when it needs it.
+pub fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,=/:+@%".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 impl Override {
     /// Applies this override to `raw`.
     pub fn apply(&self, raw: &mut RawPipeline) -> Result<(), SpecError> {
