@@ -155,3 +155,42 @@ pub fn job_label(job: &ExternalJob) -> Option<String> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_are_named_by_their_executor() {
+        let slurm = ExternalJob {
+            executor: slurm::EXECUTOR_NAME.into(),
+            id: "1234".into(),
+            dir: PathBuf::from("/nowhere"),
+        };
+        assert_eq!(describe_job(&slurm), "Slurm job 1234");
+        assert_eq!(job_label(&slurm), None, "no job file, no label");
+        let other = ExternalJob {
+            executor: "pbs".into(),
+            id: "7".into(),
+            dir: PathBuf::from("/nowhere"),
+        };
+        assert_eq!(describe_job(&other), "pbs job 7");
+    }
+
+    #[test]
+    fn running_here_has_no_placement_to_show() {
+        let project = tempfile::tempdir().unwrap();
+        assert!(ExecutorChoice::Local
+            .placement(project.path())
+            .unwrap()
+            .is_none());
+        let err = ExecutorChoice::Slurm
+            .placement(project.path())
+            .err()
+            .expect("no profile");
+        assert!(
+            err.to_string().contains("no [executor.slurm] profile"),
+            "{err}"
+        );
+    }
+}

@@ -450,3 +450,22 @@ fn unknown_axis(raw: &RawPipeline, name: &str, loc: &Loc) -> SpecError {
         error.suggest(name, names.iter().map(String::as_str))
     }
 }
+
+#[cfg(test)]
+mod command_line_tests {
+    use super::*;
+
+    #[test]
+    fn overrides_are_written_back_in_order_quoted_where_a_shell_needs_it() {
+        let overrides = [
+            Override::Set("vars.a=1".into()),
+            Override::Sweep("seed=1, 2".into()),
+            Override::Set("x='y'".into()),
+        ];
+        assert_eq!(
+            command_line(&overrides),
+            r#"--set vars.a=1 --sweep 'seed=1, 2' --set 'x='\''y'\'''"#
+        );
+        assert_eq!(command_line(&[]), "");
+    }
+}
