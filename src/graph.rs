@@ -41,22 +41,26 @@ pub struct Instance {
     pub gathers: bool,
 }
 
+/// `stage[axis=value,...]` for a stage's name and an instance's binding, or just `stage` when
+/// nothing is bound: how every command names an instance.
+pub fn label_of(stage: &str, binding: &BTreeMap<String, Value>) -> String {
+    if binding.is_empty() {
+        return stage.to_string();
+    }
+    let parts: Vec<String> = binding
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            v => format!("{k}={v}"),
+        })
+        .collect();
+    format!("{stage}[{}]", parts.join(","))
+}
+
 impl Instance {
     /// `stage[axis=value, ...]`, or just `stage` when nothing is bound.
     pub fn label(&self) -> String {
-        if self.binding.is_empty() {
-            self.stage.clone()
-        } else {
-            let parts: Vec<String> = self
-                .binding
-                .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => format!("{k}={s}"),
-                    v => format!("{k}={v}"),
-                })
-                .collect();
-            format!("{}[{}]", self.stage, parts.join(","))
-        }
+        label_of(&self.stage, &self.binding)
     }
 }
 

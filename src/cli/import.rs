@@ -24,7 +24,7 @@ pub struct ImportArgs {
 /// Imports a bundle.
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let cache = cache_here(&args.cache)?;
-    let project = super::remote::project_here()?;
+    let project = super::common::project_here()?;
     let secret = ProjectConfig::load(&project)?.secret;
     let stats = bundle::import(&cache, &args.bundle, secret, registry())?;
     for r in &stats.rejected {

@@ -92,7 +92,7 @@ pub fn metrics(
     if not_run > 0 && !output::quiet() {
         eprintln!(
             "{} not computed yet (not listed)",
-            super::plan::count(not_run, "instance", "instances")
+            super::output::count(not_run, "instance", "instances")
         );
     }
     Ok(ExitCode::SUCCESS)

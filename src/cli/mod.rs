@@ -29,6 +29,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::exec::choice::{self, ExecutorChoice};
+
 /// Declarative experiment pipelines with artifact caching for asymmetric and
 /// backward-compatible embedding research.
 #[derive(Debug, Parser)]
@@ -187,10 +189,8 @@ pub enum Command {
     /// stdout (started by `run`; not for typing).
     #[command(hide = true)]
     Worker,
-    /// Run one job file in this process and write its outcome (what a Slurm job runs).
-    #[command(
-        after_help = "Examples (written by `run --executor slurm` into each job's script):\n  asymflow exec cache/jobs/JOB/job.json --result cache/jobs/JOB/result.json"
-    )]
+    // Run one job file in this process (what a cluster job runs; the help is the executors').
+    #[command(about = choice::EXEC_ABOUT, after_help = choice::EXEC_EXAMPLES)]
     Exec {
         /// The job file (JSON), as the engine writes it.
         job: PathBuf,
@@ -399,10 +399,9 @@ pub struct PlanArgs {
     /// The pipeline and overrides.
     #[command(flatten)]
     pub pipeline: PipelineArgs,
-    /// Where the instances to run would run: with `slurm`, which go to Slurm and with which
-    /// resources (partition, gres or gpus, time, mem), per the `[executor.slurm]` profile.
-    #[arg(long, value_enum, default_value_t = run::ExecutorChoice::Local)]
-    pub executor: run::ExecutorChoice,
+    // Where the instances to run would run (the help is the executors' to write).
+    #[arg(long, value_enum, default_value_t = ExecutorChoice::Local, help = choice::PLAN_HELP)]
+    pub executor: ExecutorChoice,
     /// Plan only these stages and what they need, as `run STAGE...` would run them.
     #[arg(value_name = "STAGE")]
     pub stages: Vec<String>,
@@ -432,11 +431,11 @@ pub struct RunArgs {
     /// whose cluster node failed or was preempted.
     #[arg(long, default_value_t = 0)]
     pub retries: usize,
-    /// Where stages run: here, or as Slurm jobs per the project's `[executor.slurm]` profile.
-    #[arg(long, value_enum, default_value_t = run::ExecutorChoice::Local)]
-    pub executor: run::ExecutorChoice,
-    /// With `--executor slurm`: at most this many jobs queued or running at once.
-    #[arg(long, value_name = "N")]
+    // Where stages run (the help is the executors' to write).
+    #[arg(long, value_enum, default_value_t = ExecutorChoice::Local, help = choice::RUN_HELP)]
+    pub executor: ExecutorChoice,
+    // At most this many cluster jobs at once.
+    #[arg(long, value_name = "N", help = choice::MAX_JOBS_HELP)]
     pub max_jobs: Option<usize>,
     /// Recompute this stage (or instance, `model[seed=0]`) even when it is cached; the old
     /// result's objects stay in the cache until `cache gc`. Repeatable.

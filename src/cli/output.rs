@@ -84,3 +84,8 @@ pub(crate) fn status_word_err(word: &str) -> String {
 pub(crate) fn paint_error(word: &str) -> String {
     paint(word, "1;31", COLOR_ERR.load(Ordering::Relaxed))
 }
+
+/// `1 instance`, `2 instances`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

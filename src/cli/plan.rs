@@ -6,10 +6,9 @@
 //! It says what it can know before running: an instance whose data cannot be read (a missing
 //! weight file or data folder its params name) is "cannot run", and the command then exits
 //! with [`exit::STAGE_FAILED`]. `--json` adds each instance's resolved params. Where there is
-//! no cache yet it plans against an empty one and creates nothing. With `--executor slurm`
-//! each instance to run says where it would run: as a Slurm job with the resources the
-//! project's profile gives its class (partition, gres or gpus, time, mem), or here, and the
-//! plan says how many GPU-hours the jobs request.
+//! no cache yet it plans against an empty one and creates nothing. With an `--executor` other
+//! than `local`, each instance to run says where it would run and the plan ends with what its
+//! jobs request, as the executor's [`crate::exec::choice::Placement`] words it.
 //!
 //! It estimates how long the instances to run take here, from the recorded durations of
 //! similar results ([`crate::exec::estimate`]): "41 to run, about 9 min here (from 12 similar
@@ -18,13 +17,14 @@
 use std::process::ExitCode;
 
 use super::common::{cache_for, load_plan_of, planning_cache, print_json, registry};
-use super::run::{slurm_profile, ExecutorChoice};
+use super::output::count;
 use super::{exit, output, PlanArgs};
+use crate::exec::choice::Placement;
 use crate::exec::estimate;
 use crate::exec::plan_status::{cannot_run, PlannedInstance};
 use crate::exec::plan_status_with;
-use crate::exec::slurm::SlurmProfile;
-use crate::kind::Registry;
+use crate::graph::Plan;
+use crate::kind::{Registry, Resource};
 
 /// Prints the plan.
 pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
@@ -36,92 +36,99 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     } = args;
     let registry = registry();
     let plan = load_plan_of(&args, &registry, &stages)?;
-    let profile = match executor {
-        ExecutorChoice::Local => None,
-        ExecutorChoice::Slurm => Some(slurm_profile(&plan.spec().project_dir)?),
-    };
+    let placement = executor.placement(&plan.spec().project_dir)?;
     let (cache, scratch) = planning_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
-    let remote = super::remote::remote_for(&plan.spec().project_dir, offline, false)?;
+    let remote =
+        crate::exec::run::open_remote(&plan.spec().project_dir, offline, false, &registry)?;
     let planned = plan_status_with(&plan, &registry, &cache, remote.as_deref())?;
-    let blocked = planned.iter().filter(|p| cannot_run(p)).count();
-    let code = if blocked > 0 {
+    let shown = Shown {
+        estimate: estimate::of_planned(&cache.index()?, &registry, &planned)?,
+        classes: planned.iter().map(|p| class(p, &registry)).collect(),
+        blocked: planned.iter().filter(|p| cannot_run(p)).count(),
+        plan,
+        planned,
+        placement,
+    };
+    let code = if shown.blocked > 0 {
         ExitCode::from(exit::STAGE_FAILED)
     } else {
         ExitCode::SUCCESS
     };
-    let estimate = estimate::of_planned(&cache.index()?, &registry, &planned)?;
-    let places: Vec<Option<Place>> = planned
-        .iter()
-        .map(|p| place(p, &registry, profile.as_ref()))
-        .collect();
     if args.json {
-        let mut instances = serde_json::to_value(&planned)?;
-        if profile.is_some() {
-            if let Some(list) = instances.as_array_mut() {
-                for (entry, place) in list.iter_mut().zip(&places) {
-                    entry["runs_on"] = serde_json::to_value(place)?;
-                }
-            }
-        }
-        let mut doc = serde_json::json!({
-            "pipeline": plan.spec().name,
-            "cache": if scratch.is_some() { None } else { Some(cache.dir()) },
-            "instances": instances,
-            "estimate": estimate,
-        });
-        if profile.is_some() {
-            doc["slurm_request"] = serde_json::to_value(requested(&places))?;
-        }
-        if !plan.searches().is_empty() {
-            doc["searches"] = serde_json::to_value(plan.searches())?;
-        }
-        let readers = crate::exec::lineage::test_readers(&plan);
-        if !readers.is_empty() {
-            doc["reads_test_images"] = serde_json::to_value(&readers)?;
-        }
-        print_json(&doc)?;
+        print_plan_json(&shown, scratch.is_none().then(|| cache.dir()))?;
         return Ok(code);
     }
     if scratch.is_some() && !output::quiet() {
-        let wanted = cache_for(&args.cache, &plan.spec().project_dir);
+        let wanted = cache_for(&args.cache, &shown.plan.spec().project_dir);
         eprintln!(
             "no cache at {} yet: every instance is new (use --cache to name another)",
             wanted.dir().display()
         );
     }
-    let width = planned.iter().map(|p| p.label.len()).max().unwrap_or(0);
-    for (p, place) in planned.iter().zip(&places) {
-        let name = &p.label;
-        if p.status == "cached" {
-            println!("{}      {name}", output::status_word("cached"));
-        } else if cannot_run(p) {
-            println!(
-                "{}  {name:width$}  {}",
-                output::status_word("cannot-run"),
-                p.reason
-            );
-        } else if p.status == "on-remote" {
-            println!(
-                "{}      {name:width$}  on the team's remote (run pulls it)",
-                output::status_word("remote")
-            );
-        } else {
-            println!(
-                "{}      {name:width$}  {}",
-                output::status_word("to-run"),
-                p.reason
-            );
-            if let (Some(place), Some(profile)) = (place, &profile) {
-                println!(
-                    "{:pad$}  on {}",
-                    "",
-                    place.describe(profile),
-                    pad = width + 12
-                );
+    print_plan_text(&shown);
+    Ok(code)
+}
+
+/// What `plan` shows: each instance's status and resource class, and what they add up to.
+struct Shown {
+    plan: Plan,
+    planned: Vec<PlannedInstance>,
+    /// The class of each instance to run (`None` for the others).
+    classes: Vec<Option<Resource>>,
+    /// Where the executor chosen would run them (`None`: here).
+    placement: Option<Box<dyn Placement>>,
+    estimate: estimate::Estimate,
+    /// Instances that cannot run.
+    blocked: usize,
+}
+
+/// `plan --json`: `cache` is the cache planned against (`None`: there is none yet).
+fn print_plan_json(shown: &Shown, cache: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let plan = &shown.plan;
+    let mut instances = serde_json::to_value(&shown.planned)?;
+    if let Some(placement) = &shown.placement {
+        if let Some(list) = instances.as_array_mut() {
+            for (entry, class) in list.iter_mut().zip(&shown.classes) {
+                entry["runs_on"] = class.map_or(serde_json::Value::Null, |c| placement.runs_on(c));
             }
         }
     }
-    print_searches(&plan, width);
+    let mut doc = serde_json::json!({
+        "pipeline": plan.spec().name,
+        "cache": cache,
+        "instances": instances,
+        "estimate": shown.estimate,
+    });
+    if let Some(placement) = &shown.placement {
+        let totals = placement.totals(&to_run(&shown.classes));
+        doc[totals.field] = totals.json;
+    }
+    if !plan.searches().is_empty() {
+        doc["searches"] = serde_json::to_value(plan.searches())?;
+    }
+    let readers = crate::exec::lineage::test_readers(plan);
+    if !readers.is_empty() {
+        doc["reads_test_images"] = serde_json::to_value(&readers)?;
+    }
+    print_json(&doc)
+}
+
+/// `plan` as text: one line per instance, the searches, then the totals.
+fn print_plan_text(shown: &Shown) {
+    let planned = &shown.planned;
+    let width = planned.iter().map(|p| p.label.len()).max().unwrap_or(0);
+    for (p, class) in planned.iter().zip(&shown.classes) {
+        print_instance(p, width);
+        if let (Some(class), Some(placement)) = (class, &shown.placement) {
+            println!(
+                "{:pad$}  on {}",
+                "",
+                placement.describe(*class),
+                pad = width + 12
+            );
+        }
+    }
+    print_searches(&shown.plan, width);
     let n = |status: &str| planned.iter().filter(|p| p.status == status).count();
     println!(
         "\n{}: {} cached, {} on remote, {} to run{}",
@@ -129,64 +136,56 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         n("cached"),
         n("on-remote"),
         planned.len() - n("cached") - n("on-remote"),
-        if blocked > 0 {
-            format!(" ({blocked} cannot run: fix the data or params named above)")
+        if shown.blocked > 0 {
+            format!(
+                " ({} cannot run: fix the data or params named above)",
+                shown.blocked
+            )
         } else {
             String::new()
         }
     );
-    if estimate.to_run > 0 {
-        println!("{}", estimate.describe());
+    if shown.estimate.to_run > 0 {
+        println!("{}", shown.estimate.describe());
     }
-    if profile.is_some() {
-        let slurm = places
-            .iter()
-            .filter(|p| matches!(p, Some(Place::Slurm { .. })))
-            .count();
-        let local = places
-            .iter()
-            .filter(|p| matches!(p, Some(Place::Local { .. })))
-            .count();
+    if let Some(placement) = &shown.placement {
+        println!("{}", placement.totals(&to_run(&shown.classes)).line);
+    }
+}
+
+/// One instance's line: its status, label and why.
+fn print_instance(p: &PlannedInstance, width: usize) {
+    let name = &p.label;
+    if p.status == "cached" {
+        println!("{}      {name}", output::status_word("cached"));
+    } else if cannot_run(p) {
         println!(
-            "--executor slurm: {} to Slurm, {local} here{}",
-            count(slurm, "job", "jobs"),
-            describe_request(&requested(&places))
+            "{}  {name:width$}  {}",
+            output::status_word("cannot-run"),
+            p.reason
+        );
+    } else if p.status == "on-remote" {
+        println!(
+            "{}      {name:width$}  on the team's remote (run pulls it)",
+            output::status_word("remote")
+        );
+    } else {
+        println!(
+            "{}      {name:width$}  {}",
+            output::status_word("to-run"),
+            p.reason
         );
     }
-    Ok(code)
 }
 
-/// What the Slurm jobs of a plan request.
-fn requested(places: &[Option<Place>]) -> estimate::GpuHours {
-    estimate::gpu_hours(places.iter().filter_map(|p| match p {
-        Some(Place::Slurm { request, .. }) => Some(request),
-        _ => None,
-    }))
-}
-
-/// `; they request 12 GPU-hours (time limit x GPUs of 6 jobs)`, or nothing without GPU jobs.
-fn describe_request(hours: &estimate::GpuHours) -> String {
-    if hours.gpu_jobs == 0 {
-        return String::new();
-    }
-    let counted = hours.gpu_jobs - hours.unlimited;
-    let mut text = format!(
-        "; they request {:.1} GPU-hours (time limit x GPUs of {})",
-        hours.gpu_hours,
-        count(counted, "job", "jobs")
-    );
-    if hours.unlimited > 0 {
-        text.push_str(&format!(
-            "; {} without a time limit not counted",
-            count(hours.unlimited, "GPU job", "GPU jobs")
-        ));
-    }
-    text
+/// The classes of the instances to run.
+fn to_run(classes: &[Option<Resource>]) -> Vec<Resource> {
+    classes.iter().flatten().copied().collect()
 }
 
 /// The stages waiting for a search's winner, where each search stands, and which stages read
 /// test images.
-fn print_searches(plan: &crate::graph::Plan, width: usize) {
+fn print_searches(plan: &Plan, width: usize) {
     for search in plan.searches() {
         for stage in &search.waiting {
             println!(
@@ -222,56 +221,11 @@ fn print_searches(plan: &crate::graph::Plan, width: usize) {
     }
 }
 
-/// Where an instance to run would run under `--executor slurm`.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(tag = "executor", rename_all = "lowercase")]
-enum Place {
-    /// As a Slurm job with these `sbatch` options.
-    Slurm {
-        /// Its resource class.
-        class: crate::kind::Resource,
-        /// The options.
-        request: crate::exec::slurm::Request,
-    },
-    /// On this machine.
-    Local {
-        /// Its resource class.
-        class: crate::kind::Resource,
-    },
-}
-
-impl Place {
-    /// `Slurm (partition=gpu gres=gpu:1 ...)` or `local (...)`.
-    fn describe(&self, profile: &SlurmProfile) -> String {
-        match self {
-            Place::Slurm { class, .. } | Place::Local { class } => profile.placement(*class),
-        }
-    }
-}
-
-/// Where `p` would run with `profile`: `None` for what needs no run (cached, on the remote,
-/// cannot run) or without a profile.
-fn place(
-    p: &PlannedInstance,
-    registry: &Registry,
-    profile: Option<&SlurmProfile>,
-) -> Option<Place> {
-    let profile = profile?;
+/// The resource class of `p` when it is to run: `None` for what needs no run (cached, on the
+/// remote, cannot run).
+fn class(p: &PlannedInstance, registry: &Registry) -> Option<Resource> {
     if p.status != "to-run" || cannot_run(p) {
         return None;
     }
-    let class = registry.get(&p.kind)?.resource(&p.params);
-    Some(if profile.submits(class) {
-        Place::Slurm {
-            class,
-            request: profile.request(class),
-        }
-    } else {
-        Place::Local { class }
-    })
-}
-
-/// `1 instance`, `2 instances`.
-pub fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+    Some(registry.get(&p.kind)?.resource(&p.params))
 }

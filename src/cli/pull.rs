@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -11,6 +12,7 @@ use super::common::{cache_for, load_plan, print_json, registry};
 use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::remote::{Fetched, RemoteError};
 use crate::exec::resolve::walk;
+use crate::kind::Registry;
 
 /// `asymflow pull`.
 #[derive(Debug, Clone, Args)]
@@ -94,83 +96,18 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let mut tally = Tally::default();
     let bar = bytes_bar(args.json);
-    let url;
-    match &args.file {
-        Some(file) if !args.all => {
-            let pipeline = PipelineArgs {
-                file: file.clone(),
-                overrides: args.overrides.clone(),
-                json: args.json,
-                cache: args.cache.clone(),
-            };
-            let plan = load_plan(&pipeline, &registry)?;
-            let cache = cache_for(&args.cache, &plan.spec().project_dir);
-            let remote = super::remote::required_remote(&plan.spec().project_dir)?;
-            url = remote.url().to_string();
-            // Keys come from records (local, or the remote's without their blobs), in plan
-            // order; then every blob the local cache lacks comes down, side by side.
-            let mut wanted: Vec<(String, String)> = Vec::new();
-            let walked = walk(&plan, &registry, &cache, |inst, key, local| {
-                if local.is_some() {
-                    tally
-                        .lines
-                        .push(serde_json::json!({ "instance": inst.label(), "status": "local" }));
-                    return Ok::<_, RemoteError>(local);
-                }
-                match remote.lookup(key) {
-                    Ok(found) => {
-                        if found.is_some() {
-                            wanted.push((inst.label(), key.to_string()));
-                        } else {
-                            tally.lines.push(serde_json::json!({ "instance": inst.label(), "status": "not on remote" }));
-                        }
-                        Ok(found)
-                    }
-                    Err(e) if e.is_miss() => {
-                        tally.absorb(&inst.label(), Err(e), &bar)?;
-                        Ok(None)
-                    }
-                    Err(e) => Err(e),
-                }
-            })?;
-            let keys: Vec<String> = wanted.iter().map(|(_, k)| k.clone()).collect();
-            let results = remote.fetch_many(&cache, &keys, PARALLEL, Some(&bar));
-            for ((label, _), result) in wanted.iter().zip(results) {
-                tally.absorb(label, result, &bar)?;
-            }
-            for w in walked.iter().filter(|w| w.key.is_none()) {
-                tally.lines.push(serde_json::json!({ "instance": w.label, "status": "an input is not available" }));
-            }
+    let pipeline = args.file.as_ref().map(|file| PipelineArgs {
+        file: file.clone(),
+        overrides: args.overrides.clone(),
+        json: args.json,
+        cache: args.cache.clone(),
+    });
+    let url = match &pipeline {
+        Some(pipeline) if !args.all => {
+            pull_pipeline(pipeline, &args.cache, &registry, &mut tally, &bar)?
         }
-        _ => {
-            let project = match &args.file {
-                Some(file) => {
-                    let pipeline = PipelineArgs {
-                        file: file.clone(),
-                        overrides: args.overrides.clone(),
-                        json: args.json,
-                        cache: args.cache.clone(),
-                    };
-                    load_plan(&pipeline, &registry)?.spec().project_dir.clone()
-                }
-                None => super::remote::project_here()?,
-            };
-            let cache = cache_for(&args.cache, &project);
-            let remote = super::remote::required_remote(&project)?;
-            url = remote.url().to_string();
-            let index = cache.index()?;
-            let mut keys = Vec::new();
-            for key in remote.keys()? {
-                if index.lookup(&key)?.is_none() {
-                    keys.push(key);
-                }
-            }
-            let results = remote.fetch_many(&cache, &keys, PARALLEL, Some(&bar));
-            for (key, result) in keys.iter().zip(results) {
-                tally.absorb(&key[..12], result, &bar)?;
-            }
-        }
-    }
+        _ => pull_all(pipeline.as_ref(), &args.cache, &registry, &mut tally, &bar)?,
+    };
     bar.finish_and_clear();
     if args.json {
         print_json(&serde_json::json!({
@@ -207,4 +144,86 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Pulls the results of the pipeline `pipeline` names that the local cache lacks; returns the
+/// remote's URL.
+fn pull_pipeline(
+    pipeline: &PipelineArgs,
+    cache_args: &CacheArgs,
+    registry: &Arc<Registry>,
+    tally: &mut Tally,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<String> {
+    let plan = load_plan(pipeline, registry)?;
+    let cache = cache_for(cache_args, &plan.spec().project_dir);
+    let remote = super::common::required_remote(&plan.spec().project_dir)?;
+    // Keys come from records (local, or the remote's without their blobs), in plan
+    // order; then every blob the local cache lacks comes down, side by side.
+    let mut wanted: Vec<(String, String)> = Vec::new();
+    let walked = walk(&plan, registry, &cache, |inst, key, local| {
+        if local.is_some() {
+            tally
+                .lines
+                .push(serde_json::json!({ "instance": inst.label(), "status": "local" }));
+            return Ok::<_, RemoteError>(local);
+        }
+        match remote.lookup(key) {
+            Ok(found) => {
+                if found.is_some() {
+                    wanted.push((inst.label(), key.to_string()));
+                } else {
+                    tally.lines.push(
+                        serde_json::json!({ "instance": inst.label(), "status": "not on remote" }),
+                    );
+                }
+                Ok(found)
+            }
+            Err(e) if e.is_miss() => {
+                tally.absorb(&inst.label(), Err(e), bar)?;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    })?;
+    let keys: Vec<String> = wanted.iter().map(|(_, k)| k.clone()).collect();
+    let results = remote.fetch_many(&cache, &keys, PARALLEL, Some(bar));
+    for ((label, _), result) in wanted.iter().zip(results) {
+        tally.absorb(label, result, bar)?;
+    }
+    for w in walked.iter().filter(|w| w.key.is_none()) {
+        tally.lines.push(
+            serde_json::json!({ "instance": w.label, "status": "an input is not available" }),
+        );
+    }
+    Ok(remote.url().to_string())
+}
+
+/// Pulls every result the remote holds that the local cache lacks (`--all`), into the cache of
+/// `pipeline`'s project or of the project around the current folder; returns the remote's URL.
+fn pull_all(
+    pipeline: Option<&PipelineArgs>,
+    cache_args: &CacheArgs,
+    registry: &Arc<Registry>,
+    tally: &mut Tally,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<String> {
+    let project = match pipeline {
+        Some(pipeline) => load_plan(pipeline, registry)?.spec().project_dir.clone(),
+        None => super::common::project_here()?,
+    };
+    let cache = cache_for(cache_args, &project);
+    let remote = super::common::required_remote(&project)?;
+    let index = cache.index()?;
+    let mut keys = Vec::new();
+    for key in remote.keys()? {
+        if index.lookup(&key)?.is_none() {
+            keys.push(key);
+        }
+    }
+    let results = remote.fetch_many(&cache, &keys, PARALLEL, Some(bar));
+    for (key, result) in keys.iter().zip(results) {
+        tally.absorb(&key[..12], result, bar)?;
+    }
+    Ok(remote.url().to_string())
 }

@@ -28,7 +28,7 @@ pub fn push(args: PipelineArgs) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
     let cache = cache_for(&args.cache, &plan.spec().project_dir);
-    let remote = super::remote::required_remote(&plan.spec().project_dir)?;
+    let remote = super::common::required_remote(&plan.spec().project_dir)?;
     let mut lines: Vec<Line> = Vec::new();
     let mut local: Vec<(usize, RunRecord)> = Vec::new();
     walk(&plan, &registry, &cache, |inst, _key, record| {

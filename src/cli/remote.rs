@@ -1,18 +1,16 @@
-//! `asymflow remote status [FILE]`, `asymflow remote gc`, and how every command finds the
-//! team's remote: from `asymflow.toml` beside `pipelines/` and the `ASYMFLOW_REMOTE*`
-//! variables (an empty `ASYMFLOW_REMOTE` turns it off).
+//! `asymflow remote status [FILE]` and `asymflow remote gc`. Every command finds the team's
+//! remote the same way, from `asymflow.toml` beside `pipelines/` and the `ASYMFLOW_REMOTE*`
+//! variables (an empty `ASYMFLOW_REMOTE` turns it off): [`crate::exec::run::open_remote`]
+//! where a remote is optional, [`super::common::required_remote`] where it is not.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Subcommand;
 
-use super::common::{cache_for, load_plan, print_json, registry};
+use super::common::{cache_for, load_plan, print_json, project_here, registry, required_remote};
 use super::{CacheArgs, OverrideArgs, PipelineArgs};
-use crate::cache::remote::Remote;
-use crate::config::ProjectConfig;
 use crate::exec::resolve::walk;
 
 /// `asymflow remote ...`.
@@ -70,56 +68,6 @@ pub enum RemoteCommand {
         #[command(flatten)]
         cache: CacheArgs,
     },
-}
-
-/// The project around the current folder.
-pub(super) fn project_here() -> anyhow::Result<PathBuf> {
-    let cwd = std::env::current_dir()?;
-    Ok(crate::spec::resolve::find_project_dir(&cwd))
-}
-
-/// The remote `run` and `plan` use: none with `--offline` or when none is configured; a
-/// remote that cannot be opened or does not answer is a warning (and none), or an error with
-/// `require`.
-pub(super) fn remote_for(
-    project_dir: &Path,
-    offline: bool,
-    require: bool,
-) -> anyhow::Result<Option<Arc<Remote>>> {
-    if offline {
-        return Ok(None);
-    }
-    let config = ProjectConfig::load(project_dir)?;
-    let opened = Remote::from_config(&config, registry()).and_then(|remote| {
-        if let Some(r) = &remote {
-            r.probe()?;
-        }
-        Ok(remote)
-    });
-    match opened {
-        Ok(Some(remote)) => Ok(Some(Arc::new(remote))),
-        Ok(None) if require => anyhow::bail!(
-            "--require-remote: no remote is configured; set `remote = \"s3://bucket/prefix\"` (or \"file:///folder\") in {}, or ASYMFLOW_REMOTE",
-            project_dir.join(crate::config::CONFIG_FILE).display()
-        ),
-        Ok(None) => Ok(None),
-        Err(e) if require => Err(anyhow::Error::new(e).context("--require-remote")),
-        Err(e) => {
-            eprintln!("warning: {e}\n  going on without the remote (--offline silences this)");
-            Ok(None)
-        }
-    }
-}
-
-/// The remote a command that needs one (`push`, `pull`, `remote status`) uses.
-pub(super) fn required_remote(project_dir: &Path) -> anyhow::Result<Remote> {
-    let config = ProjectConfig::load(project_dir)?;
-    Remote::from_config(&config, registry())?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "no remote is configured; set `remote = \"s3://bucket/prefix\"` (or \"file:///folder\") in {}, or ASYMFLOW_REMOTE",
-            project_dir.join(crate::config::CONFIG_FILE).display()
-        )
-    })
 }
 
 /// Runs `asymflow remote ...`.
@@ -245,7 +193,7 @@ fn status(
         println!(
             "\n{}: {held} records on the remote for its {}:",
             plan.spec().name,
-            super::plan::count(instances.len(), "instance", "instances")
+            super::output::count(instances.len(), "instance", "instances")
         );
         let width = instances
             .iter()

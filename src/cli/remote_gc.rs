@@ -45,7 +45,7 @@ pub(super) fn gc(args: GcArgs) -> anyhow::Result<ExitCode> {
         let plan = load_plan(&pipeline, &registry)?;
         let project = plan.spec().project_dir.clone();
         if remote.is_none() {
-            remote = Some(super::remote::required_remote(&project)?);
+            remote = Some(super::common::required_remote(&project)?);
         }
         let remote = remote.as_ref().expect("opened above");
         let cache = cache_for(&args.cache, &project);
@@ -59,7 +59,7 @@ pub(super) fn gc(args: GcArgs) -> anyhow::Result<ExitCode> {
     }
     let remote = match remote {
         Some(r) => r,
-        None => super::remote::required_remote(&super::remote::project_here()?)?,
+        None => super::common::required_remote(&super::common::project_here()?)?,
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?

@@ -3,43 +3,29 @@
 //! Nothing is trained. Each report instance gets every upstream instance the cache holds;
 //! those that have not run are passed with empty metrics and outputs, so their cells show as
 //! missing (each table lists them), and the command says how to compute them, repeating the
-//! user's overrides. `run --keep-going` renders the reports a failure kept from running
-//! through [`render`] too.
+//! user's overrides. The rendering is the engine's ([`crate::exec::render`]), which
+//! `run --keep-going` uses too.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 
 use super::common::{
-    cache_for, existing_cache, label, load_plan, note_overrides, overrides_text, print_json,
-    registry, reports_dir, shell_quote,
+    cache_for, existing_cache, load_plan, overrides_text, plan_source, print_json, registry,
+    shell_quote,
 };
-use super::{OverrideArgs, PipelineArgs};
-use crate::cache::Cache;
-use crate::exec::scheduler::artifact;
-use crate::exec::{plan_status, publish};
+use super::PipelineArgs;
+use crate::exec::publish;
+use crate::exec::render::render;
+use crate::exec::reports_root::ReportsRoot;
 use crate::graph::Plan;
-use crate::kind::{InputArtifact, Registry, StageContext};
-
-/// What [`render`] produced.
-#[derive(Debug, Default, serde::Serialize)]
-pub struct Rendered {
-    /// (instance label, `table.md`, folder) per report with a table.
-    pub tables: Vec<(String, String, PathBuf)>,
-    /// Upstream instances that have not run, sorted, each once.
-    pub missing: Vec<String>,
-    /// How many report instances were rendered.
-    pub rendered: usize,
-}
 
 /// Renders every report of the pipeline into `reports/PIPELINE/` (or `--reports DIR`).
 pub fn report(args: PipelineArgs, reports_arg: Option<&Path>) -> anyhow::Result<ExitCode> {
     let registry = registry();
     let plan = load_plan(&args, &registry)?;
     let cache = existing_cache(cache_for(&args.cache, &plan.spec().project_dir))?;
-    let reports = reports_dir(
-        &args,
+    let reports = ReportsRoot::of(
+        &plan_source(&args),
         &registry,
         &plan.spec().project_dir,
         &plan.spec().name,
@@ -47,7 +33,14 @@ pub fn report(args: PipelineArgs, reports_arg: Option<&Path>) -> anyhow::Result<
     )?;
     let root = &reports.dir;
     publish::check_outside_cache(root, cache.dir())?;
-    let done = render(&plan, &registry, &cache, root, &reports.overrides, &[])?;
+    let done = render(
+        &plan,
+        &registry,
+        &cache,
+        root,
+        &reports.overrides_text(),
+        &[],
+    )?;
     reports.mark(&plan.spec().name)?;
     let command = compute_command(&plan, &args, reports_arg);
     if args.json {
@@ -101,98 +94,4 @@ fn compute_command(plan: &Plan, args: &PipelineArgs, reports: Option<&Path>) -> 
         words.push(format!("--reports {}", path(dir)));
     }
     words.join(" ")
-}
-
-/// Renders the report instances of `plan` (those labelled in `only`, or all when it is empty)
-/// from what the cache holds, into `root/FOLDER/`, noting the overrides under each table.
-pub fn render(
-    plan: &Plan,
-    registry: &Registry,
-    cache: &Cache,
-    root: &Path,
-    overrides: &OverrideArgs,
-    only: &[String],
-) -> anyhow::Result<Rendered> {
-    let planned = plan_status(plan, registry, cache)?;
-    let mut done = Rendered::default();
-    for inst in plan.instances() {
-        let Some(kind) = registry.get(&inst.kind) else {
-            continue;
-        };
-        if !kind.publishes() || (!only.is_empty() && !only.contains(&inst.label())) {
-            continue;
-        }
-        let mut inputs: BTreeMap<String, Vec<InputArtifact>> = BTreeMap::new();
-        for (slot, ups) in &inst.inputs {
-            let mut list = Vec::new();
-            for &u in ups {
-                let up = &plan.instances()[u];
-                match &planned[u].record {
-                    Some(record) => {
-                        let mut a = artifact(plan, u, record);
-                        a.draws = plan.draws(u, registry);
-                        for (name, output) in &record.outputs {
-                            if !output.is_dir {
-                                if let Ok(path) = cache.objects().open_verified(&output.digest) {
-                                    a.outputs.insert(name.clone(), path);
-                                }
-                            }
-                        }
-                        list.push(a);
-                    }
-                    None => {
-                        done.missing.push(up.label());
-                        list.push(InputArtifact {
-                            stage: up.stage.clone(),
-                            kind: up.kind.clone(),
-                            binding: up.binding.clone(),
-                            params: up.params.clone(),
-                            key: String::new(),
-                            outputs: BTreeMap::new(),
-                            metrics: BTreeMap::new(),
-                            draws: plan.draws(u, registry),
-                        });
-                    }
-                }
-            }
-            inputs.insert(slot.clone(), list);
-        }
-        let dest = super::run::report_folder(root, &inst.stage, &inst.binding);
-        publish::check_replaceable(&dest)?;
-        let staging = publish::staging_dir(&dest)?;
-        let cancel = AtomicBool::new(false);
-        let mut ctx = StageContext::new(
-            &inst.stage,
-            &inst.params,
-            &inputs,
-            staging.path().to_path_buf(),
-            &plan.spec().project_dir,
-            crate::kind::Device::Cpu,
-            &cancel,
-            None,
-        );
-        registry
-            .runner(kind.kind())
-            .ok_or_else(|| anyhow::anyhow!("kind {} cannot run in the engine", kind.kind()))?
-            .run(&mut ctx)
-            .map_err(|e| anyhow::anyhow!("rendering {}: {e}", inst.label()))?;
-        drop(ctx);
-        let _ = std::fs::remove_file(staging.path().join(crate::kind::LOG_OUTPUT));
-        note_overrides(staging.path(), overrides)?;
-        let instance = inst.label();
-        let origin = publish::Origin {
-            pipeline: &plan.spec().name,
-            instance: &instance,
-            source: publish::Source::Rendered,
-        };
-        publish::install_dir(staging, &dest, &origin)?;
-        done.rendered += 1;
-        if let Ok(table) = std::fs::read_to_string(dest.join("table.md")) {
-            done.tables
-                .push((label(&inst.stage, &inst.binding), table, dest));
-        }
-    }
-    done.missing.sort();
-    done.missing.dedup();
-    Ok(done)
 }

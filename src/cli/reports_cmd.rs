@@ -116,7 +116,7 @@ fn print_list(root: &Path, folders: &[Folder]) {
     let width = folders.iter().map(|f| f.name.len()).max().unwrap_or(0);
     let now = crate::cache::store::now();
     for f in folders {
-        let reports = super::plan::count(f.reports, "report", "reports");
+        let reports = super::output::count(f.reports, "report", "reports");
         let age = f
             .published
             .map(|at| format!(", published {}", ago(now - at)))
@@ -136,7 +136,7 @@ fn print_list(root: &Path, folders: &[Folder]) {
     if variants > 0 {
         println!(
             "\n{} in {}: `asymflow reports --clean` deletes them all, `asymflow reports rm NAME` one",
-            super::plan::count(variants, "variant", "variants"),
+            super::output::count(variants, "variant", "variants"),
             root.display()
         );
     }

@@ -6,143 +6,93 @@
 //! `reports/PIPELINE+DIGEST/` when overrides change the resolved pipeline, so a one-off run never replaces the
 //! plain pipeline's tables (each such table names its overrides at its foot). With
 //! `--keep-going`, a report whose inputs partly failed is still rendered from whatever
-//! finished, through the same path as `asymflow report`.
+//! finished, through the same path as `asymflow report`. The run itself is one call into the
+//! engine ([`crate::exec::run::run`]); this file turns the arguments into its request and its
+//! outcome into text.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::common::{
-    cache_for, label, load_plan_of, note_overrides, print_json, registry, reports_dir,
-};
-use super::{exit, failure, output, report_cmd, OverrideArgs, RunArgs};
-use crate::cache::{Cache, Index};
-use crate::exec::executor::Executor;
-use crate::exec::{self, publish::publish, RunOptions, RunSummary, Status};
-use crate::graph::Plan;
-use crate::kind::Registry;
+use super::common::{label, plan_source, print_json, registry};
+use super::{exit, failure, output, RunArgs};
+use crate::exec::choice::ExecutorSettings;
+use crate::exec::run::{RunOutcome, RunRequest};
+use crate::exec::{self, RunSummary, Status};
 
 /// Runs a pipeline.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let registry = registry();
-    let plan = load_plan_of(&args.pipeline, &registry, &args.stages)?;
-    let cache = cache_for(&args.pipeline.cache, &plan.spec().project_dir);
-    let force = forced_instances(&plan, &args.force)?;
-    // Where the reports go, checked before anything runs: a destination that is not ours
-    // fails now, not after hours of training (and is checked again when publishing).
-    let reports = reports_dir(
-        &args.pipeline,
-        &registry,
-        &plan.spec().project_dir,
-        &plan.spec().name,
-        args.reports.as_deref(),
-    )?;
-    let (root, overrides) = (reports.dir.clone(), &reports.overrides);
-    check_report_folders(&plan, &registry, &cache, &root)?;
+    let json = args.pipeline.json;
     let cancel = Arc::new(AtomicBool::new(false));
-    install_ctrl_c(&cancel);
-    let mut options = RunOptions {
-        jobs: args.jobs,
-        keep_going: args.keep_going,
-        progress: !args.pipeline.json && !output::quiet(),
-        device_slots: args.device_slots,
-        retries: args.retries,
-        force,
-        remote: super::remote::remote_for(
-            &plan.spec().project_dir,
-            args.offline,
-            args.require_remote,
-        )?,
-    };
-    let estimate = estimate_run(&plan, &registry, &cache);
-    let clock = std::time::Instant::now();
-    let mut run_plan = |plan: &Plan| -> anyhow::Result<RunSummary> {
-        let summary = match args.executor {
-            ExecutorChoice::Local => exec::run(plan, &registry, &cache, &options, &cancel)?,
-            ExecutorChoice::Slurm => {
-                let mut executor = slurm_executor(plan, &registry, &options, args.max_jobs)?;
-                let summary =
-                    exec::run_with(plan, &registry, &cache, &options, &cancel, &mut executor);
-                executor.shutdown();
-                summary?
-            }
-        };
-        // `--force` names instances of the first plan; a search's later plans number theirs
-        // anew.
-        options.force.clear();
-        Ok(summary)
-    };
-    let (plan, summary) = if plan.searches().is_empty() {
-        let summary = run_plan(&plan)?;
-        (plan, summary)
-    } else {
-        let mut load = || load_plan_of(&args.pipeline, &registry, &args.stages);
-        exec::search::drive(plan, &mut load, &mut run_plan)?
-    };
-
-    // Publish reports and show their tables. A failed publish is reported after the summary,
-    // which is never lost.
-    let index = cache.index()?;
-    let mut published =
-        publish_reports(&plan, &registry, &cache, &index, &summary, &root, overrides)?;
-    match exec::publish::publish_searches(&plan.spec().name, plan.searches(), &root) {
-        Ok(dirs) if !args.pipeline.json && !output::quiet() => {
-            for (search, dir) in plan.searches().iter().zip(dirs) {
-                eprintln!("search {}: report in {}", search.name, dir.display());
-            }
+    let outcome = exec::run::run(&request(args), &registry, &cancel, install_ctrl_c)?;
+    if !json && !output::quiet() {
+        for (search, dir) in &outcome.search_reports {
+            eprintln!("search {search}: report in {}", dir.display());
         }
-        Ok(_) => {}
-        Err(e) => published.errors.push(e),
     }
-    // With --keep-going, reports that did not run render from what finished.
-    if args.keep_going && !summary.interrupted && !published.unrendered.is_empty() {
-        let rendered = report_cmd::render(
-            &plan,
-            &registry,
-            &cache,
-            &root,
-            overrides,
-            &published.unrendered,
-        )?;
-        published.tables.extend(rendered.tables);
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
     }
-    if let Err(e) = reports.mark(&plan.spec().name) {
-        eprintln!("warning: {e}");
-    }
-
-    if args.pipeline.json {
+    let RunOutcome {
+        plan,
+        summary,
+        cache,
+        index,
+        ..
+    } = &outcome;
+    if json {
         print_json(&with_labels(serde_json::to_value(WithSearches {
-            summary: &summary,
+            summary,
             searches: plan.searches(),
         })?))?;
     } else {
-        for (name, table, dest) in &published.tables {
+        for (name, table, dest) in &outcome.tables {
             println!("\n{name} (in {}):\n\n{table}", dest.display());
         }
     }
-    for (outcome, inst) in summary.instances.iter().zip(plan.instances()) {
-        if outcome.status == Status::Failed {
+    for (result, inst) in summary.instances.iter().zip(plan.instances()) {
+        if result.status == Status::Failed {
             eprintln!(
                 "{}",
-                failure::describe(&cache, Some(&index), inst, &outcome.reason)
+                failure::describe(cache, Some(index), inst, &result.reason)
             );
         }
     }
-    if !args.pipeline.json {
-        print_summary(&summary, clock.elapsed().as_secs_f64(), estimate.as_ref());
+    if !json {
+        print_summary(summary, outcome.seconds, outcome.estimate.as_ref());
     }
-    for e in &published.errors {
+    for e in &outcome.errors {
         eprintln!("error: {e}");
     }
     Ok(if summary.interrupted {
         ExitCode::from(exit::INTERRUPTED)
-    } else if summary.success() && published.errors.is_empty() {
+    } else if outcome.success() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(exit::STAGE_FAILED)
     })
+}
+
+/// The engine's request for `run`'s arguments.
+fn request(args: RunArgs) -> RunRequest {
+    RunRequest {
+        source: plan_source(&args.pipeline),
+        targets: args.stages,
+        force: args.force,
+        reports: args.reports,
+        executor: args.executor,
+        settings: ExecutorSettings {
+            jobs: args.jobs,
+            device_slots: args.device_slots,
+            max_jobs: args.max_jobs,
+        },
+        keep_going: args.keep_going,
+        progress: !args.pipeline.json && !output::quiet(),
+        retries: args.retries,
+        offline: args.offline,
+        require_remote: args.require_remote,
+    }
 }
 
 /// `run --json`: the summary, and where each search stands (its trials' numbers, values and
@@ -166,134 +116,6 @@ fn with_labels(mut doc: serde_json::Value) -> serde_json::Value {
         }
     }
     doc
-}
-
-/// The instances `--force` names (a stage, or one instance's label), each checked against the
-/// plan with the labels that exist when it names nothing.
-fn forced_instances(plan: &Plan, targets: &[String]) -> anyhow::Result<BTreeSet<usize>> {
-    let mut force = BTreeSet::new();
-    for target in targets {
-        force.extend(crate::select::matching(
-            plan,
-            target,
-            &format!("--force {target}: "),
-        )?);
-    }
-    Ok(force)
-}
-
-/// What publishing a run's reports gave.
-struct Published {
-    /// Each published table: the report's label, its markdown, its folder.
-    tables: Vec<(String, String, PathBuf)>,
-    /// Reports that could not be copied out of the cache.
-    errors: Vec<exec::publish::PublishError>,
-    /// Report instances without a result (their inputs failed, or the run stopped).
-    unrendered: Vec<String>,
-}
-
-/// Copies every report instance that has a result to its folder under `root`.
-fn publish_reports(
-    plan: &Plan,
-    registry: &Registry,
-    cache: &Cache,
-    index: &Index,
-    summary: &RunSummary,
-    root: &Path,
-    overrides: &OverrideArgs,
-) -> anyhow::Result<Published> {
-    let mut published = Published {
-        tables: Vec::new(),
-        errors: Vec::new(),
-        unrendered: Vec::new(),
-    };
-    for outcome in &summary.instances {
-        let publishes = plan
-            .spec()
-            .stage(&outcome.stage)
-            .and_then(|s| registry.get(&s.kind))
-            .is_some_and(|k| k.publishes());
-        if !publishes {
-            continue;
-        }
-        let record = match &outcome.key {
-            Some(key) => index.lookup(key)?,
-            None => None,
-        };
-        let Some(record) = record else {
-            published
-                .unrendered
-                .push(label(&outcome.stage, &outcome.binding));
-            continue;
-        };
-        let dest = report_folder(root, &outcome.stage, &outcome.binding);
-        let instance = label(&outcome.stage, &outcome.binding);
-        let written = match publish(cache, &record, &dest, &instance) {
-            Ok(written) => written,
-            Err(e) => {
-                published.errors.push(e);
-                continue;
-            }
-        };
-        note_overrides(&dest, overrides)?;
-        if written
-            .iter()
-            .any(|p| p.file_name().is_some_and(|n| n == "table.md"))
-        {
-            published.tables.push((
-                label(&outcome.stage, &outcome.binding),
-                std::fs::read_to_string(dest.join("table.md"))?,
-                dest,
-            ));
-        }
-    }
-    Ok(published)
-}
-
-/// Refuses, when the plan has reports, a reports root inside the cache and report folders
-/// asymflow did not publish.
-fn check_report_folders(
-    plan: &Plan,
-    registry: &Registry,
-    cache: &Cache,
-    root: &Path,
-) -> anyhow::Result<()> {
-    let folders: Vec<PathBuf> = plan
-        .instances()
-        .iter()
-        .filter(|inst| registry.get(&inst.kind).is_some_and(|k| k.publishes()))
-        .map(|inst| report_folder(root, &inst.stage, &inst.binding))
-        .collect();
-    if !folders.is_empty() {
-        exec::publish::check_outside_cache(root, cache.dir())?;
-    }
-    for folder in &folders {
-        exec::publish::check_replaceable(folder)?;
-    }
-    Ok(())
-}
-
-/// The folder of one report instance under `root`.
-pub(crate) fn report_folder(
-    root: &Path,
-    stage: &str,
-    binding: &std::collections::BTreeMap<String, serde_json::Value>,
-) -> PathBuf {
-    root.join(exec::publish::folder_name(&folder(stage, binding)))
-}
-
-/// What `plan` would estimate for this run, to show beside the time it took; `None` when it
-/// cannot be read (an estimate never stops a run).
-fn estimate_run(
-    plan: &Plan,
-    registry: &Registry,
-    cache: &Cache,
-) -> Option<exec::estimate::Estimate> {
-    if !cache.dir().join("index.sqlite").is_file() {
-        return None;
-    }
-    let planned = exec::plan_status(plan, registry, cache).ok()?;
-    exec::estimate::of_planned(&cache.index().ok()?, registry, &planned).ok()
 }
 
 /// `estimated about 9 min here (from 12 similar results); the stages took 8 min`, when the
@@ -373,19 +195,7 @@ fn print_summary(summary: &RunSummary, seconds: f64, estimate: Option<&exec::est
     }
 }
 
-/// The folder of one report instance under the reports root: the stage, or its label.
-pub fn folder(
-    stage: &str,
-    binding: &std::collections::BTreeMap<String, serde_json::Value>,
-) -> String {
-    if binding.is_empty() {
-        stage.to_string()
-    } else {
-        label(stage, binding)
-    }
-}
-
-/// First Ctrl-C, SIGTERM (what `timeout`, Slurm and systemd send) or SIGHUP (a closed
+/// First Ctrl-C, SIGTERM (what `timeout`, cluster schedulers and systemd send) or SIGHUP (a closed
 /// terminal): stop launching stages and let running ones stop at their next check (a worker
 /// that does not stop within the grace is killed). Second: exit at once; the workers die with
 /// the engine (their parent-death signal). The cache stays consistent either way: nothing is
@@ -399,70 +209,4 @@ fn install_ctrl_c(cancel: &Arc<AtomicBool>) {
         }
         eprintln!("\ninterrupted: stopping after running stages stop (Ctrl-C again to exit now)");
     });
-}
-
-/// `--executor`: where stages run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
-pub enum ExecutorChoice {
-    /// On this machine: the kinds without tensors in the engine, the rest in workers.
-    #[default]
-    Local,
-    /// The stage classes the project's `[executor.slurm]` profile submits go to Slurm as jobs
-    /// (`asymflow exec`); the rest run here.
-    Slurm,
-}
-
-/// The Slurm executor of the project's profile, with a local executor for the classes it does
-/// not submit.
-fn slurm_executor(
-    plan: &crate::graph::Plan,
-    registry: &Arc<crate::kind::Registry>,
-    options: &RunOptions,
-    max_jobs: Option<usize>,
-) -> anyhow::Result<exec::routed::Routed> {
-    use crate::exec::slurm::{JobCommand, SlurmExecutor};
-    let profile = slurm_profile(&plan.spec().project_dir)?;
-    let exe = std::env::current_exe()?;
-    let route = profile.clone();
-    let cluster = SlurmExecutor::new(profile, JobCommand::asymflow_exec(&exe), max_jobs)?;
-    let local = exec::local::LocalExecutor::new(
-        Arc::clone(registry),
-        exec::local::LocalOptions {
-            jobs: options.jobs,
-            device_slots: options.device_slots,
-        },
-    )?;
-    Ok(exec::routed::Routed::new(
-        Box::new(cluster),
-        Box::new(local),
-        Box::new(move |class| route.submits(class)),
-    ))
-}
-
-/// The `[executor.slurm]` profile of the project at `project`, checked.
-pub(crate) fn slurm_profile(
-    project: &std::path::Path,
-) -> anyhow::Result<crate::exec::slurm::SlurmProfile> {
-    let file = project.join(crate::config::CONFIG_FILE);
-    let config = crate::config::ProjectConfig::load(project)?;
-    let table = config
-        .executor
-        .as_ref()
-        .and_then(|t| t.get("slurm"))
-        .cloned()
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "--executor slurm: no [executor.slurm] profile in {}; add one (partition, \
-                 account, time, mem, and gres under [executor.slurm.device]); the README's \
-                 `Running on a Slurm cluster` has a worked example",
-                file.display()
-            )
-        })?;
-    let profile: crate::exec::slurm::SlurmProfile = table
-        .try_into()
-        .map_err(|e| anyhow::anyhow!("{} [executor.slurm]: {e}", file.display()))?;
-    profile
-        .validate()
-        .map_err(|e| anyhow::anyhow!("{} [executor.slurm]: {e}", file.display()))?;
-    Ok(profile)
 }

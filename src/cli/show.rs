@@ -3,7 +3,7 @@
 //! `STAGE` may be one instance's label (`model[seed=0]`). The params shown are those the stage
 //! receives (templates, vars, sweep values and `--set` applied), also for an instance that has
 //! not run; outputs are listed by the path of their object in the cache, a file the user can
-//! open or copy, and a result computed as a Slurm job lists that job's log.
+//! open or copy, and a result computed as a cluster job lists that job's log.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -132,8 +132,8 @@ fn describe(
         })
         .collect();
     let provenance = cache.index()?.provenance(&record.key)?;
-    let slurm_logs = crate::exec::slurm::job_logs(cache.dir(), &record.key);
-    let value = serde_json::json!({
+    let job_logs = crate::exec::choice::job_logs(cache.dir(), &record.key);
+    let mut value = serde_json::json!({
         "instance": name,
         "key": record.key,
         "kind": record.kind,
@@ -145,8 +145,10 @@ fn describe(
         "finished": record.finished,
         "device": record.device,
         "provenance": provenance,
-        "slurm_logs": slurm_logs,
     });
+    for logs in &job_logs {
+        value[format!("{}_logs", logs.executor)] = serde_json::to_value(&logs.paths)?;
+    }
     if json {
         return Ok(value);
     }
@@ -161,36 +163,7 @@ fn describe(
         print_params(params);
     }
     if let Some(p) = &provenance {
-        let libtorch = if p.libtorch.is_empty() {
-            String::new()
-        } else {
-            format!(", libtorch {}", p.libtorch)
-        };
-        println!(
-            "  made by   asymflow {} ({}){libtorch}, {} threads on {}{}{}",
-            p.asymflow,
-            p.git_commit,
-            p.threads,
-            p.device,
-            if p.host.is_empty() {
-                String::new()
-            } else {
-                format!(" at {}", p.host)
-            },
-            if p.runner.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", p.runner)
-            },
-        );
-        if !p.telemetry.is_empty() {
-            let items: Vec<String> = p
-                .telemetry
-                .iter()
-                .map(|(k, v)| format!("{k} {v:.4}"))
-                .collect();
-            println!("  telemetry {}", items.join(", "));
-        }
+        print_provenance(p);
     }
     if let Some(key) = &key {
         if !key.inputs.is_empty() {
@@ -198,11 +171,63 @@ fn describe(
             for (slot, ups) in &key.inputs {
                 println!(
                     "    {slot}: {}",
-                    super::plan::count(ups.len(), "instance", "instances")
+                    super::output::count(ups.len(), "instance", "instances")
                 );
             }
         }
     }
+    print_outputs(cache, record);
+    for logs in &job_logs {
+        for log in &logs.paths {
+            println!("  {} log {}", logs.executor, log.display());
+        }
+    }
+    if !record.metrics.is_empty() {
+        println!("  metrics");
+        for (k, v) in &record.metrics {
+            println!("    {k} = {v}");
+        }
+    }
+    println!();
+    Ok(value)
+}
+
+/// Where and with what the result was made, and its telemetry.
+fn print_provenance(p: &crate::cache::Provenance) {
+    let libtorch = if p.libtorch.is_empty() {
+        String::new()
+    } else {
+        format!(", libtorch {}", p.libtorch)
+    };
+    println!(
+        "  made by   asymflow {} ({}){libtorch}, {} threads on {}{}{}",
+        p.asymflow,
+        p.git_commit,
+        p.threads,
+        p.device,
+        if p.host.is_empty() {
+            String::new()
+        } else {
+            format!(" at {}", p.host)
+        },
+        if p.runner.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", p.runner)
+        },
+    );
+    if !p.telemetry.is_empty() {
+        let items: Vec<String> = p
+            .telemetry
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.4}"))
+            .collect();
+        println!("  telemetry {}", items.join(", "));
+    }
+}
+
+/// Each output's size and object path, and a split's summary.
+fn print_outputs(cache: &Cache, record: &RunRecord) {
     println!("  outputs");
     for (n, o) in &record.outputs {
         let size = cache.objects().size_of(&o.digest).unwrap_or(0);
@@ -225,15 +250,4 @@ fn describe(
             }
         }
     }
-    for log in &slurm_logs {
-        println!("  slurm log {}", log.display());
-    }
-    if !record.metrics.is_empty() {
-        println!("  metrics");
-        for (k, v) in &record.metrics {
-            println!("    {k} = {v}");
-        }
-    }
-    println!();
-    Ok(value)
 }

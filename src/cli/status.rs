@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use super::common::{cache_here, existing_cache};
-use super::plan::count;
+use super::output::count;
 use super::CacheArgs;
 use crate::cache::leases::lease_is_stale;
 use crate::cache::store::now;
@@ -46,12 +46,8 @@ pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
             count(external.len(), "job", "jobs")
         );
         for (key, job, orphaned) in external {
-            let what = if job.executor == crate::exec::slurm::EXECUTOR_NAME {
-                format!("Slurm job {}", job.id)
-            } else {
-                format!("{} job {}", job.executor, job.id)
-            };
-            let label = crate::exec::slurm::job_label(&job.dir)
+            let what = crate::exec::choice::describe_job(&job);
+            let label = crate::exec::choice::job_label(&job)
                 .unwrap_or_else(|| crate::cache::short_key(&key).to_string());
             let state = if orphaned {
                 "its engine is gone; the next run follows it"

@@ -10,6 +10,10 @@
 //!                                                            per job: a cluster executor)
 //! ```
 //!
+//! - [`run`](mod@run): one run of a pipeline as one call (request in, outcome out): what the
+//!   CLI's `run` calls; [`load`]: a pipeline file and its overrides to a plan.
+//! - [`choice`]: `--executor`, and what commands ask of an executor without naming it
+//!   (placement for `plan`, job logs and labels for `show` and `status`).
 //! - [`freshness`]: keys, hits, and dirty reasons (the rules are written there).
 //! - [`plan_status`]: `asymflow plan` (what would run, and why).
 //! - [`scheduler`] (over the pure state machine in `schedule`): the ready queue, leases, retries, Ctrl-C; records results, one transaction
@@ -22,25 +26,32 @@
 //! - [`routed`]: two executors behind one, by resource class (Slurm for GPUs, local for the
 //!   rest).
 //! - [`slurm`]: `SlurmExecutor`, one `sbatch` job per instance running `asymflow exec`.
-//! - [`progress`]: progress bars; [`publish`]: reports copied out of the cache.
+//! - [`progress`]: progress bars; [`publish`]: reports copied out of the cache, into the
+//!   folders [`reports_root`] names; [`render`]: reports rendered from what the cache holds.
 //! - [`resolve`]: a pipeline's keys from records, for moving results between caches.
 //! - [`search`]: searches as graph expansion over time (replay, the run loop);
 //!   [`lineage`]: which instances read test images.
 
+pub mod choice;
 mod deadlines;
 pub mod estimate;
 pub mod executor;
 pub mod freshness;
 pub mod lineage;
+pub(crate) mod load;
 pub mod local;
 mod pipe;
 pub mod plan_status;
 pub mod progress;
 pub mod protocol;
 pub mod publish;
+pub(crate) mod render;
 pub mod report_folders;
+pub(crate) mod reports_root;
 pub mod resolve;
 pub mod routed;
+pub(crate) mod run;
+mod run_reports;
 mod schedule;
 pub mod scheduler;
 pub mod search;

@@ -31,6 +31,32 @@ pub enum Override {
     Sweep(String),
 }
 
+/// The overrides as a user would type them again: `--set 'a=1' --sweep 'seed=7'` (empty
+/// when there are none).
+pub fn command_line(overrides: &[Override]) -> String {
+    overrides
+        .iter()
+        .map(|o| match o {
+            Override::Set(s) => format!("--set {}", shell_quote(s)),
+            Override::Sweep(s) => format!("--sweep {}", shell_quote(s)),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `text` quoted for a POSIX shell when it needs it.
+pub fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,=/:+@%".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 impl Override {
     /// Applies this override to `raw`.
     pub fn apply(&self, raw: &mut RawPipeline) -> Result<(), SpecError> {
@@ -422,5 +448,24 @@ fn unknown_axis(raw: &RawPipeline, name: &str, loc: &Loc) -> SpecError {
         error.hint("declare the axis under [sweep] in the pipeline file first")
     } else {
         error.suggest(name, names.iter().map(String::as_str))
+    }
+}
+
+#[cfg(test)]
+mod command_line_tests {
+    use super::*;
+
+    #[test]
+    fn overrides_are_written_back_in_order_quoted_where_a_shell_needs_it() {
+        let overrides = [
+            Override::Set("vars.a=1".into()),
+            Override::Sweep("seed=1, 2".into()),
+            Override::Set("x='y'".into()),
+        ];
+        assert_eq!(
+            command_line(&overrides),
+            r#"--set vars.a=1 --sweep 'seed=1, 2' --set 'x='\''y'\'''"#
+        );
+        assert_eq!(command_line(&[]), "");
     }
 }

@@ -14,12 +14,15 @@
 //! - [`tracker`]: one job's states to the engine's events: a pure state machine.
 //! - [`tools`]: running `sbatch`, `squeue`, `scontrol`, `sacct`, `scancel`.
 //! - [`executor`]: [`SlurmExecutor`], the [`crate::exec::executor::Executor`] tying them up.
+//! - [`setup`]: the `--executor slurm` choice: the project's profile, the routed executor a run
+//!   submits to, where `plan` says instances would run.
 
 pub mod command;
 pub mod executor;
 pub mod layout;
 pub mod profile;
 pub mod script;
+pub mod setup;
 pub mod state;
 pub mod tools;
 pub mod tracker;

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::{badge, pairs, progress_text, time};
 use crate::cache::{IndexHasher, RunRecord, StageKey};
 use crate::exec::freshness::{dirty_reasons, fingerprint, instance_key};
+use crate::graph::Instance;
 use crate::kind::LOG_OUTPUT;
 use crate::report::loss::{parse_curves, LOSS_OUTPUT};
 use crate::serve::html::{bytes, esc, json_block, label, num, page, seg, value_text};
@@ -119,14 +120,63 @@ pub(crate) fn loss_curves(site: &Site, record: &RunRecord) -> Option<Value> {
     ))
 }
 
-/// The page.
+/// The page: the instance's summary, why it would rerun, its parameters and inputs, its
+/// result (outputs, metrics, loss, provenance) when cached, its live loss while running, and
+/// its log.
 pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<String, ServeError> {
     let base = format!("/p/{}", seg(&state.name));
     let here = format!("{base}/i/{}", s.index);
     let inst = &state.plan.instances()[s.index];
     let title = label(&inst.stage, &inst.binding);
-    let mut body = String::new();
+    let mut body = summary_section(inst, s);
 
+    body.push_str("<section><h2>Why would this rerun</h2>");
+    let reasons = why_rerun(site, state, s)?;
+    body.push_str(&reason::render_list(
+        &reasons,
+        "It would not: its result under the current pipeline file is in the cache.",
+    ));
+    body.push_str("</section>\n");
+
+    body.push_str("<section><h2>Parameters</h2>");
+    body.push_str(&params_table(inst));
+    body.push_str("</section>\n");
+
+    if !inst.inputs.is_empty() {
+        body.push_str("<section><h2>Inputs</h2>");
+        body.push_str(&inputs_table(state, inst, &base));
+        body.push_str("</section>\n");
+    }
+
+    if let Some(record) = &s.record {
+        body.push_str(&outputs_section(site, record, &here));
+        body.push_str(&metrics_section(record));
+        if let Some(curves) = loss_curves(site, record) {
+            body.push_str("<section><h2>Loss</h2>");
+            body.push_str(&json_block("loss-data", &curves));
+            body.push_str("<div class=\"chart\" id=\"loss-chart\" data-src=\"loss-data\" data-x=\"epoch\" data-y=\"loss\"></div></section>\n");
+        }
+        body.push_str(&provenance_section(record));
+    }
+
+    if s.status == Status::Running {
+        body.push_str(&live_loss_section(site, s));
+    }
+    body.push_str(&log_section(site, s, &here));
+
+    Ok(page(
+        &title,
+        &[
+            (base.clone(), state.name.clone()),
+            (here.clone(), title.clone()),
+        ],
+        &body,
+        Some(&format!("/api{here}")),
+    ))
+}
+
+/// The status (with live progress), stage, kind, key, sweep values and error, as pairs.
+fn summary_section(inst: &Instance, s: &InstanceState) -> String {
     let mut summary = vec![
         (
             "status".to_string(),
@@ -157,170 +207,177 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
             format!("<pre class=\"error\">{}</pre>", esc(failure)),
         ));
     }
-    body.push_str(&pairs(&summary));
+    pairs(&summary)
+}
 
-    body.push_str("<section><h2>Why would this rerun</h2>");
-    let reasons = why_rerun(site, state, s)?;
-    body.push_str(&reason::render_list(
-        &reasons,
-        "It would not: its result under the current pipeline file is in the cache.",
-    ));
-    body.push_str("</section>\n");
-
-    body.push_str("<section><h2>Parameters</h2>");
+/// The parameters the instance receives.
+fn params_table(inst: &Instance) -> String {
     let params: Vec<(String, String)> = inst
         .params
         .0
         .iter()
         .map(|(k, v)| (k.clone(), format!("<code>{}</code>", esc(&v.to_string()))))
         .collect();
-    body.push_str(&pairs(&params));
-    body.push_str("</section>\n");
+    pairs(&params)
+}
 
-    if !inst.inputs.is_empty() {
-        body.push_str("<section><h2>Inputs</h2>");
-        let rows: Vec<(String, String)> = inst
-            .inputs
-            .iter()
-            .map(|(slot, ups)| {
-                let links: Vec<String> = ups
-                    .iter()
-                    .map(|&u| {
-                        format!(
-                            "<a href=\"{base}/i/{u}\">{}</a> {}",
-                            esc(&state.label(u)),
-                            badge(state.instances[u].status)
-                        )
-                    })
-                    .collect();
-                (slot.clone(), links.join("<br>"))
-            })
-            .collect();
-        body.push_str(&pairs(&rows));
-        body.push_str("</section>\n");
-    }
-
-    if let Some(record) = &s.record {
-        let corrupt = corrupt_outputs(site, record);
-        body.push_str("<section><h2>Outputs</h2><table class=\"grid\" id=\"outputs\"><thead><tr><th>name</th><th>size</th><th>digest</th><th></th></tr></thead><tbody>");
-        for (name, out) in &record.outputs {
-            let size = objects::size(site.cache(), &out.digest);
-            let href = format!("{here}/out/{}", seg(name));
-            let size = size.map(bytes).unwrap_or_else(|| "missing".into());
-            let size = if corrupt.contains(&out.digest) {
-                format!("{size} <span class=\"badge st-failed corrupt\">corrupt</span>")
-            } else {
-                size
-            };
-            let _ = write!(
-                body,
-                "<tr><td>{}{}</td><td class=\"num\">{}</td><td><code title=\"{}\">{}</code></td><td><a href=\"{}\" download>download</a></td></tr>",
-                esc(name),
-                if out.is_dir { "/" } else { "" },
-                size,
-                esc(&out.digest),
-                esc(short(&out.digest)),
-                esc(&href)
-            );
-            if out.is_dir {
-                if let Ok(manifest) = objects::manifest(site.cache(), &out.digest) {
-                    for (rel, digest) in manifest.entries.iter().take(200) {
-                        let _ = write!(
-                            body,
-                            "<tr class=\"sub\"><td>{}/{}</td><td class=\"num\">{}</td><td><code title=\"{}\">{}</code></td><td><a href=\"/objects/{}?name={}\" download>download</a></td></tr>",
-                            esc(name),
-                            esc(rel),
-                            objects::size(site.cache(), digest).map(bytes).unwrap_or_else(|| "missing".into()),
-                            esc(digest),
-                            esc(short(digest)),
-                            esc(digest),
-                            seg(&objects::download_name(rel))
-                        );
-                    }
-                    if manifest.entries.len() > 200 {
-                        let _ = write!(body, "<tr class=\"sub\"><td colspan=\"4\" class=\"muted\">and {} more files</td></tr>", manifest.entries.len() - 200);
-                    }
-                }
-            }
-        }
-        body.push_str("</tbody></table></section>\n");
-
-        body.push_str("<section><h2>Metrics</h2>");
-        if record.metrics.is_empty() {
-            body.push_str("<p class=\"muted\">none recorded</p>");
-        } else {
-            let rows: Vec<(String, String)> = record
-                .metrics
+/// Each input slot and the upstream instances connected to it, linked, with their status.
+fn inputs_table(state: &PipelineState, inst: &Instance, base: &str) -> String {
+    let rows: Vec<(String, String)> = inst
+        .inputs
+        .iter()
+        .map(|(slot, ups)| {
+            let links: Vec<String> = ups
                 .iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        format!(
-                            "<span class=\"num\" data-metric=\"{}\">{}</span>",
-                            esc(k),
-                            num(*v)
-                        ),
+                .map(|&u| {
+                    format!(
+                        "<a href=\"{base}/i/{u}\">{}</a> {}",
+                        esc(&state.label(u)),
+                        badge(state.instances[u].status)
                     )
                 })
                 .collect();
-            body.push_str(&pairs(&rows));
-        }
-        body.push_str("</section>\n");
+            (slot.clone(), links.join("<br>"))
+        })
+        .collect();
+    pairs(&rows)
+}
 
-        if let Some(curves) = loss_curves(site, record) {
-            body.push_str("<section><h2>Loss</h2>");
-            body.push_str(&json_block("loss-data", &curves));
-            body.push_str("<div class=\"chart\" id=\"loss-chart\" data-src=\"loss-data\" data-x=\"epoch\" data-y=\"loss\"></div></section>\n");
-        }
-
-        body.push_str("<section><h2>Provenance and telemetry</h2>");
-        let key: Option<StageKey> = serde_json::from_str(&record.key_json).ok();
-        let prov = vec![
-            ("pipeline".to_string(), esc(&record.pipeline)),
-            ("stage when it ran".into(), esc(&record.stage)),
-            ("kind".into(), esc(&record.kind)),
-            (
-                "IMPL_VERSION".into(),
-                key.as_ref()
-                    .map(|k| k.impl_version.to_string())
-                    .unwrap_or_default(),
-            ),
-            (
-                "key format".into(),
-                key.as_ref()
-                    .map(|k| k.format.to_string())
-                    .unwrap_or_default(),
-            ),
-            ("started".into(), time(record.started)),
-            ("finished".into(), time(record.finished)),
-            ("duration".into(), format!("{:.2} s", record.duration)),
-            ("device".into(), esc(&record.device)),
-        ];
-        body.push_str(&pairs(&prov));
-        let pretty = serde_json::from_str::<Value>(&record.key_json)
-            .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
-            .unwrap_or_else(|_| record.key_json.clone());
-        let _ = writeln!(
+/// The result's outputs: size, digest and a download link each (a folder's files below it),
+/// corrupt objects marked.
+fn outputs_section(site: &Site, record: &RunRecord, here: &str) -> String {
+    let mut body = String::new();
+    let corrupt = corrupt_outputs(site, record);
+    body.push_str("<section><h2>Outputs</h2><table class=\"grid\" id=\"outputs\"><thead><tr><th>name</th><th>size</th><th>digest</th><th></th></tr></thead><tbody>");
+    for (name, out) in &record.outputs {
+        let size = objects::size(site.cache(), &out.digest);
+        let href = format!("{here}/out/{}", seg(name));
+        let size = size.map(bytes).unwrap_or_else(|| "missing".into());
+        let size = if corrupt.contains(&out.digest) {
+            format!("{size} <span class=\"badge st-failed corrupt\">corrupt</span>")
+        } else {
+            size
+        };
+        let _ = write!(
             body,
-            "<details><summary>The key, field by field</summary><pre>{}</pre></details></section>",
-            esc(&pretty)
+            "<tr><td>{}{}</td><td class=\"num\">{}</td><td><code title=\"{}\">{}</code></td><td><a href=\"{}\" download>download</a></td></tr>",
+            esc(name),
+            if out.is_dir { "/" } else { "" },
+            size,
+            esc(&out.digest),
+            esc(short(&out.digest)),
+            esc(&href)
         );
+        if out.is_dir {
+            if let Ok(manifest) = objects::manifest(site.cache(), &out.digest) {
+                for (rel, digest) in manifest.entries.iter().take(200) {
+                    let _ = write!(
+                        body,
+                        "<tr class=\"sub\"><td>{}/{}</td><td class=\"num\">{}</td><td><code title=\"{}\">{}</code></td><td><a href=\"/objects/{}?name={}\" download>download</a></td></tr>",
+                        esc(name),
+                        esc(rel),
+                        objects::size(site.cache(), digest).map(bytes).unwrap_or_else(|| "missing".into()),
+                        esc(digest),
+                        esc(short(digest)),
+                        esc(digest),
+                        seg(&objects::download_name(rel))
+                    );
+                }
+                if manifest.entries.len() > 200 {
+                    let _ = write!(body, "<tr class=\"sub\"><td colspan=\"4\" class=\"muted\">and {} more files</td></tr>", manifest.entries.len() - 200);
+                }
+            }
+        }
     }
+    body.push_str("</tbody></table></section>\n");
+    body
+}
 
-    if s.status == Status::Running {
-        let points = live_loss(site, s);
-        body.push_str("<section><h2>Loss so far</h2>");
-        body.push_str(&json_block(
-            "live-loss-data",
-            &json!([{ "name": "loss", "points": points }]),
-        ));
-        body.push_str(
-            "<p class=\"muted\" id=\"live-loss-note\">The loss of each epoch as the stage logs it; \
-             the chart grows while it trains.</p>\
-             <div class=\"chart\" id=\"live-loss\" data-src=\"live-loss-data\" data-x=\"epoch\" data-y=\"loss\"></div></section>\n",
-        );
+/// The result's metrics.
+fn metrics_section(record: &RunRecord) -> String {
+    let mut body = String::new();
+    body.push_str("<section><h2>Metrics</h2>");
+    if record.metrics.is_empty() {
+        body.push_str("<p class=\"muted\">none recorded</p>");
+    } else {
+        let rows: Vec<(String, String)> = record
+            .metrics
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    format!(
+                        "<span class=\"num\" data-metric=\"{}\">{}</span>",
+                        esc(k),
+                        num(*v)
+                    ),
+                )
+            })
+            .collect();
+        body.push_str(&pairs(&rows));
     }
+    body.push_str("</section>\n");
+    body
+}
 
+/// Where, when and with what the result was made, and its key field by field.
+fn provenance_section(record: &RunRecord) -> String {
+    let mut body = String::new();
+    body.push_str("<section><h2>Provenance and telemetry</h2>");
+    let key: Option<StageKey> = serde_json::from_str(&record.key_json).ok();
+    let prov = vec![
+        ("pipeline".to_string(), esc(&record.pipeline)),
+        ("stage when it ran".into(), esc(&record.stage)),
+        ("kind".into(), esc(&record.kind)),
+        (
+            "IMPL_VERSION".into(),
+            key.as_ref()
+                .map(|k| k.impl_version.to_string())
+                .unwrap_or_default(),
+        ),
+        (
+            "key format".into(),
+            key.as_ref()
+                .map(|k| k.format.to_string())
+                .unwrap_or_default(),
+        ),
+        ("started".into(), time(record.started)),
+        ("finished".into(), time(record.finished)),
+        ("duration".into(), format!("{:.2} s", record.duration)),
+        ("device".into(), esc(&record.device)),
+    ];
+    body.push_str(&pairs(&prov));
+    let pretty = serde_json::from_str::<Value>(&record.key_json)
+        .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
+        .unwrap_or_else(|_| record.key_json.clone());
+    let _ = writeln!(
+        body,
+        "<details><summary>The key, field by field</summary><pre>{}</pre></details></section>",
+        esc(&pretty)
+    );
+    body
+}
+
+/// The loss of each epoch a running instance has logged so far, as a chart that grows.
+fn live_loss_section(site: &Site, s: &InstanceState) -> String {
+    let mut body = String::new();
+    let points = live_loss(site, s);
+    body.push_str("<section><h2>Loss so far</h2>");
+    body.push_str(&json_block(
+        "live-loss-data",
+        &json!([{ "name": "loss", "points": points }]),
+    ));
+    body.push_str(
+        "<p class=\"muted\" id=\"live-loss-note\">The loss of each epoch as the stage logs it; \
+         the chart grows while it trains.</p>\
+         <div class=\"chart\" id=\"live-loss\" data-src=\"live-loss-data\" data-x=\"epoch\" data-y=\"loss\"></div></section>\n",
+    );
+    body
+}
+
+/// The instance's log, or why it cannot be shown.
+fn log_section(site: &Site, s: &InstanceState, here: &str) -> String {
+    let mut body = String::new();
     body.push_str("<section><h2>Log</h2>");
     match log_or_error(site, s) {
         Ok(Some(text)) => {
@@ -340,16 +397,7 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
         }
     }
     body.push_str("</section>\n");
-
-    Ok(page(
-        &title,
-        &[
-            (base.clone(), state.name.clone()),
-            (here.clone(), title.clone()),
-        ],
-        &body,
-        Some(&format!("/api{here}")),
-    ))
+    body
 }
 
 /// The (epoch, loss) points a running instance has logged so far.
