@@ -87,12 +87,22 @@ pub const CLASSES_OUTPUT: &str = super::outputs::CLASSES.file;
 /// The `train-classifier` kind.
 pub struct TrainClassifier;
 
-const INPUTS: &[InputDecl] = &[InputDecl {
-    name: "split",
-    required: true,
-    accepts: &[Artifact::Split],
-    doc: "the split stage",
-}];
+const INPUTS: &[InputDecl] = &[
+    InputDecl {
+        name: "split",
+        required: true,
+        accepts: &[Artifact::Split],
+        doc: "the split stage",
+    },
+    InputDecl {
+        name: "resume",
+        required: false,
+        accepts: &[Artifact::Model],
+        doc: "continue from this train-classifier result (same network and classes, fewer \
+              epochs) instead of a fresh start: ASHA connects it to promote a trial; keyed \
+              only when connected",
+    },
+];
 
 /// The output holding the per-epoch losses.
 pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;
