@@ -73,7 +73,8 @@ impl Asha {
     }
 }
 
-/// The slot through which a promoted trial continues from its lower rung's result.
+/// The slot through which a promoted trial continues from its lower rung's result (a kind
+/// that can resume declares it: `crate::stages::train_classifier::RESUME_INPUT`).
 pub const RESUME_SLOT: &str = "resume";
 
 /// An edge within one stage, across one dimension: the instance at coordinate `i` of

@@ -223,3 +223,14 @@ fn check_resource(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_resume_slot_is_the_one_train_classifier_declares() {
+        assert_eq!(
+            super::RESUME_SLOT,
+            crate::stages::train_classifier::RESUME_INPUT
+        );
+    }
+}

@@ -87,6 +87,10 @@ pub const CLASSES_OUTPUT: &str = super::outputs::CLASSES.file;
 /// The `train-classifier` kind.
 pub struct TrainClassifier;
 
+/// The optional input a run continues from (ASHA's promotions connect it; the search's
+/// `crate::spec::search::RESUME_SLOT` names the same slot).
+pub const RESUME_INPUT: &str = "resume";
+
 const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "split",
@@ -95,7 +99,7 @@ const INPUTS: &[InputDecl] = &[
         doc: "the split stage",
     },
     InputDecl {
-        name: "resume",
+        name: RESUME_INPUT,
         required: false,
         accepts: &[Artifact::Model],
         doc: "continue from this train-classifier result (same network and classes, fewer \

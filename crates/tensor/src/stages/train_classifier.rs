@@ -32,7 +32,6 @@ use crate::nn::{
 };
 use crate::TorchResult;
 use asymflow::stages::groups::optim;
-use asymflow::spec::search::RESUME_SLOT;
 use asymflow::stages::train_classifier::*;
 
 /// The content of `classes.json`: row `i` of the classifier is label `labels[i]`.
@@ -402,12 +401,12 @@ pub(crate) fn resume(
     classes: &ClassList,
     device: Device,
 ) -> Result<Option<Model>, StageError> {
-    if ctx.input_all(RESUME_SLOT).is_empty() {
+    if ctx.input_all(RESUME_INPUT).is_empty() {
         return Ok(None);
     }
-    let input = ctx.input(RESUME_SLOT)?;
+    let input = ctx.input(RESUME_INPUT)?;
     let bad = |message: String| StageError::Input {
-        slot: RESUME_SLOT.into(),
+        slot: RESUME_INPUT.into(),
         message,
     };
     let done = input.params.int("epochs")?.max(0) as usize;
