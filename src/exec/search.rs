@@ -15,6 +15,13 @@
 //! search run twice proposes the same trials and finds them all cached; a search killed with
 //! `kill -9` replays to where it stopped; raising `trials` appends batches.
 //!
+//! Under ASHA (`prune`), a coordinate of the dimension is a job, one trial at one rung: the
+//! axis `NAME.rung` holds the rung's resource and is bound into the resource parameter, and
+//! the graph connects each promoted job's instance of the resource stage to the job of the
+//! rung below through its `resume` input ([`crate::spec::search::ResumeLink`]), so the key of
+//! a continued result names the checkpoint it continued from. Which jobs exist is decided by
+//! [`crate::search::asha`], batch by batch, replayed the same way.
+//!
 //! Stages that take `${search.NAME.best.DIM}` (and what reads them) are left out of the plan
 //! until the search has finished; the plan's [`SearchState`]s name them ("waits for search
 //! NAME").
