@@ -89,14 +89,19 @@ fn asha_promotes_the_best_half_which_resumes_from_its_lower_rung() {
     // The promoted job at 4 epochs resumed from the winner's 2-epoch result: its key has the
     // `resume` input, and its loss curve starts with the lower rung's two epochs unchanged.
     let out = p.run(&["show", "pipelines/a.toml", "net", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let shown: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let at = |epochs: i64| -> Vec<&Value> {
         shown
             .iter()
             .filter(|s| {
                 let label = s["instance"].as_str().unwrap_or("");
-                label.contains(&format!("lr.rung={epochs},")) && label.contains(&format!("lr.trial={best}]"))
+                label.contains(&format!("lr.rung={epochs},"))
+                    && label.contains(&format!("lr.trial={best}]"))
             })
             .collect()
     };
@@ -104,16 +109,32 @@ fn asha_promotes_the_best_half_which_resumes_from_its_lower_rung() {
     assert_eq!((top.len(), middle.len(), first.len()), (1, 1, 1));
     let resumed_from = |s: &Value| s["inputs"]["resume"][0]["outputs"]["model.safetensors"].clone();
     let weights = |s: &Value| s["outputs"]["model.safetensors"]["digest"].clone();
-    assert_eq!(resumed_from(top[0]), weights(middle[0]), "{}", top[0]["instance"]);
+    assert_eq!(
+        resumed_from(top[0]),
+        weights(middle[0]),
+        "{}",
+        top[0]["instance"]
+    );
     assert_eq!(resumed_from(middle[0]), weights(first[0]));
-    assert!(first[0]["inputs"].get("resume").is_none(), "{}", first[0]["instance"]);
+    assert!(
+        first[0]["inputs"].get("resume").is_none(),
+        "{}",
+        first[0]["instance"]
+    );
     let (l4, l2) = (losses(&p, top[0]), losses(&p, middle[0]));
     assert_eq!(l4.len(), 4);
-    assert_eq!(l4[..2], l2[..], "the promoted run continues the lower rung's history");
+    assert_eq!(
+        l4[..2],
+        l2[..],
+        "the promoted run continues the lower rung's history"
+    );
 
     // The report's table has each trial's rung.
     let table = std::fs::read_to_string(p.path().join("reports/asha/search-lr/table.md")).unwrap();
-    assert!(table.contains("| rung |") && table.contains("epochs = 4"), "{table}");
+    assert!(
+        table.contains("| rung |") && table.contains("epochs = 4"),
+        "{table}"
+    );
 
     // The same search again decides the same jobs and computes nothing.
     let again = run_doc(&p);
@@ -139,7 +160,10 @@ fn mistakes_in_prune_point_at_their_place() {
             "the resource must be an integer parameter",
         ),
         (
-            ASHA.replace("resource = \"epochs\"", "resource = \"stages.emb.params.resolution\""),
+            ASHA.replace(
+                "resource = \"epochs\"",
+                "resource = \"stages.emb.params.resolution\"",
+            ),
             "stage `emb` is not searched",
         ),
         (

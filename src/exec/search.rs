@@ -569,14 +569,11 @@ pub fn drive<E>(
 fn same_trials(a: &Plan, b: &Plan) -> bool {
     a.instances().len() == b.instances().len()
         && a.searches().len() == b.searches().len()
-        && a.searches()
-            .iter()
-            .zip(b.searches())
-            .all(|(x, y)| {
-                x.trials.len() == y.trials.len()
-                    && x.finished == y.finished
-                    && x.prune.as_ref().map(|p| p.jobs.len()) == y.prune.as_ref().map(|p| p.jobs.len())
-            })
+        && a.searches().iter().zip(b.searches()).all(|(x, y)| {
+            x.trials.len() == y.trials.len()
+                && x.finished == y.finished
+                && x.prune.as_ref().map(|p| p.jobs.len()) == y.prune.as_ref().map(|p| p.jobs.len())
+        })
 }
 
 fn merge(mut summary: RunSummary, ran: &BTreeMap<String, (String, Option<f64>)>) -> RunSummary {

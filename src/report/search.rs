@@ -49,19 +49,21 @@ pub fn write(state: &SearchState, dir: &Path) -> Result<Vec<PathBuf>, ReportErro
 pub fn sorted(state: &SearchState) -> Vec<&Trial> {
     let max = state.goal == "max";
     let mut trials: Vec<&Trial> = state.trials.iter().collect();
-    trials.sort_by(|a, b| b.rung.cmp(&a.rung).then(match (a.objective, b.objective) {
-        (Some(x), Some(y)) => {
-            let order = if max {
-                y.total_cmp(&x)
-            } else {
-                x.total_cmp(&y)
-            };
-            order.then(a.number.cmp(&b.number))
-        }
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.number.cmp(&b.number),
-    }));
+    trials.sort_by(|a, b| {
+        b.rung.cmp(&a.rung).then(match (a.objective, b.objective) {
+            (Some(x), Some(y)) => {
+                let order = if max {
+                    y.total_cmp(&x)
+                } else {
+                    x.total_cmp(&y)
+                };
+                order.then(a.number.cmp(&b.number))
+            }
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.number.cmp(&b.number),
+        })
+    });
     trials
 }
 

@@ -137,7 +137,13 @@ mod tests {
                 match s.next(&jobs, started, trials) {
                     None => break,
                     Some(Next::New) => {
-                        jobs.push((Job { trial: started, rung: 0 }, None));
+                        jobs.push((
+                            Job {
+                                trial: started,
+                                rung: 0,
+                            },
+                            None,
+                        ));
                         started += 1;
                     }
                     Some(Next::Promote { trial, rung }) => jobs.push((Job { trial, rung }, None)),
@@ -191,7 +197,11 @@ mod tests {
         };
         // All 9 trials in one batch: the promotions are the 3 lowest scores.
         let jobs = simulate(&s, 9, 9, |t, _| noise(t));
-        let mut promoted: Vec<usize> = jobs.iter().filter(|j| j.rung == 1).map(|j| j.trial).collect();
+        let mut promoted: Vec<usize> = jobs
+            .iter()
+            .filter(|j| j.rung == 1)
+            .map(|j| j.trial)
+            .collect();
         promoted.sort_unstable();
         let mut best: Vec<usize> = (0..9).collect();
         best.sort_by(|a, b| noise(*a).partial_cmp(&noise(*b)).unwrap());
@@ -213,7 +223,10 @@ mod tests {
         // Replaying gives the same jobs.
         assert_eq!(jobs, simulate(&s, 9, 1, |t, _| t as f64));
         // Fewer trials than eta: nothing is promoted.
-        assert_eq!(counts(&simulate(&s, 2, 1, |t, _| t as f64), 3), vec![2, 0, 0]);
+        assert_eq!(
+            counts(&simulate(&s, 2, 1, |t, _| t as f64), 3),
+            vec![2, 0, 0]
+        );
     }
 
     #[test]

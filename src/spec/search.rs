@@ -342,7 +342,9 @@ fn read_search(
         }
     };
     let prune = match prune {
-        Some(v) => Some(super::search_prune::read_prune(v, &dims, stages, registry, &what)?),
+        Some(v) => Some(super::search_prune::read_prune(
+            v, &dims, stages, registry, &what,
+        )?),
         None => None,
     };
     if sampler == SamplerKind::Grid {

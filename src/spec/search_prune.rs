@@ -47,11 +47,10 @@ pub(super) fn read_prune(
     let kind_value = kind.ok_or_else(|| missing("kind"))?;
     let kind_name = kind_value.expect_str("prune kind")?;
     if !PRUNERS.contains(&kind_name) {
-        return Err(SpecError::at(
-            &kind_value.loc,
-            format!("unknown pruner `{kind_name}`"),
-        )
-        .suggest(kind_name, PRUNERS.iter().copied()));
+        return Err(
+            SpecError::at(&kind_value.loc, format!("unknown pruner `{kind_name}`"))
+                .suggest(kind_name, PRUNERS.iter().copied()),
+        );
     }
     let resource = resource.ok_or_else(|| missing("resource"))?;
     let min = min.ok_or_else(|| missing("min"))?;
@@ -121,16 +120,18 @@ fn resource_param(
                             many.join(", ")
                         ),
                     )
-                    .hint(format!("write `resource = \"stages.{}.params.{param}\"`", many[0])))
+                    .hint(format!(
+                        "write `resource = \"stages.{}.params.{param}\"`",
+                        many[0]
+                    )))
                 }
             }
         }
         _ => {
-            return Err(SpecError::at(
-                &value.loc,
-                format!("`{text}` is not a resource parameter"),
+            return Err(
+                SpecError::at(&value.loc, format!("`{text}` is not a resource parameter"))
+                    .hint("write `epochs` or `stages.STAGE.params.epochs`"),
             )
-            .hint("write `epochs` or `stages.STAGE.params.epochs`"))
         }
     };
     if !searched.contains(&stage_name.as_str()) {
@@ -161,9 +162,12 @@ fn check_resource(
     space: &[Dim],
     registry: &Registry,
 ) -> Result<(), SpecError> {
-    let kind = registry
-        .get(&spec.kind)
-        .ok_or_else(|| SpecError::at(&value.loc, format!("stage `{}` has unknown kind", spec.name)))?;
+    let kind = registry.get(&spec.kind).ok_or_else(|| {
+        SpecError::at(
+            &value.loc,
+            format!("stage `{}` has unknown kind", spec.name),
+        )
+    })?;
     let decl = param_decl(kind, param).ok_or_else(|| {
         SpecError::at(
             &value.loc,
@@ -217,7 +221,10 @@ fn check_resource(
     if let Some(axis) = axes.first() {
         return Err(SpecError::at(
             &value.loc,
-            format!("stages.{}.params.{param} is swept over `{axis}` already", spec.name),
+            format!(
+                "stages.{}.params.{param} is swept over `{axis}` already",
+                spec.name
+            ),
         )
         .hint("ASHA sets the resource per rung; write a plain value"));
     }

@@ -114,7 +114,11 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
         body,
         "<th class=\"metric\">{}</th>{}<th>instances</th></tr></thead><tbody>",
         esc(&search.objective),
-        if search.prune.is_some() { "<th>rung</th>" } else { "" }
+        if search.prune.is_some() {
+            "<th>rung</th>"
+        } else {
+            ""
+        }
     );
     for (rank, trial) in crate::report::search::sorted(search).iter().enumerate() {
         let is_best = best == Some(trial.number);

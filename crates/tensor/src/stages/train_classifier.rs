@@ -423,7 +423,10 @@ pub(crate) fn resume(
         input.output(crate::nn::checkpoint::META_FILE)?,
         device,
     )?;
-    let expected = ModelMeta::new(setup.net.clone(), Some(setup.classifier(classes.labels.len())));
+    let expected = ModelMeta::new(
+        setup.net.clone(),
+        Some(setup.classifier(classes.labels.len())),
+    );
     if model.meta != expected {
         return Err(bad(format!(
             "stage `{}` saved another network or head ({:?}) than this stage builds ({:?})",
