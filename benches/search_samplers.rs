@@ -53,6 +53,7 @@ fn search(sampler: SamplerKind, seed: u64, ranges: &[(f64, f64)]) -> SearchSpec 
         seed,
         trials: TRIALS,
         parallel: 1,
+        prune: None,
     }
 }
 

@@ -18,6 +18,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
 use crate::kind::{Draw, Params, Registry};
+use crate::spec::search::ResumeLink;
 use crate::spec::{PipelineSpec, SpecError, StageSpec};
 
 /// One stage with every sweep axis it uses bound.
@@ -90,6 +91,9 @@ impl Plan {
                 inst.index = instances.len();
                 indices.push(inst.index);
                 instances.push(inst);
+            }
+            for link in spec.resumes.iter().filter(|l| l.stage == stage.name) {
+                link_resumes(&mut instances, &indices, link);
             }
             by_stage.insert(stage.name.clone(), indices);
             dims_of.insert(stage.name.clone(), dims);
@@ -215,6 +219,30 @@ impl Plan {
     /// The instances of stage `name`.
     pub fn instances_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Instance> + 'a {
         self.instances.iter().filter(move |i| i.stage == name)
+    }
+}
+
+/// Connects each instance of `link.stage` (its `indices`) to the instance of the same stage
+/// it resumes from: the same coordinates, but `link.from`'s coordinate in `link.dimension`.
+/// That one comes first in the dimension, so it is created first and indices stay upstream
+/// first.
+fn link_resumes(instances: &mut [Instance], indices: &[usize], link: &ResumeLink) {
+    let by_coords: BTreeMap<BTreeMap<String, usize>, usize> = indices
+        .iter()
+        .map(|&i| (instances[i].coords.clone(), i))
+        .collect();
+    for &i in indices {
+        let Some(&c) = instances[i].coords.get(&link.dimension) else {
+            continue;
+        };
+        let Some(Some(from)) = link.from.get(c) else {
+            continue;
+        };
+        let mut coords = instances[i].coords.clone();
+        coords.insert(link.dimension.clone(), *from);
+        if let Some(&u) = by_coords.get(&coords) {
+            instances[i].inputs.insert(link.slot.clone(), vec![u]);
+        }
     }
 }
 

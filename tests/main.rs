@@ -42,6 +42,7 @@ mod resolution;
 mod resolution_distill_import;
 mod science;
 mod search;
+mod search_asha;
 mod serve;
 mod serve_browser;
 mod serve_views;

@@ -15,6 +15,13 @@
 //! search run twice proposes the same trials and finds them all cached; a search killed with
 //! `kill -9` replays to where it stopped; raising `trials` appends batches.
 //!
+//! Under ASHA (`prune`), a coordinate of the dimension is a job, one trial at one rung: the
+//! axis `NAME.rung` holds the rung's resource and is bound into the resource parameter, and
+//! the graph connects each promoted job's instance of the resource stage to the job of the
+//! rung below through its `resume` input ([`crate::spec::search::ResumeLink`]), so the key of
+//! a continued result names the checkpoint it continued from. Which jobs exist is decided by
+//! [`crate::search::asha`], batch by batch, replayed the same way.
+//!
 //! Stages that take `${search.NAME.best.DIM}` (and what reads them) are left out of the plan
 //! until the search has finished; the plan's [`SearchState`]s name them ("waits for search
 //! NAME").
@@ -29,8 +36,9 @@ use super::{RunSummary, Status};
 use crate::cache::Cache;
 use crate::graph::Plan;
 use crate::kind::Registry;
-use crate::search::{propose, Observation, SearchState, Trial};
-use crate::spec::search::SearchSpec;
+use crate::search::asha::{Job, Next, Scheduler};
+use crate::search::{propose, Observation, PruneState, RungJob, SearchState, Trial};
+use crate::spec::search::{ResumeLink, SearchSpec, RESUME_SLOT};
 use crate::spec::{Axis, PipelineSpec, SpecError, Tpl};
 
 /// Why a search cannot be planned.
@@ -61,45 +69,10 @@ pub fn replay(
     }
     let mut states: Vec<SearchState> = active.iter().map(|s| SearchState::new(s)).collect();
     for (si, search) in active.iter().enumerate() {
-        let mut history: Vec<Observation> = Vec::new();
-        loop {
-            let known = states[si].trials.len();
-            let batch = search.parallel.min(search.trials.saturating_sub(known));
-            if batch == 0 {
-                break;
-            }
-            for number in known..known + batch {
-                let values = propose(search, number, &history);
-                states[si].trials.push(Trial {
-                    number,
-                    values: search
-                        .space
-                        .iter()
-                        .map(|d| d.name.clone())
-                        .zip(values)
-                        .collect(),
-                    objective: None,
-                    instances: 0,
-                });
-            }
-            let plan = build(spec, &active, &mut states)?;
-            check_objective(&plan, search, registry)?;
-            let Some(cache) = cache else { break };
-            read_objectives(&plan, search, &mut states[si], registry, cache)?;
-            let done = &states[si].trials[known..];
-            if done.iter().any(|t| t.objective.is_none()) {
-                break;
-            }
-            history.extend(done.iter().map(|t| Observation {
-                values: t.values.values().cloned().collect(),
-                objective: t.objective.unwrap_or(f64::NAN),
-            }));
-        }
-        let state = &mut states[si];
-        state.finished = state.trials.len() >= search.trials
-            && state.trials.iter().all(|t| t.objective.is_some());
-        if state.finished {
-            state.best = state.best_of(search.objective.goal);
+        if search.prune.is_some() {
+            replay_asha(spec, &active, &mut states, si, registry, cache)?;
+        } else {
+            replay_plain(spec, &active, &mut states, si, registry, cache)?;
         }
     }
     let plan = build(spec, &active, &mut states)?;
@@ -108,6 +81,223 @@ pub fn replay(
         state.mean_over = mean_over(&plan, search);
     }
     Ok(plan.with_searches(states))
+}
+
+/// Replays one search without pruning: batch by batch, each proposed from the objectives of
+/// the batches before, until a batch the cache does not finish.
+fn replay_plain(
+    spec: &PipelineSpec,
+    active: &[&SearchSpec],
+    states: &mut [SearchState],
+    si: usize,
+    registry: &Registry,
+    cache: Option<&Cache>,
+) -> Result<(), SearchError> {
+    let search = active[si];
+    let mut history: Vec<Observation> = Vec::new();
+    loop {
+        let known = states[si].trials.len();
+        let batch = search.parallel.min(search.trials.saturating_sub(known));
+        if batch == 0 {
+            break;
+        }
+        for number in known..known + batch {
+            let values = propose(search, number, &history);
+            states[si].trials.push(new_trial(search, number, values));
+        }
+        let plan = build(spec, active, states)?;
+        check_objective(&plan, search, registry)?;
+        let Some(cache) = cache else { break };
+        let results = read_objectives(&plan, search, registry, cache)?;
+        for trial in &mut states[si].trials {
+            if let Some(&(objective, instances)) = results.get(&trial.number) {
+                trial.objective = objective;
+                trial.instances = instances;
+            }
+        }
+        let done = &states[si].trials[known..];
+        if done.iter().any(|t| t.objective.is_none()) {
+            break;
+        }
+        history.extend(done.iter().map(|t| Observation {
+            values: t.values.values().cloned().collect(),
+            objective: t.objective.unwrap_or(f64::NAN),
+        }));
+    }
+    let state = &mut states[si];
+    state.finished =
+        state.trials.len() >= search.trials && state.trials.iter().all(|t| t.objective.is_some());
+    if state.finished {
+        state.best = state.best_of(search.objective.goal);
+    }
+    Ok(())
+}
+
+fn new_trial(search: &SearchSpec, number: usize, values: Vec<Value>) -> Trial {
+    Trial {
+        number,
+        values: search
+            .space
+            .iter()
+            .map(|d| d.name.clone())
+            .zip(values)
+            .collect(),
+        objective: None,
+        instances: 0,
+        rung: None,
+        resource: None,
+    }
+}
+
+/// Replays one ASHA search ([`crate::search::asha`]): batches of `parallel` jobs (a new trial,
+/// or a trial promoted to the next rung), each decided from the results of the batches before,
+/// until a batch the cache does not finish or nothing is left to run. A new trial's values
+/// come from the sampler, which sees every trial's rung-0 objective (the one every trial has,
+/// from the same training budget).
+fn replay_asha(
+    spec: &PipelineSpec,
+    active: &[&SearchSpec],
+    states: &mut [SearchState],
+    si: usize,
+    registry: &Registry,
+    cache: Option<&Cache>,
+) -> Result<(), SearchError> {
+    let search = active[si];
+    let Some(asha) = &search.prune else {
+        return Ok(());
+    };
+    let scheduler = Scheduler {
+        rungs: asha.rungs().len(),
+        eta: asha.eta as usize,
+        goal: search.objective.goal,
+    };
+    let mut idle = false;
+    loop {
+        let before = prune_of(&states[si]).jobs.len();
+        let history = rung0_history(&states[si]);
+        while prune_of(&states[si]).jobs.len() - before < search.parallel {
+            let next = scheduler.next(
+                &job_view(&states[si]),
+                states[si].trials.len(),
+                search.trials,
+            );
+            let state = &mut states[si];
+            let job = match next {
+                None => break,
+                Some(Next::New) => {
+                    let number = state.trials.len();
+                    let values = propose(search, number, &history);
+                    state.trials.push(new_trial(search, number, values));
+                    Job {
+                        trial: number,
+                        rung: 0,
+                    }
+                }
+                Some(Next::Promote { trial, rung }) => Job { trial, rung },
+            };
+            prune_mut(state).jobs.push(RungJob {
+                trial: job.trial,
+                rung: job.rung,
+                objective: None,
+                instances: 0,
+            });
+        }
+        if prune_of(&states[si]).jobs.len() == before {
+            idle = true;
+            break;
+        }
+        let plan = build(spec, active, states)?;
+        check_objective(&plan, search, registry)?;
+        let Some(cache) = cache else { break };
+        let results = read_objectives(&plan, search, registry, cache)?;
+        let jobs = &mut prune_mut(&mut states[si]).jobs;
+        for (coordinate, job) in jobs.iter_mut().enumerate() {
+            if let Some(&(objective, instances)) = results.get(&coordinate) {
+                job.objective = objective;
+                job.instances = instances;
+            }
+        }
+        if jobs[before..].iter().any(|j| j.objective.is_none()) {
+            break;
+        }
+    }
+    summarise_rungs(&mut states[si]);
+    let state = &mut states[si];
+    state.finished = idle
+        && state.trials.len() >= search.trials
+        && prune_of(state).jobs.iter().all(|j| j.objective.is_some());
+    if state.finished {
+        state.best = state.best_of(search.objective.goal);
+    }
+    Ok(())
+}
+
+fn prune_of(state: &SearchState) -> &PruneState {
+    state
+        .prune
+        .as_ref()
+        .expect("an ASHA search's state has its rungs (SearchState::new)")
+}
+
+fn prune_mut(state: &mut SearchState) -> &mut PruneState {
+    state
+        .prune
+        .as_mut()
+        .expect("an ASHA search's state has its rungs (SearchState::new)")
+}
+
+fn job_view(state: &SearchState) -> Vec<(Job, Option<f64>)> {
+    prune_of(state)
+        .jobs
+        .iter()
+        .map(|j| {
+            (
+                Job {
+                    trial: j.trial,
+                    rung: j.rung,
+                },
+                j.objective,
+            )
+        })
+        .collect()
+}
+
+/// The finished rung-0 jobs as the sampler's observations, in trial order.
+fn rung0_history(state: &SearchState) -> Vec<Observation> {
+    let mut done: Vec<(usize, f64)> = prune_of(state)
+        .jobs
+        .iter()
+        .filter(|j| j.rung == 0)
+        .filter_map(|j| Some((j.trial, j.objective?)))
+        .collect();
+    done.sort_by_key(|(t, _)| *t);
+    done.into_iter()
+        .map(|(t, objective)| Observation {
+            values: state.trials[t].values.values().cloned().collect(),
+            objective,
+        })
+        .collect()
+}
+
+/// Each trial's highest finished rung, its resource and objective there; the jobs per rung.
+fn summarise_rungs(state: &mut SearchState) {
+    let Some(prune) = &mut state.prune else {
+        return;
+    };
+    prune.counts = (0..prune.rungs.len())
+        .map(|r| prune.jobs.iter().filter(|j| j.rung == r).count())
+        .collect();
+    for trial in &mut state.trials {
+        let top = prune
+            .jobs
+            .iter()
+            .filter(|j| j.trial == trial.number && j.objective.is_some())
+            .max_by_key(|j| j.rung);
+        trial.rung = top.map(|j| j.rung);
+        trial.resource = top.map(|j| prune.rungs[j.rung]);
+        trial.objective = top.and_then(|j| j.objective);
+        trial.instances = top.map_or(0, |j| j.instances);
+    }
 }
 
 /// The axes the objective is the mean over: those its instances have that the search does
@@ -166,32 +356,84 @@ fn build(
     Plan::build(out)
 }
 
-/// The axes of one search's dimension, and its space bound into the stages' parameters.
+/// The axes of one search's dimension, and its space bound into the stages' parameters. A
+/// coordinate is a trial, or under ASHA a job (a trial at a rung): then the axis `NAME.rung`
+/// holds the rung's resource, bound into the resource parameter, and each promoted job's
+/// instance of the resource stage resumes from the job of the rung below.
 fn add_trial_axes(spec: &mut PipelineSpec, search: &SearchSpec, state: &SearchState) {
     let dimension = format!("search.{}", search.name);
-    spec.axes.push(Axis {
-        name: format!("{}.trial", search.name),
-        values: state.trials.iter().map(|t| Value::from(t.number)).collect(),
-        dimension: dimension.clone(),
-        loc: search.loc.clone(),
-    });
+    let coordinates: Vec<(usize, Option<usize>)> = match &state.prune {
+        Some(p) => p.jobs.iter().map(|j| (j.trial, Some(j.rung))).collect(),
+        None => state.trials.iter().map(|t| (t.number, None)).collect(),
+    };
+    let mut axis = |name: String, values: Vec<Value>, loc: &crate::spec::Loc| {
+        spec.axes.push(Axis {
+            name,
+            values,
+            dimension: dimension.clone(),
+            loc: loc.clone(),
+        })
+    };
+    axis(
+        format!("{}.trial", search.name),
+        coordinates.iter().map(|(t, _)| Value::from(*t)).collect(),
+        &search.loc,
+    );
+    for dim in &search.space {
+        axis(
+            format!("{}.{}", search.name, dim.name),
+            coordinates
+                .iter()
+                .map(|(t, _)| {
+                    state.trials[*t]
+                        .values
+                        .get(&dim.name)
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                })
+                .collect(),
+            &dim.loc,
+        );
+    }
+    if let (Some(asha), Some(prune)) = (&search.prune, &state.prune) {
+        let rung_axis = format!("{}.rung", search.name);
+        axis(
+            rung_axis.clone(),
+            coordinates
+                .iter()
+                .map(|(_, r)| Value::from(prune.rungs[r.unwrap_or(0)]))
+                .collect(),
+            &asha.loc,
+        );
+        bind(spec, &asha.stage, &asha.param, &rung_axis, &asha.loc);
+        spec.resumes.push(ResumeLink {
+            stage: asha.stage.clone(),
+            slot: RESUME_SLOT.into(),
+            dimension: dimension.clone(),
+            from: prune
+                .jobs
+                .iter()
+                .map(|j| {
+                    let below = j.rung.checked_sub(1)?;
+                    prune
+                        .jobs
+                        .iter()
+                        .position(|o| o.trial == j.trial && o.rung == below)
+                })
+                .collect(),
+        });
+    }
     for dim in &search.space {
         let axis = format!("{}.{}", search.name, dim.name);
-        spec.axes.push(Axis {
-            name: axis.clone(),
-            values: state
-                .trials
-                .iter()
-                .map(|t| t.values.get(&dim.name).cloned().unwrap_or(Value::Null))
-                .collect(),
-            dimension: dimension.clone(),
-            loc: dim.loc.clone(),
-        });
-        if let Some(stage) = spec.stages.iter_mut().find(|s| s.name == dim.stage) {
-            stage
-                .params
-                .insert(dim.param.clone(), Tpl::Axis(axis, dim.loc.clone()));
-        }
+        bind(spec, &dim.stage, &dim.param, &axis, &dim.loc);
+    }
+}
+
+fn bind(spec: &mut PipelineSpec, stage: &str, param: &str, axis: &str, loc: &crate::spec::Loc) {
+    if let Some(stage) = spec.stages.iter_mut().find(|s| s.name == stage) {
+        stage
+            .params
+            .insert(param.to_string(), Tpl::Axis(axis.to_string(), loc.clone()));
     }
 }
 
@@ -259,23 +501,23 @@ fn check_objective(plan: &Plan, search: &SearchSpec, registry: &Registry) -> Res
     Ok(())
 }
 
-/// Fills in the objective of every trial of `state` whose objective instances are all
-/// cached: the mean of the metric over them.
+/// The objective of each coordinate of the search's dimension (a trial, or a job under ASHA)
+/// whose objective instances are all cached (the mean of the metric over them), and how many
+/// instances it is the mean of.
 fn read_objectives(
     plan: &Plan,
     search: &SearchSpec,
-    state: &mut SearchState,
     registry: &Registry,
     cache: &Cache,
-) -> Result<(), SearchError> {
+) -> Result<BTreeMap<usize, (Option<f64>, usize)>, SearchError> {
     let dimension = format!("search.{}", search.name);
     let planned = plan_status(plan, registry, cache)?;
     let mut values: BTreeMap<usize, (Vec<f64>, usize)> = BTreeMap::new();
     for inst in plan.instances_of(&search.objective.stage) {
-        let Some(&trial) = inst.coords.get(&dimension) else {
+        let Some(&coordinate) = inst.coords.get(&dimension) else {
             continue;
         };
-        let entry = values.entry(trial).or_default();
+        let entry = values.entry(coordinate).or_default();
         entry.1 += 1;
         let metric = planned[inst.index]
             .record
@@ -285,16 +527,14 @@ fn read_objectives(
             entry.0.push(m);
         }
     }
-    for trial in &mut state.trials {
-        let Some((metrics, count)) = values.get(&trial.number) else {
-            continue;
-        };
-        trial.instances = *count;
-        if *count > 0 && metrics.len() == *count {
-            trial.objective = Some(metrics.iter().sum::<f64>() / *count as f64);
-        }
-    }
-    Ok(())
+    Ok(values
+        .into_iter()
+        .map(|(c, (metrics, count))| {
+            let mean = (count > 0 && metrics.len() == count)
+                .then(|| metrics.iter().sum::<f64>() / count as f64);
+            (c, (mean, count))
+        })
+        .collect())
 }
 
 /// Runs a pipeline with searches to the end: `run` computes `plan`, `load` plans the
@@ -329,10 +569,11 @@ pub fn drive<E>(
 fn same_trials(a: &Plan, b: &Plan) -> bool {
     a.instances().len() == b.instances().len()
         && a.searches().len() == b.searches().len()
-        && a.searches()
-            .iter()
-            .zip(b.searches())
-            .all(|(x, y)| x.trials.len() == y.trials.len() && x.finished == y.finished)
+        && a.searches().iter().zip(b.searches()).all(|(x, y)| {
+            x.trials.len() == y.trials.len()
+                && x.finished == y.finished
+                && x.prune.as_ref().map(|p| p.jobs.len()) == y.prune.as_ref().map(|p| p.jobs.len())
+        })
 }
 
 fn merge(mut summary: RunSummary, ran: &BTreeMap<String, (String, Option<f64>)>) -> RunSummary {

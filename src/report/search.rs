@@ -49,18 +49,20 @@ pub fn write(state: &SearchState, dir: &Path) -> Result<Vec<PathBuf>, ReportErro
 pub fn sorted(state: &SearchState) -> Vec<&Trial> {
     let max = state.goal == "max";
     let mut trials: Vec<&Trial> = state.trials.iter().collect();
-    trials.sort_by(|a, b| match (a.objective, b.objective) {
-        (Some(x), Some(y)) => {
-            let order = if max {
-                y.total_cmp(&x)
-            } else {
-                x.total_cmp(&y)
-            };
-            order.then(a.number.cmp(&b.number))
-        }
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.number.cmp(&b.number),
+    trials.sort_by(|a, b| {
+        b.rung.cmp(&a.rung).then(match (a.objective, b.objective) {
+            (Some(x), Some(y)) => {
+                let order = if max {
+                    y.total_cmp(&x)
+                } else {
+                    x.total_cmp(&y)
+                };
+                order.then(a.number.cmp(&b.number))
+            }
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.number.cmp(&b.number),
+        })
     });
     trials
 }
@@ -87,11 +89,14 @@ pub fn table_md(state: &SearchState) -> String {
         state.trials_wanted
     );
     out.push_str("| rank | trial | objective |");
+    if state.prune.is_some() {
+        out.push_str(" rung |");
+    }
     for d in &dims {
         out.push_str(&format!(" {d} |"));
     }
     out.push_str("\n|---|---|---|");
-    out.push_str(&"---|".repeat(dims.len()));
+    out.push_str(&"---|".repeat(dims.len() + usize::from(state.prune.is_some())));
     out.push('\n');
     for (rank, t) in sorted(state).iter().enumerate() {
         let objective = t
@@ -108,6 +113,9 @@ pub fn table_md(state: &SearchState) -> String {
             ""
         };
         out.push_str(&format!("| {rank} | {}{winner} | {objective} |", t.number));
+        if state.prune.is_some() {
+            out.push_str(&format!(" {} |", rung_text(state, t)));
+        }
         for d in &dims {
             out.push_str(&format!(
                 " {} |",
@@ -117,6 +125,19 @@ pub fn table_md(state: &SearchState) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Under ASHA, the rung a trial reached and its resource: `2 (epochs = 18)`.
+pub fn rung_text(state: &SearchState, trial: &Trial) -> String {
+    let param = state
+        .prune
+        .as_ref()
+        .map(|p| p.resource.rsplit('.').next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    match (trial.rung, trial.resource) {
+        (Some(r), Some(amount)) => format!("{r} ({param} = {amount})"),
+        _ => "-".into(),
+    }
 }
 
 fn text(v: &Value) -> String {
@@ -339,6 +360,8 @@ mod tests {
             values: [("lr".to_string(), Value::from(lr))].into_iter().collect(),
             objective: obj,
             instances: 2,
+            rung: None,
+            resource: None,
         };
         SearchState {
             name: "lr".into(),
@@ -357,6 +380,7 @@ mod tests {
             best: None,
             waiting: vec![],
             takers: vec![],
+            prune: None,
         }
     }
 

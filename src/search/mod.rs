@@ -11,12 +11,15 @@
 //!   (a key must not depend on the last bit of a platform's `exp`).
 //! - [`tpe`]: the tree-structured Parzen estimator as Optuna defines it.
 //! - [`state`]: where a search stands after replay (trials, objectives, winner).
+//! - [`asha`]: early stopping by asynchronous successive halving (which trial trains
+//!   further, from its lower rung's result).
 //! - [`parzen`]: the truncated-normal and categorical mixtures TPE is made of.
 
+pub mod asha;
 pub mod parzen;
 pub mod sampler;
 pub mod state;
 pub mod tpe;
 
 pub use sampler::{propose, Observation};
-pub use state::{SearchState, Trial};
+pub use state::{PruneState, RungJob, SearchState, Trial};

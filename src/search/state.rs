@@ -18,6 +18,41 @@ pub struct Trial {
     pub objective: Option<f64>,
     /// How many instances of the objective stage the objective is the mean of.
     pub instances: usize,
+    /// Under ASHA: the highest rung the trial has finished (0: the first), whose objective
+    /// `objective` is; absent for a search without pruning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rung: Option<usize>,
+    /// Under ASHA: the resource that rung trains (`epochs = 6`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<i64>,
+}
+
+/// Where an ASHA search stands: every job (a trial at a rung) in the order decided.
+#[derive(Debug, Clone, Serialize)]
+pub struct PruneState {
+    /// `STAGE.PARAM`, the resource.
+    pub resource: String,
+    /// The resource of each rung.
+    pub rungs: Vec<i64>,
+    /// The reduction factor.
+    pub eta: i64,
+    /// Every job so far; its position is its coordinate in the search's dimension.
+    pub jobs: Vec<RungJob>,
+    /// How many jobs each rung has so far.
+    pub counts: Vec<usize>,
+}
+
+/// One trial trained to one rung.
+#[derive(Debug, Clone, Serialize)]
+pub struct RungJob {
+    /// The trial.
+    pub trial: usize,
+    /// The rung.
+    pub rung: usize,
+    /// Its objective, once every instance it is the mean of has its metric.
+    pub objective: Option<f64>,
+    /// How many instances of the objective stage the objective is the mean of.
+    pub instances: usize,
 }
 
 /// A search after replay.
@@ -45,6 +80,9 @@ pub struct SearchState {
     pub waiting: Vec<String>,
     /// Stages whose parameters take this search's winner (`${search.NAME.best.DIM}`).
     pub takers: Vec<String>,
+    /// Under ASHA, its rungs and jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prune: Option<PruneState>,
 }
 
 impl SearchState {
@@ -62,13 +100,29 @@ impl SearchState {
             best: None,
             waiting: vec![],
             takers: vec![],
+            prune: spec.prune.as_ref().map(|a| PruneState {
+                resource: format!("{}.{}", a.stage, a.param),
+                rungs: a.rungs(),
+                eta: a.eta,
+                jobs: vec![],
+                counts: vec![0; a.rungs().len()],
+            }),
         }
     }
 
-    /// The number of the best finished trial (the lowest number among equals).
+    /// The number of the best finished trial (the lowest number among equals); under ASHA
+    /// the best of those that reached the highest rung any trial reached, since objectives of
+    /// different rungs (different training) do not compare.
     pub fn best_of(&self, goal: Goal) -> Option<usize> {
+        let top = self
+            .trials
+            .iter()
+            .filter(|t| t.objective.is_some())
+            .map(|t| t.rung)
+            .max()
+            .flatten();
         let mut best: Option<(usize, f64)> = None;
-        for t in &self.trials {
+        for t in self.trials.iter().filter(|t| t.rung == top) {
             if let Some(v) = t.objective {
                 if best.is_none_or(|(_, b)| goal.better(v, b)) {
                     best = Some((t.number, v));
@@ -94,8 +148,16 @@ impl SearchState {
             Some(v) => format!("{} = {v:.6}", self.objective),
             None => format!("{} not yet known", self.objective),
         };
+        let rung = match (&self.prune, trial.rung, trial.resource) {
+            (Some(p), Some(r), Some(amount)) => format!(
+                " at rung {r} of {} ({} = {amount})",
+                p.rungs.len(),
+                p.resource
+            ),
+            _ => String::new(),
+        };
         format!(
-            "trial {} ({}), {objective} ({}, mean over {})",
+            "trial {} ({}), {objective}{rung} ({}, mean over {})",
             trial.number,
             values.join(", "),
             self.goal,

@@ -21,6 +21,7 @@ pub mod names;
 pub mod overrides;
 pub mod resolve;
 pub mod search;
+mod search_prune;
 pub mod source;
 pub mod sweep;
 pub mod template;
@@ -52,6 +53,9 @@ pub struct PipelineSpec {
     pub stages: Vec<StageSpec>,
     /// The `[search.NAME]` tables, in written order.
     pub searches: Vec<search::SearchSpec>,
+    /// Edges within a stage across a search's dimension (ASHA's promotions), added by the
+    /// search's replay ([`crate::exec::search`]); empty as a file is read.
+    pub resumes: Vec<search::ResumeLink>,
     /// What the file may keep but should change (deprecated parameter names), each at its
     /// place; commands print them before their work.
     pub warnings: Vec<SpecError>,

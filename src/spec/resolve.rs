@@ -133,6 +133,7 @@ fn resolve(
         axes,
         stages,
         searches,
+        resumes: Vec::new(),
         warnings,
     })
 }

@@ -35,6 +35,62 @@ pub struct SearchSpec {
     pub trials: usize,
     /// How many trials may run at once (trials are proposed in batches of this size).
     pub parallel: usize,
+    /// Early stopping (`prune = { kind = "asha", ... }`), when asked for.
+    pub prune: Option<Asha>,
+}
+
+/// `prune = { kind = "asha", resource = "epochs", min = 2, max = 24, eta = 3 }`: asynchronous
+/// successive halving over one integer parameter of one searched stage (see
+/// [`crate::search::asha`]).
+#[derive(Debug, Clone)]
+pub struct Asha {
+    /// The stage whose parameter is the resource (it must have a `resume` input slot).
+    pub stage: String,
+    /// The resource parameter (`epochs`).
+    pub param: String,
+    /// The resource of the first rung.
+    pub min: i64,
+    /// The resource of the last rung.
+    pub max: i64,
+    /// The reduction factor: the best 1/eta of a rung is promoted to eta times the resource.
+    pub eta: i64,
+    /// Where it is written.
+    pub loc: Loc,
+}
+
+impl Asha {
+    /// The resource of each rung: `min * eta^k` while below `max`, then `max`
+    /// (2, 6, 18, 24 for min 2, eta 3, max 24), as Ray Tune's ASHA places its milestones.
+    pub fn rungs(&self) -> Vec<i64> {
+        let mut out = Vec::new();
+        let mut r = self.min;
+        while r < self.max {
+            out.push(r);
+            r = r.saturating_mul(self.eta);
+        }
+        out.push(self.max);
+        out
+    }
+}
+
+/// The slot through which a promoted trial continues from its lower rung's result (a kind
+/// that can resume declares it: `crate::stages::train_classifier::RESUME_INPUT`).
+pub const RESUME_SLOT: &str = "resume";
+
+/// An edge within one stage, across one dimension: the instance at coordinate `i` of
+/// `dimension` takes the instance of the same stage at coordinate `from[i]` (same coordinates
+/// otherwise) through input `slot`. ASHA's promotions are these ([`crate::exec::search`]); the
+/// graph adds them when it expands `stage` ([`crate::graph::Plan::build`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResumeLink {
+    /// The stage.
+    pub stage: String,
+    /// The input slot (`resume`).
+    pub slot: String,
+    /// The dimension the edge crosses (`search.NAME`).
+    pub dimension: String,
+    /// Coordinate -> the coordinate it resumes from (`None`: starts fresh).
+    pub from: Vec<Option<usize>>,
 }
 
 /// One dimension of a search space.
@@ -179,8 +235,10 @@ const SEARCH_KEYS: &[&str] = &[
     "trials",
     "parallel",
     "space",
+    "prune",
     "description",
 ];
+
 const OBJECTIVE_KEYS: &[&str] = &["stage", "metric", "goal"];
 const DIM_KEYS: &[&str] = &["param", "log_uniform", "uniform", "int", "choice", "step"];
 const DOMAIN_KEYS: &[&str] = &["log_uniform", "uniform", "int", "choice"];
@@ -238,6 +296,7 @@ fn read_search(
     let mut trials = None;
     let mut parallel = 1usize;
     let mut space = None;
+    let mut prune = None;
     for (k, v) in value.expect_table(&what)? {
         match k.name.as_str() {
             "objective" => objective = Some(read_objective(v, stages, &what)?),
@@ -247,13 +306,7 @@ fn read_search(
             "parallel" => parallel = positive_int(v, "parallel", 1)? as usize,
             "space" => space = Some(v),
             "description" => {}
-            "prune" => {
-                return Err(SpecError::at(
-                    &k.loc,
-                    "pruning (`prune`) is not implemented yet: every trial runs in full",
-                )
-                .hint("remove `prune`; see docs/search.md"))
-            }
+            "prune" => prune = Some(v),
             other => return Err(unknown_key(&k.loc, other, &what, SEARCH_KEYS)),
         }
     }
@@ -288,6 +341,12 @@ fn read_search(
                 .hint("add `trials = N`, the number of trials to run"))
         }
     };
+    let prune = match prune {
+        Some(v) => Some(super::search_prune::read_prune(
+            v, &dims, stages, registry, &what,
+        )?),
+        None => None,
+    };
     if sampler == SamplerKind::Grid {
         check_grid(&dims, grid_size, &key.loc)?;
         if let (Some(size), Some((n, loc))) = (grid_size, &trials_given) {
@@ -311,6 +370,7 @@ fn read_search(
         seed,
         trials,
         parallel,
+        prune,
     })
 }
 
@@ -339,7 +399,7 @@ fn check_grid(dims: &[Dim], size: Option<usize>, loc: &Loc) -> Result<(), SpecEr
     Ok(())
 }
 
-fn positive_int(value: &SValue, what: &str, min: i64) -> Result<i64, SpecError> {
+pub(super) fn positive_int(value: &SValue, what: &str, min: i64) -> Result<i64, SpecError> {
     match value.kind {
         SKind::Int(n) if n >= min => Ok(n),
         _ => Err(SpecError::at(

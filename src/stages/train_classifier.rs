@@ -87,12 +87,26 @@ pub const CLASSES_OUTPUT: &str = super::outputs::CLASSES.file;
 /// The `train-classifier` kind.
 pub struct TrainClassifier;
 
-const INPUTS: &[InputDecl] = &[InputDecl {
-    name: "split",
-    required: true,
-    accepts: &[Artifact::Split],
-    doc: "the split stage",
-}];
+/// The optional input a run continues from (ASHA's promotions connect it; the search's
+/// `crate::spec::search::RESUME_SLOT` names the same slot).
+pub const RESUME_INPUT: &str = "resume";
+
+const INPUTS: &[InputDecl] = &[
+    InputDecl {
+        name: "split",
+        required: true,
+        accepts: &[Artifact::Split],
+        doc: "the split stage",
+    },
+    InputDecl {
+        name: RESUME_INPUT,
+        required: false,
+        accepts: &[Artifact::Model],
+        doc: "continue from this train-classifier result (same network and classes, fewer \
+              epochs) instead of a fresh start: ASHA connects it to promote a trial; keyed \
+              only when connected",
+    },
+];
 
 /// The output holding the per-epoch losses.
 pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;

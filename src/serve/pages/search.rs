@@ -112,8 +112,13 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
     }
     let _ = write!(
         body,
-        "<th class=\"metric\">{}</th><th>instances</th></tr></thead><tbody>",
-        esc(&search.objective)
+        "<th class=\"metric\">{}</th>{}<th>instances</th></tr></thead><tbody>",
+        esc(&search.objective),
+        if search.prune.is_some() {
+            "<th>rung</th>"
+        } else {
+            ""
+        }
     );
     for (rank, trial) in crate::report::search::sorted(search).iter().enumerate() {
         let is_best = best == Some(trial.number);
@@ -135,9 +140,17 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
             let v = trial.values.get(d).map(value_text).unwrap_or_default();
             let _ = write!(body, "<td class=\"num\">{}</td>", esc(&v));
         }
+        let rung = if search.prune.is_some() {
+            format!(
+                "<td class=\"num\">{}</td>",
+                esc(&crate::report::search::rung_text(search, trial))
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             body,
-            "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            "<td class=\"num\">{}</td>{rung}<td class=\"num\">{}</td></tr>",
             trial
                 .objective
                 .map(num)

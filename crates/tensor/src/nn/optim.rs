@@ -252,6 +252,16 @@ impl Optim {
         Ok(optim)
     }
 
+    /// This optimiser with its schedule at step `step`, as if `step` steps had been taken:
+    /// how a run resumed after `step` steps continues on the schedule of the whole run. The
+    /// optimiser's own state (Adam's moments, SGD's momentum buffer) starts empty: libtorch
+    /// keeps it in C++ and tch gives no way to save or restore it.
+    pub fn starting_at(mut self, step: usize) -> Self {
+        self.step = step;
+        self.apply_schedule();
+        self
+    }
+
     /// GeM's `p` (optimiser group [`GEM_GROUP`]) at `lr_scale` times the learning rate at
     /// every step, and without weight decay unless `decay`, as the resolution-asymmetry
     /// reference trains it. `(1.0, true)` leaves the optimiser as it was. Only for a network

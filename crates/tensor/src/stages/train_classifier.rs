@@ -24,7 +24,7 @@ use crate::data::{
     device_feed, AugmentConfig, Dataset, Resolution, Sampling, SplitItem, SplitManifest,
     TrainConfig, TrainLoader,
 };
-use crate::kind::{Params, Run, StageContext, StageError};
+use crate::kind::{read_json, Params, Run, StageContext, StageError};
 use crate::nn::precision::{precision_param, Precision};
 use crate::nn::timing::{RunTimes, StepTimes};
 use crate::nn::{
@@ -77,6 +77,11 @@ pub(crate) struct Setup {
     /// with one `seed` but different roles (old and new model) start from independent
     /// initialisations, as independently trained models do, while a rerun starts identically.
     pub init_seed: i64,
+    /// The epochs already trained by the result this run resumes from (0: a fresh start);
+    /// the loop runs epochs `start_epoch..epochs` ([`resume`]).
+    pub start_epoch: usize,
+    /// Those epochs' losses, the start of this run's `loss.json`.
+    pub earlier: Vec<EpochLog>,
 }
 
 /// Parameters that change how the network computes, not which model it is: left out of
@@ -160,6 +165,8 @@ impl Setup {
             seed: params.int("seed")? as u64,
             precision: precision_param(params)?,
             init_seed: init_seed(params),
+            start_epoch: 0,
+            earlier: Vec::new(),
         })
     }
 
@@ -239,7 +246,7 @@ pub(crate) fn training_items(ctx: &StageContext<'_>) -> Result<TrainingData, Sta
 }
 
 /// One epoch of `loss.json` (the report kind draws these as loss curves).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct EpochLog {
     pub epoch: usize,
     pub loss: f64,
@@ -277,14 +284,16 @@ pub(crate) fn train(
     classes: &ClassList,
     extra: &mut ExtraLoss<'_>,
 ) -> Result<TrainStats, StageError> {
-    let steps = setup.epochs * loader.batches_per_epoch();
-    let mut optim = Optim::new(
+    let start_epoch = setup.start_epoch.min(setup.epochs);
+    let steps = (setup.epochs - start_epoch) * loader.batches_per_epoch();
+    let optim = Optim::new(
         &model.vs,
         &setup.optim,
         setup.epochs,
         loader.batches_per_epoch(),
     )
     .torch()?;
+    let mut optim = optim.starting_at(start_epoch * loader.batches_per_epoch());
     let head = model
         .classifier
         .as_ref()
@@ -299,9 +308,12 @@ pub(crate) fn train(
     let mut times = RunTimes::start();
     let mut step_times = StepTimes::default();
     let mut images_total = 0;
-    let mut stats = TrainStats::default();
+    let mut stats = TrainStats {
+        history: setup.earlier.clone(),
+        ..TrainStats::default()
+    };
     ctx.progress_start(steps as u64, "batches");
-    for epoch in 0..setup.epochs {
+    for epoch in start_epoch..setup.epochs {
         let (mut loss_sum, mut extra_sum, mut correct, mut seen, mut batches) =
             (0.0, 0.0, 0i64, 0usize, 0usize);
         let mut feed = device_feed(loader.epoch(epoch as u64), device);
@@ -368,6 +380,85 @@ pub(crate) fn train(
     Ok(stats)
 }
 
+/// The model a run continues from when its `resume` input is connected (ASHA's promotion of a
+/// trial; docs/search.md): the upstream result's weights and classifier, after checking that
+/// it is the same network over the same classes and trained fewer epochs. `setup` then starts
+/// at the upstream's epoch count, with its losses as the start of the history. `None` when
+/// `resume` is not connected: a fresh start.
+///
+/// The continuation follows the straight-through run wherever this run can reproduce it: the
+/// epochs keep their numbers (so each epoch's shuffle and augmentation are the straight-through
+/// run's), and the schedule is this run's, evaluated from the step the upstream stopped at. It
+/// is not bit-identical to training `epochs` straight through, for three reasons: the
+/// optimiser's state (Adam's moments and step count, SGD's momentum buffer) is not in the
+/// checkpoint, because libtorch keeps it in C++ and tch offers no way to save or restore it, so
+/// it restarts empty; a one-cycle schedule depends on the total epochs, so the upstream's
+/// epochs ran on its own (shorter) cycle; and the initial weights are seeded from every
+/// parameter, `epochs` included ([`init_seed`]), so the straight-through run starts elsewhere.
+pub(crate) fn resume(
+    ctx: &mut StageContext<'_>,
+    setup: &mut Setup,
+    classes: &ClassList,
+    device: Device,
+) -> Result<Option<Model>, StageError> {
+    if ctx.input_all(RESUME_INPUT).is_empty() {
+        return Ok(None);
+    }
+    let input = ctx.input(RESUME_INPUT)?;
+    let bad = |message: String| StageError::Input {
+        slot: RESUME_INPUT.into(),
+        message,
+    };
+    let done = input.params.int("epochs")?.max(0) as usize;
+    if done >= setup.epochs {
+        return Err(bad(format!(
+            "stage `{}` trained {done} epochs, not fewer than this stage's {}; \
+             resume from a shorter run",
+            input.stage, setup.epochs
+        )));
+    }
+    tch::manual_seed(setup.init_seed);
+    let model = Model::load(
+        input.output(crate::nn::checkpoint::WEIGHTS_FILE)?,
+        input.output(crate::nn::checkpoint::META_FILE)?,
+        device,
+    )?;
+    let expected = ModelMeta::new(
+        setup.net.clone(),
+        Some(setup.classifier(classes.labels.len())),
+    );
+    if model.meta != expected {
+        return Err(bad(format!(
+            "stage `{}` saved another network or head ({:?}) than this stage builds ({:?})",
+            input.stage, model.meta, expected
+        )));
+    }
+    let theirs: ClassList = read_json(input.output(CLASSES_OUTPUT)?)?;
+    if theirs != *classes {
+        return Err(bad(format!(
+            "stage `{}` was trained on other classes than this stage's partition",
+            input.stage
+        )));
+    }
+    let history: Vec<EpochLog> = read_json(input.output(LOSS_OUTPUT)?)?;
+    if history.len() != done {
+        return Err(bad(format!(
+            "stage `{}` logged {} epochs in {LOSS_OUTPUT}, expected {done}",
+            input.stage,
+            history.len()
+        )));
+    }
+    let note = format!(
+        "resuming from `{}` after {done} epochs (key {})",
+        input.stage,
+        asymflow::cache::key::short_key(&input.key)
+    );
+    ctx.log(note);
+    setup.start_epoch = done;
+    setup.earlier = history;
+    Ok(Some(model))
+}
+
 /// Records the metrics every classifier-training stage reports and saves the checkpoint.
 pub(crate) fn finish(
     ctx: &mut StageContext<'_>,
@@ -397,7 +488,7 @@ pub(crate) fn finish(
 
 impl Run for TrainClassifier {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let setup = Setup::from_params(ctx.params())?;
+        let mut setup = Setup::from_params(ctx.params())?;
         super::training::note_precision(ctx, setup.precision);
         let (items, dataset, classes) = training_items(ctx)?;
         ctx.log(format!(
@@ -406,10 +497,11 @@ impl Run for TrainClassifier {
             items.len(),
             classes.labels.len()
         ));
-        let model = setup.model(
-            classes.labels.len(),
-            crate::worker::torch_device(ctx.device()),
-        );
+        let device = crate::worker::torch_device(ctx.device());
+        let model = match resume(ctx, &mut setup, &classes, device)? {
+            Some(model) => model,
+            None => setup.model(classes.labels.len(), device),
+        };
         let loader = setup.loader(dataset, &items)?;
         if let Some(note) = loader.capped_epoch_note() {
             ctx.log(note);

@@ -1,0 +1,243 @@
+//! `prune = { kind = "asha", resource = "epochs", min = 2, max = 24, eta = 3 }`: a search's
+//! early stopping, as written and checked.
+//!
+//! The resource is an integer parameter of one searched stage; each rung binds it to the rung's
+//! amount, and a promoted trial's instance of that stage continues from the lower rung's
+//! result through the kind's `resume` input. So the stage's kind must have that slot, the
+//! parameter must be neither swept nor searched, and the stage must not connect `resume`
+//! itself: every such mistake is an error here, at its place, before anything runs.
+
+use super::error::SpecError;
+use super::model::unknown_key;
+use super::search::{positive_int, Asha, Dim, RESUME_SLOT};
+use super::value::SValue;
+use super::StageSpec;
+use crate::kind::{param_decl, ParamType, Registry};
+
+const PRUNE_KEYS: &[&str] = &["kind", "resource", "min", "max", "eta"];
+const PRUNERS: &[&str] = &["asha"];
+
+/// Reads and checks a search's `prune` table against its space and the stages.
+pub(super) fn read_prune(
+    value: &SValue,
+    space: &[Dim],
+    stages: &[StageSpec],
+    registry: &Registry,
+    what: &str,
+) -> Result<Asha, SpecError> {
+    let place = format!("{what} prune");
+    let (mut kind, mut resource, mut min, mut max, mut eta) = (None, None, None, None, 3);
+    for (k, v) in value.expect_table(&place).map_err(|e| {
+        e.hint("write `prune = { kind = \"asha\", resource = \"epochs\", min = 2, max = 24, eta = 3 }`")
+    })? {
+        match k.name.as_str() {
+            "kind" => kind = Some(v),
+            "resource" => resource = Some(v),
+            "min" => min = Some(positive_int(v, "min", 1)?),
+            "max" => max = Some((positive_int(v, "max", 1)?, v)),
+            "eta" => eta = positive_int(v, "eta", 2)?,
+            other => return Err(unknown_key(&k.loc, other, &place, PRUNE_KEYS)),
+        }
+    }
+    let missing = |key: &str| {
+        SpecError::at(&value.loc, format!("{place} has no `{key}`")).hint(
+            "write `prune = { kind = \"asha\", resource = \"epochs\", min = 2, max = 24, eta = 3 }`",
+        )
+    };
+    let kind_value = kind.ok_or_else(|| missing("kind"))?;
+    let kind_name = kind_value.expect_str("prune kind")?;
+    if !PRUNERS.contains(&kind_name) {
+        return Err(
+            SpecError::at(&kind_value.loc, format!("unknown pruner `{kind_name}`"))
+                .suggest(kind_name, PRUNERS.iter().copied()),
+        );
+    }
+    let resource = resource.ok_or_else(|| missing("resource"))?;
+    let min = min.ok_or_else(|| missing("min"))?;
+    let (max, max_value) = max.ok_or_else(|| missing("max"))?;
+    if max <= min {
+        return Err(SpecError::at(
+            &max_value.loc,
+            format!("`max` ({max}) must be larger than `min` ({min})"),
+        )
+        .hint("ASHA trains every trial `min`, and the best ones up to `max`"));
+    }
+    let (stage, param) = resource_param(resource, space, stages, registry)?;
+    Ok(Asha {
+        stage,
+        param,
+        min,
+        max,
+        eta,
+        loc: value.loc.clone(),
+    })
+}
+
+/// The stage and parameter `resource` names: `epochs` (the one searched stage that has it) or
+/// `stages.STAGE.params.epochs`; checked as the module says.
+fn resource_param(
+    value: &SValue,
+    space: &[Dim],
+    stages: &[StageSpec],
+    registry: &Registry,
+) -> Result<(String, String), SpecError> {
+    let text = value.expect_str("prune resource")?;
+    let mut searched: Vec<&str> = Vec::new();
+    for d in space {
+        if !searched.contains(&d.stage.as_str()) {
+            searched.push(&d.stage);
+        }
+    }
+    let (stage_name, param) = match text.split('.').collect::<Vec<_>>().as_slice() {
+        ["stages", stage, "params", param] => (stage.to_string(), param.to_string()),
+        [param] => {
+            let having: Vec<&str> = searched
+                .iter()
+                .copied()
+                .filter(|s| {
+                    stage_of(stages, s)
+                        .and_then(|spec| registry.get(&spec.kind))
+                        .is_some_and(|k| param_decl(k, param).is_some())
+                })
+                .collect();
+            match having.as_slice() {
+                [one] => (one.to_string(), param.to_string()),
+                [] => {
+                    return Err(SpecError::at(
+                        &value.loc,
+                        format!(
+                            "no searched stage ({}) has a parameter `{param}`",
+                            searched.join(", ")
+                        ),
+                    )
+                    .hint("name the resource as `stages.STAGE.params.epochs`"))
+                }
+                many => {
+                    return Err(SpecError::at(
+                        &value.loc,
+                        format!(
+                            "several searched stages have a parameter `{param}`: {}",
+                            many.join(", ")
+                        ),
+                    )
+                    .hint(format!(
+                        "write `resource = \"stages.{}.params.{param}\"`",
+                        many[0]
+                    )))
+                }
+            }
+        }
+        _ => {
+            return Err(
+                SpecError::at(&value.loc, format!("`{text}` is not a resource parameter"))
+                    .hint("write `epochs` or `stages.STAGE.params.epochs`"),
+            )
+        }
+    };
+    if !searched.contains(&stage_name.as_str()) {
+        return Err(SpecError::at(
+            &value.loc,
+            format!("stage `{stage_name}` is not searched: no dimension of the space sets its parameters"),
+        )
+        .hint("the resource must belong to a stage the trials train"));
+    }
+    let spec = stage_of(stages, &stage_name).ok_or_else(|| {
+        SpecError::at(&value.loc, format!("unknown stage `{stage_name}`"))
+            .suggest(&stage_name, stages.iter().map(|s| s.name.as_str()))
+    })?;
+    check_resource(value, spec, &param, space, registry)?;
+    Ok((stage_name, param))
+}
+
+fn stage_of<'a>(stages: &'a [StageSpec], name: &str) -> Option<&'a StageSpec> {
+    stages.iter().find(|s| s.name == name)
+}
+
+/// The resource is an integer parameter of a kind that can resume, neither swept nor
+/// searched, and the stage leaves its `resume` slot to the search.
+fn check_resource(
+    value: &SValue,
+    spec: &StageSpec,
+    param: &str,
+    space: &[Dim],
+    registry: &Registry,
+) -> Result<(), SpecError> {
+    let kind = registry.get(&spec.kind).ok_or_else(|| {
+        SpecError::at(
+            &value.loc,
+            format!("stage `{}` has unknown kind", spec.name),
+        )
+    })?;
+    let decl = param_decl(kind, param).ok_or_else(|| {
+        SpecError::at(
+            &value.loc,
+            format!("kind `{}` has no parameter `{param}`", spec.kind),
+        )
+        .suggest(param, kind.params().iter().map(|p| p.name))
+    })?;
+    if decl.ty != ParamType::Int {
+        return Err(SpecError::at(
+            &value.loc,
+            format!(
+                "the resource must be an integer parameter; stages.{}.params.{param} is {}",
+                spec.name,
+                decl.ty.describe()
+            ),
+        ));
+    }
+    if !kind.inputs().iter().any(|i| i.name == RESUME_SLOT) {
+        return Err(SpecError::at(
+            &value.loc,
+            format!(
+                "kind `{}` cannot continue from a checkpoint (it has no `{RESUME_SLOT}` input), \
+                 so ASHA cannot promote its trials",
+                spec.kind
+            ),
+        )
+        .hint("prune a search whose resource belongs to train-classifier, or remove `prune`"));
+    }
+    if spec.inputs.iter().any(|i| i.slot == RESUME_SLOT) {
+        return Err(SpecError::at(
+            &value.loc,
+            format!(
+                "stage `{}` connects `{RESUME_SLOT}` itself; under ASHA the search connects it",
+                spec.name
+            ),
+        ));
+    }
+    if let Some(dim) = space
+        .iter()
+        .find(|d| d.stage == spec.name && d.param == param)
+    {
+        return Err(SpecError::at(
+            &dim.loc,
+            format!("`{param}` is ASHA's resource and cannot also be searched"),
+        ));
+    }
+    let mut axes = std::collections::BTreeSet::new();
+    if let Some(t) = spec.params.get(param) {
+        t.axes(&mut axes);
+    }
+    if let Some(axis) = axes.first() {
+        return Err(SpecError::at(
+            &value.loc,
+            format!(
+                "stages.{}.params.{param} is swept over `{axis}` already",
+                spec.name
+            ),
+        )
+        .hint("ASHA sets the resource per rung; write a plain value"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_resume_slot_is_the_one_train_classifier_declares() {
+        assert_eq!(
+            super::RESUME_SLOT,
+            crate::stages::train_classifier::RESUME_INPUT
+        );
+    }
+}
