@@ -483,7 +483,7 @@ mod tests {
     fn a_single_small_value_gets_an_axis_of_its_own_size() {
         let (lo, hi) = padded_range([0.004].into_iter());
         assert!(
-            lo >= 0.0 && lo < 0.004 && hi > 0.004 && hi < 0.01,
+            (0.0..0.004).contains(&lo) && hi > 0.004 && hi < 0.01,
             "{lo}..{hi}"
         );
     }
