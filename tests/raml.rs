@@ -249,11 +249,13 @@ fn expand(file: &str) -> BTreeMap<String, usize> {
 #[test]
 fn raml_quickstart_expands_to_the_four_setups() {
     let c = expand("pipelines/quickstart.toml");
-    assert_eq!(c["teacher"], 1);
+    // `seed` draws every stochastic stage: a teacher per draw, and every network per draw.
+    assert_eq!(c["teacher"], 3);
+    assert_eq!(c["teacher-q"], 6, "2 query resolutions x 3 seeds");
     assert_eq!(c["student"], 6, "2 query resolutions x 3 seeds");
-    assert_eq!(c["emb-teacher-db"], 1, "the database is embedded once");
-    assert_eq!(c["emb-teacher-q"], 2);
-    assert_eq!(c["eval-tasym"], 2);
+    assert_eq!(c["emb-teacher-db"], 3, "the database is embedded once per draw");
+    assert_eq!(c["emb-teacher-q"], 6);
+    assert_eq!(c["eval-tasym"], 6);
     assert_eq!(c["eval-ts"], 6);
     assert_eq!(c["eval-ssym"], 6);
     assert_eq!(c["table"], 1);
@@ -276,28 +278,16 @@ fn raml_quickstart_queries_at_half_and_a_quarter_of_the_database() {
     }
 }
 
-/// The quickstart's student recipe and its data's detail are chosen inside its training
-/// classes: every network of the validation pipelines trains on `val-train`, every embedding
-/// is of `val-test`, and the data and networks are the quickstart's.
+/// The hand-run rounds that chose the quickstart's data read no test image: every network of
+/// the validation pipelines trains on `val-train`, every embedding is of `val-test`, the data
+/// is the quickstart's but for the detail they chose, and the detail the quickstart uses is
+/// one of their candidates.
 #[test]
-fn raml_validation_pipelines_read_no_test_image() {
+fn raml_validation_rounds_read_no_test_image() {
     let test = crate::support::expand("pipelines/quickstart.toml", &[]);
-    // Each validation pipeline with its students, each compared with the quickstart's student.
-    for (file, students) in [
-        (
-            "pipelines/quickstart-validation.toml",
-            &["student", "student-ck", "student-aug"][..],
-        ),
-        (
-            "pipelines/quickstart-validation-data.toml",
-            &[
-                "student",
-                "student-chosen",
-                "student-epochs",
-                "student-draw",
-                "student-pass",
-            ][..],
-        ),
+    for file in [
+        "pipelines/quickstart-validation.toml",
+        "pipelines/quickstart-validation-data.toml",
     ] {
         let val = crate::support::expand(file, &[]);
         for split in &val["split"] {
@@ -310,64 +300,110 @@ fn raml_validation_pipelines_read_no_test_image() {
                 );
             }
         }
-        let mut trained = 0;
-        for (stage, partition) in crate::support::partitions(&val) {
-            if stage.starts_with("emb-") {
-                assert_eq!(partition, "val-test", "{file}: {stage}");
-            } else {
-                assert_eq!(partition, "val-train", "{file}: {stage}");
-                trained += 1;
-            }
-        }
-        assert!(trained > 0, "{file}");
-        if file.ends_with("-data.toml") {
-            for (params, quickstart, stage) in [
-                (&["detail_scale"][..], "split", "split"),
-                (
-                    &["epochs", "images_per_epoch"][..],
-                    "student",
-                    "student-pass",
-                ),
-                (&["epochs"][..], "teacher", "teacher-draw"),
-                (&["epochs"][..], "teacher-q", "teacher-q-draw"),
-            ] {
-                let chosen: Vec<_> = params.iter().map(|p| test[quickstart][0].get(p)).collect();
-                assert!(
-                    val[stage]
-                        .iter()
-                        .any(|c| params.iter().map(|p| c.get(p)).eq(chosen.iter().cloned())),
-                    "the quickstart's {params:?} {chosen:?} is a candidate of {file}: {stage}"
-                );
-            }
-        }
-        let teachers = [
-            ("teacher", "teacher"),
-            ("teacher-q", "teacher-q"),
-            ("teacher-chosen", "teacher"),
-            ("teacher-draw", "teacher"),
-            ("teacher-q-draw", "teacher-q"),
-            ("teacher-pass", "teacher"),
-            ("teacher-q-pass", "teacher-q"),
-        ];
-        let networks = teachers
-            .into_iter()
-            .filter(|(stage, _)| val.contains_key(*stage))
-            .chain(students.iter().map(|s| (*s, "student")));
-        // Epochs are not compared: they are candidates of rounds 7 (the student's, with its
-        // images per epoch) and 6 (the labelled networks'), checked above; earlier rounds trained
-        // other budgets.
-        for (stage, quickstart) in networks {
-            for param in ["arch", "width", "batch_size", "lr", "precision"] {
-                for p in &val[stage] {
-                    assert_eq!(
-                        p.get(param),
-                        test[quickstart][0].get(param),
-                        "{file}: {stage}: {param}"
-                    );
-                }
-            }
+        assert_validation_partitions(file, &crate::support::partitions(&val));
+    }
+    let data = crate::support::expand("pipelines/quickstart-validation-data.toml", &[]);
+    let chosen = test["split"][0].get("detail_scale");
+    assert!(
+        data["split"].iter().any(|c| c.get("detail_scale") == chosen),
+        "the quickstart's detail_scale {chosen:?} is a candidate of the data rounds"
+    );
+}
+
+/// Every (stage, partition) of a validation pipeline: embeddings of `val-test`, everything
+/// else (the networks) trained on `val-train`, and at least one network.
+fn assert_validation_partitions(file: &str, partitions: &[(&str, &str)]) {
+    let mut trained = 0;
+    for (stage, partition) in partitions {
+        if stage.starts_with("emb-") {
+            assert_eq!(*partition, "val-test", "{file}: {stage}");
+        } else {
+            assert_eq!(*partition, "val-train", "{file}: {stage}");
+            trained += 1;
         }
     }
+    assert!(trained > 0, "{file}");
+}
+
+/// The quickstart's recipe is what `quickstart-search.toml` chose on the validation split:
+/// the searches train on `val-train` and retrieve on `val-test` (`plan` finds no stage that
+/// reads a test image), on the quickstart's data, with its networks and budgets, and the
+/// quickstart's searched values lie in the searches' spaces (which trial won, with its
+/// numbers, is in docs/quickstarts.md).
+#[test]
+fn raml_quickstart_recipe_comes_from_its_searches_on_validation() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("pipelines/quickstart-search.toml")).unwrap();
+    let search: toml::Table = toml::from_str(&text).unwrap();
+    let stages = search["stages"].as_table().unwrap();
+    let mut partitions = Vec::new();
+    for (stage, table) in stages {
+        if let Some(partition) = table.get("params").and_then(|p| p.get("partition")) {
+            partitions.push((stage.as_str(), partition.as_str().unwrap()));
+        }
+    }
+    assert_validation_partitions("quickstart-search.toml", &partitions);
+
+    let p = crate::support::Project::new();
+    crate::support::copy_tree(&repo.join("stages"), &p.path().join("stages"));
+    p.write("pipelines/quickstart-search.toml", &text);
+    let out = p.run(&["plan", "pipelines/quickstart-search.toml", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(plan.get("reads_test_images").is_none(), "{plan}");
+
+    let test = crate::support::expand("pipelines/quickstart.toml", &[]);
+    let param = |stage: &str, name: &str| stages[stage]["params"][name].clone();
+    for (param_name, value) in stages["split"]["params"].as_table().unwrap() {
+        if param_name != "validation" {
+            assert_eq!(
+                Some(&json_of(value)),
+                test["split"][0].get(param_name),
+                "split: {param_name}"
+            );
+        }
+    }
+    for (searched, quickstart) in [
+        ("labelled", "teacher-q"),
+        ("teacher", "teacher"),
+        ("student", "student"),
+    ] {
+        for q in &test[quickstart] {
+            assert_eq!(
+                Some(&json_of(&param(searched, "epochs"))),
+                q.get("epochs"),
+                "{quickstart}: epochs"
+            );
+        }
+    }
+    let space = |name: &str, dim: &str| search["search"][name]["space"][dim].clone();
+    let choices = space("labelled", "lr")["choice"].as_array().unwrap().clone();
+    for stage in ["teacher", "teacher-q"] {
+        let lr = test[stage][0].get("lr").and_then(Value::as_f64).unwrap();
+        assert!(
+            choices.iter().any(|c| c.as_float() == Some(lr)),
+            "{stage}: lr {lr} is one of {choices:?}"
+        );
+    }
+    for dim in ["lr", "lambda_t", "lambda_s"] {
+        let dim_space = space("student", dim);
+        let range = dim_space
+            .get("log_uniform")
+            .or_else(|| dim_space.get("uniform"))
+            .unwrap()
+            .as_array()
+            .unwrap();
+        let (lo, hi) = (range[0].as_float().unwrap(), range[1].as_float().unwrap());
+        for q in &test["student"] {
+            let v = q.get(dim).and_then(Value::as_f64).unwrap();
+            assert!((lo..=hi).contains(&v), "student: {dim} {v} in [{lo}, {hi}]");
+        }
+    }
+}
+
+/// A TOML value as the JSON value a resolved parameter holds.
+fn json_of(value: &toml::Value) -> serde_json::Value {
+    serde_json::to_value(value).unwrap()
 }
 
 #[test]
