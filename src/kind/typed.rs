@@ -64,7 +64,7 @@ pub fn assert_reads_match_declaration<T, E: std::fmt::Display>(
     base: serde_json::Value,
     read: impl Fn(&Params) -> Result<T, E>,
 ) {
-    let base = crate::stages::testing::params_with_defaults(stage, base);
+    let base = with_defaults(stage, base);
     let (first, mut read_names) = reads_of(|| read(&base));
     if let Err(e) = first {
         panic!("{}: the defaults do not read: {e}", stage.kind());
@@ -80,6 +80,22 @@ pub fn assert_reads_match_declaration<T, E: std::fmt::Display>(
         "{}: read but never declared: {undeclared:?}; declared but never read: {unread:?}",
         stage.kind()
     );
+}
+
+/// `stage`'s declared defaults overlaid with `overrides` (a JSON object), as the resolver
+/// fills them in.
+#[cfg(any(test, feature = "test-kinds"))]
+fn with_defaults(stage: &dyn Stage, overrides: serde_json::Value) -> Params {
+    let mut params = Params::default();
+    for decl in stage.params() {
+        if let Some(value) = decl.default_value() {
+            params.0.insert(decl.name.to_string(), value);
+        }
+    }
+    if let serde_json::Value::Object(o) = overrides {
+        params.0.extend(o);
+    }
+    params
 }
 
 /// `base` with one choice parameter set to another of its options, or one boolean flipped.
@@ -104,12 +120,15 @@ fn variants(stage: &dyn Stage, base: &Params) -> Vec<Params> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::testing::params_of;
     use serde_json::json;
 
     #[test]
     fn every_kind_of_read_is_recorded_and_only_inside() {
-        let p = params_of(&[("a", json!(1)), ("b", json!("x"))]);
+        let p = Params(
+            [("a", json!(1)), ("b", json!("x"))]
+                .map(|(k, v)| (k.into(), v))
+                .into(),
+        );
         let _ = p.int("outside");
         let ((), names) = reads_of(|| {
             let _ = p.int("a");

@@ -14,7 +14,9 @@
 //! one box for both, so R and r must share their aspect ratio; `resolution` (the metric) is
 //! r's height, as `embed` reports it.
 
-use super::training::{gem_group, open_partition, optim_config, resolve, Batching, Epoch, LossCurve};
+use super::training::{
+    gem_group, open_partition, optim_config, resolve, Batching, Epoch, LossCurve,
+};
 use crate::data::{device_feed, DistillConfig, DistillLoader};
 use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
@@ -61,14 +63,14 @@ impl Run for Distill {
         let teacher_input = ctx.input("teacher")?.clone();
         let teacher_resolution = match p.teacher_resolution {
             None => teacher_resolution_of(&teacher_input).ok_or_else(|| {
-                    StageError::bad_param(
-                        "teacher_resolution",
-                        format!(
-                            "stage `{}` has no `resolution` parameter; set it here",
-                            teacher_input.stage
-                        ),
-                    )
-                })?,
+                StageError::bad_param(
+                    "teacher_resolution",
+                    format!(
+                        "stage `{}` has no `resolution` parameter; set it here",
+                        teacher_input.stage
+                    ),
+                )
+            })?,
             Some(resolution) => resolution,
         };
         tch::manual_seed(seed);
@@ -112,7 +114,13 @@ impl Run for Distill {
         let steps_per_epoch = batches.div_ceil(accumulate);
         let net = student.meta.net.clone();
         let optim = gem_group(
-            Optim::new(&student.vs, &optim_config(&p.optim), epochs, steps_per_epoch).torch()?,
+            Optim::new(
+                &student.vs,
+                &optim_config(&p.optim),
+                epochs,
+                steps_per_epoch,
+            )
+            .torch()?,
             &net,
             p.gem,
         );
@@ -281,16 +289,8 @@ fn distill_loss(p: &DistillParams) -> Result<DistillLoss, StageError> {
     let on = |name: &str| terms.iter().any(|t| t == name);
     Ok(DistillLoss {
         abs: on("abs"),
-        lambda_t: if on("rel_ts") {
-            Some(p.lambda_t)
-        } else {
-            None
-        },
-        lambda_s: if on("rel_ss") {
-            Some(p.lambda_s)
-        } else {
-            None
-        },
+        lambda_t: if on("rel_ts") { Some(p.lambda_t) } else { None },
+        lambda_s: if on("rel_ss") { Some(p.lambda_s) } else { None },
     })
 }
 
@@ -301,7 +301,10 @@ mod tests {
     use serde_json::{json, Value};
 
     fn params(losses: Value) -> DistillParams {
-        let p = params_with_defaults(&asymflow::stages::distill::Distill, json!({ "losses": losses }));
+        let p = params_with_defaults(
+            &asymflow::stages::distill::Distill,
+            json!({ "losses": losses }),
+        );
         DistillParams::from_params(&p).unwrap()
     }
 
