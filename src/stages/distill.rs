@@ -311,10 +311,7 @@ impl DistillParams {
             gem: GemParams::read(params)?,
             precision: params.str("precision")?.to_string(),
             optim: OptimParams::read(params)?,
-            augment: augment::with_mixup(
-                augment::augment_config(params)?,
-                params.float("mixup")?,
-            )?,
+            augment: augment::with_mixup(augment::augment_config(params)?, params.float("mixup")?)?,
             batching: Batching::read(params)?,
         })
     }

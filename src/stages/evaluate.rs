@@ -19,8 +19,7 @@
 
 use super::outputs;
 use crate::kind::{
-    metric_names, Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage,
-    StageError,
+    metric_names, Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage, StageError,
 };
 
 pub use super::embed::EMBEDDINGS_OUTPUT;

@@ -75,7 +75,9 @@ impl Stage for Import {
         params: &Params,
         env: &FingerprintEnv<'_>,
     ) -> Result<Option<Value>, StageError> {
-        let full = env.project_dir.join(ImportParams::from_params(params)?.file);
+        let full = env
+            .project_dir
+            .join(ImportParams::from_params(params)?.file);
         if !full.is_file() {
             return Err(StageError::bad_param(
                 "file",

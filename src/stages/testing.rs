@@ -384,11 +384,7 @@ impl Run for Echo {
                 .map_err(|e| StageError::io(&path, e))?;
             // One write per line: with O_APPEND it lands whole even when processes share the
             // trace (`writeln!` on a File writes each formatted piece on its own).
-            let line = format!(
-                "{} {}\n",
-                ctx.stage_name(),
-                params.value
-            );
+            let line = format!("{} {}\n", ctx.stage_name(), params.value);
             file.write_all(line.as_bytes())
                 .map_err(|e| StageError::io(&path, e))?;
         }
