@@ -20,6 +20,7 @@ pub mod command;
 mod context;
 mod params;
 mod resolution;
+pub mod typed;
 
 pub use artifact::{
     check_outputs, describe as describe_artifacts, fits, produces, Artifact, ContractError,

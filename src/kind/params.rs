@@ -436,6 +436,7 @@ pub struct ParamError {
 impl Params {
     /// The raw value, if present.
     pub fn get(&self, name: &str) -> Option<&Value> {
+        super::typed::note_read(name);
         self.0.get(name)
     }
 
@@ -445,7 +446,7 @@ impl Params {
         expected: &'static str,
         f: impl FnOnce(&'a Value) -> Option<T>,
     ) -> Result<T, ParamError> {
-        self.0.get(name).and_then(f).ok_or_else(|| ParamError {
+        self.get(name).and_then(f).ok_or_else(|| ParamError {
             name: name.to_string(),
             expected,
         })
@@ -490,8 +491,7 @@ impl Params {
 
     /// An optional string: absent, or an empty string, is `None`.
     pub fn opt_str(&self, name: &str) -> Option<&str> {
-        self.0
-            .get(name)
+        self.get(name)
             .and_then(|v| v.as_str())
             .filter(|s| !s.is_empty())
     }

@@ -12,13 +12,14 @@
 use serde_json::{json, Value};
 
 use super::groups::augment::{self, AugmentDefaults};
-use super::groups::batching::{self, BatchingDefaults};
-use super::groups::optim::{self, OptimDefaults};
+use super::groups::batching::{self, Batching, BatchingDefaults};
+use super::groups::optim::{self, OptimDefaults, OptimParams};
 use super::outputs;
 use super::training::*;
+use crate::data::AugmentConfig;
 use crate::kind::{
-    Artifact, FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage,
-    StageError,
+    Artifact, FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resolution,
+    Resource, Stage, StageError,
 };
 
 /// See the module docs.
@@ -220,5 +221,123 @@ impl Stage for Distill {
                 "init = \"imagenet\" needs a weight file",
             )),
         }
+    }
+}
+
+/// The kind's parameters, read once ([`crate::kind::typed`]); the runner takes this, never a
+/// name. Choices stay in pipeline spelling: the runner maps them, with its messages.
+#[derive(Debug, Clone)]
+pub struct DistillParams {
+    /// `partition`.
+    pub partition: String,
+    /// `resolution`: the student's r.
+    pub resolution: Resolution,
+    /// `teacher_resolution`: `None` for 0 (the teacher stage's own `resolution`).
+    pub teacher_resolution: Option<Resolution>,
+    /// `init`.
+    pub init: String,
+    /// `pretrained`, `None` when empty.
+    pub pretrained: Option<String>,
+    /// `arch` ("teacher": the same).
+    pub arch: String,
+    /// `width` (0: the teacher's).
+    pub width: i64,
+    /// `stem` ("teacher": the same).
+    pub stem: String,
+    /// `augmentations`: at least 1.
+    pub augmentations: usize,
+    /// `coupled`.
+    pub coupled: bool,
+    /// `losses`, unchecked (the runner says which terms are wrong).
+    pub losses: Vec<String>,
+    /// `lambda_t`.
+    pub lambda_t: f64,
+    /// `lambda_s`.
+    pub lambda_s: f64,
+    /// `freeze_bn`.
+    pub freeze_bn: bool,
+    /// `seed`.
+    pub seed: i64,
+    /// `chunks`: at least 1.
+    pub chunks: usize,
+    /// `accumulate`: at least 1.
+    pub accumulate: usize,
+    /// `gem_p_lr_scale`, `gem_p_decay`.
+    pub gem: GemParams,
+    /// `precision`, in pipeline spelling (the worker checks it can run it).
+    pub precision: String,
+    /// The optimiser group.
+    pub optim: OptimParams,
+    /// The augmentation group with `mixup`.
+    pub augment: AugmentConfig,
+    /// The batching group.
+    pub batching: Batching,
+}
+
+/// The `resolution` of the teacher stage (`train-teacher` or `distill`, whose declarations
+/// both name it), for `teacher_resolution = 0`; `None` when the teacher has none.
+pub fn teacher_resolution_of(teacher: &crate::kind::InputArtifact) -> Option<Resolution> {
+    teacher
+        .params
+        .get("resolution")
+        .and_then(Resolution::from_value)
+}
+
+impl DistillParams {
+    /// Reads every parameter of the kind.
+    pub fn from_params(params: &Params) -> Result<Self, StageError> {
+        let teacher_resolution = match params.get("teacher_resolution").and_then(Value::as_i64) {
+            Some(0) => None,
+            _ => Some(params.resolution("teacher_resolution")?),
+        };
+        Ok(DistillParams {
+            partition: params.str("partition")?.to_string(),
+            resolution: params.resolution("resolution")?,
+            teacher_resolution,
+            init: params.str("init")?.to_string(),
+            pretrained: opt_path(params, "pretrained"),
+            arch: params.str("arch")?.to_string(),
+            width: params.int("width")?,
+            stem: params.str("stem")?.to_string(),
+            augmentations: positive(params, "augmentations")?,
+            coupled: params.bool("coupled")?,
+            losses: params.strs("losses")?,
+            lambda_t: params.float("lambda_t")?,
+            lambda_s: params.float("lambda_s")?,
+            freeze_bn: params.bool("freeze_bn")?,
+            seed: params.int("seed")?,
+            chunks: positive(params, "chunks")?,
+            accumulate: positive(params, "accumulate")?,
+            gem: GemParams::read(params)?,
+            precision: params.str("precision")?.to_string(),
+            optim: OptimParams::read(params)?,
+            augment: augment::with_mixup(augment::augment_config(params)?, params.float("mixup")?)?,
+            batching: Batching::read(params)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        assert_reads_match_declaration(&Distill, json!({}), DistillParams::from_params);
+    }
+
+    #[test]
+    fn paper_defaults_are_declared() {
+        let p = DistillParams::from_params(&crate::stages::testing::params_with_defaults(
+            &Distill,
+            json!({}),
+        ))
+        .unwrap();
+        assert_eq!((p.augmentations, p.lambda_t, p.chunks), (8, 0.7, 1));
+        assert_eq!(p.optim.lr, 1.1e-4);
+        assert_eq!((p.augment.jitter, p.augment.mixup_alpha), (0.5, 0.2));
+        assert_eq!(p.batching.images_per_epoch, Some(8000));
+        assert!(p.coupled && p.teacher_resolution.is_none());
     }
 }

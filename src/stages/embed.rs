@@ -12,9 +12,12 @@
 //! height: the side of a square), `count`.
 
 use super::outputs;
-use super::training::PRECISION;
+use super::training::{positive, PRECISION};
 use crate::data::EvalView;
-use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage};
+use crate::kind::{
+    Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resolution, Resource, Stage,
+    StageError,
+};
 
 /// File name of the embeddings output.
 pub const EMBEDDINGS_OUTPUT: &str = super::outputs::EMBEDDINGS.file;
@@ -94,5 +97,46 @@ impl Stage for Embed {
     }
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device
+    }
+}
+
+/// The kind's parameters, read once ([`crate::kind::typed`]); the runner takes this, never a
+/// name.
+#[derive(Debug, Clone)]
+pub struct EmbedParams {
+    /// `partition`.
+    pub partition: String,
+    /// `resolution`.
+    pub resolution: Resolution,
+    /// `view`, in pipeline spelling (one of [`EvalView::NAMES`]).
+    pub view: String,
+    /// `batch_size`: at least 1.
+    pub batch_size: usize,
+    /// `precision`, in pipeline spelling (the worker checks it can run it).
+    pub precision: String,
+}
+
+impl EmbedParams {
+    /// Reads every parameter of the kind.
+    pub fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(EmbedParams {
+            partition: params.str("partition")?.to_string(),
+            resolution: params.resolution("resolution")?,
+            view: params.str("view")?.to_string(),
+            batch_size: positive(params, "batch_size")?,
+            precision: params.str("precision")?.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
+    use serde_json::json;
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        assert_reads_match_declaration(&Embed, json!({}), EmbedParams::from_params);
     }
 }

@@ -19,7 +19,7 @@
 
 use super::outputs;
 use crate::kind::{
-    metric_names, Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage,
+    metric_names, Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage, StageError,
 };
 
 pub use super::embed::EMBEDDINGS_OUTPUT;
@@ -224,9 +224,54 @@ impl Stage for Evaluate {
     }
 }
 
+/// The kind's parameters, read once ([`crate::kind::typed`]); the runner takes this, never a
+/// name. Values stay as declared: the runner checks them against the embeddings, with its
+/// messages.
+#[derive(Debug, Clone)]
+pub struct EvaluateParams {
+    /// `protocol`, in pipeline spelling ([`EvalProtocol::parse`]).
+    pub protocol: String,
+    /// `ks`.
+    pub ks: Vec<i64>,
+    /// `far`.
+    pub far: f64,
+    /// `fpir`.
+    pub fpir: f64,
+    /// `template_size` (0: one per identity).
+    pub template_size: i64,
+    /// `exclude_self`, in pipeline spelling ([`ExcludeSelf::parse`]).
+    pub exclude_self: String,
+    /// `truncate`.
+    pub truncate: bool,
+}
+
+impl EvaluateParams {
+    /// Reads every parameter of the kind.
+    pub fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(EvaluateParams {
+            protocol: params.str("protocol")?.to_string(),
+            ks: params.ints("ks")?,
+            far: params.float("far")?,
+            fpir: params.float("fpir")?,
+            template_size: params.int("template_size")?,
+            exclude_self: params.str("exclude_self")?.to_string(),
+            truncate: params.bool("truncate")?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        crate::kind::typed::assert_reads_match_declaration(
+            &Evaluate,
+            serde_json::json!({}),
+            EvaluateParams::from_params,
+        );
+    }
 
     #[test]
     fn every_declared_spelling_parses_and_names_itself() {

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 
 use super::outputs;
 use crate::kind::{
-    FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage, StageError,
+    FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resolution, Stage,
+    StageError,
 };
 
 /// See the module docs.
@@ -74,8 +75,9 @@ impl Stage for Import {
         params: &Params,
         env: &FingerprintEnv<'_>,
     ) -> Result<Option<Value>, StageError> {
-        let path = params.str("file")?;
-        let full = env.project_dir.join(path);
+        let full = env
+            .project_dir
+            .join(ImportParams::from_params(params)?.file);
         if !full.is_file() {
             return Err(StageError::bad_param(
                 "file",
@@ -87,5 +89,50 @@ impl Stage for Import {
             .hash_file(&full)
             .map_err(|e| StageError::io(&full, e))?;
         Ok(Some(json!({ "file": hash })))
+    }
+}
+
+/// The kind's parameters, read once ([`crate::kind::typed`]); the runner takes this, never a
+/// name.
+#[derive(Debug, Clone)]
+pub struct ImportParams {
+    /// `file`, relative to the project.
+    pub file: String,
+    /// `normalize`.
+    pub normalize: bool,
+    /// `gflops` (0: unknown).
+    pub gflops: f64,
+    /// `resolution`, `None` for 0 (unknown).
+    pub resolution: Option<Resolution>,
+}
+
+impl ImportParams {
+    /// Reads every parameter of the kind.
+    pub fn from_params(params: &Params) -> Result<Self, StageError> {
+        let resolution = match params.get("resolution").and_then(Value::as_i64) {
+            Some(0) => None,
+            _ => Some(params.resolution("resolution")?),
+        };
+        Ok(ImportParams {
+            file: params.str("file")?.to_string(),
+            normalize: params.bool("normalize")?,
+            gflops: params.float("gflops")?,
+            resolution,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        assert_reads_match_declaration(
+            &Import,
+            json!({"file": "elsewhere.safetensors"}),
+            ImportParams::from_params,
+        );
     }
 }

@@ -213,3 +213,17 @@ impl Run for Report {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
+    use serde_json::json;
+
+    /// The report's typed parameters are its [`Layout`], declared and read in
+    /// `report/layout.rs`.
+    #[test]
+    fn the_layout_reads_what_the_kind_declares() {
+        assert_reads_match_declaration(&Report, json!({"metrics": ["map"]}), Layout::from_params);
+    }
+}

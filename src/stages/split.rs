@@ -118,19 +118,55 @@ const PARAMS: &[ParamDecl] = &[
     .within(Range::between(0.0, 1.0)),
 ];
 
-fn usize_param(params: &Params, name: &str) -> Result<usize, StageError> {
-    let v = params.int(name)?;
+/// The kind's parameters, read once ([`crate::kind::typed`]); the runner and the fingerprint
+/// take this. The synthetic generator's values are checked only when the data set is
+/// synthetic ([`synthetic_params`]): a real data set ignores them.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitParams {
+    /// `dataset`.
+    dataset: DatasetKind,
+    /// `root`, `None` when empty.
+    root: Option<String>,
+    /// `classes`, `per_class`, `image_size`, as written.
+    classes: i64,
+    per_class: i64,
+    image_size: i64,
+    /// `detail_scale`.
+    detail_scale: f64,
+    /// `seed`: the synthetic images'.
+    seed: i64,
+    /// The protocol's options (`protocol`, `subsets`, ..., `split_seed`).
+    options: SplitOptions,
+}
+
+impl SplitParams {
+    /// Reads every parameter of the kind.
+    pub(crate) fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(SplitParams {
+            dataset: DatasetKind::parse(params.str("dataset")?)?,
+            root: params.opt_str("root").map(str::to_string),
+            classes: params.int("classes")?,
+            per_class: params.int("per_class")?,
+            image_size: params.int("image_size")?,
+            detail_scale: params.float("detail_scale")?,
+            seed: params.int("seed")?,
+            options: options(params)?,
+        })
+    }
+}
+
+fn usize_param(v: i64, name: &str) -> Result<usize, StageError> {
     usize::try_from(v).map_err(|_| StageError::bad_param(name, format!("{v} is negative")))
 }
 
-fn synthetic_params(params: &Params) -> Result<SyntheticParams, StageError> {
+fn synthetic_params(params: &SplitParams) -> Result<SyntheticParams, StageError> {
     let p = SyntheticParams {
-        classes: usize_param(params, "classes")?,
-        per_class: usize_param(params, "per_class")?,
-        image_size: u32::try_from(usize_param(params, "image_size")?)
+        classes: usize_param(params.classes, "classes")?,
+        per_class: usize_param(params.per_class, "per_class")?,
+        image_size: u32::try_from(usize_param(params.image_size, "image_size")?)
             .map_err(|_| StageError::bad_param("image_size", "too large"))?,
-        detail_scale: params.float("detail_scale")?,
-        seed: params.int("seed")? as u64,
+        detail_scale: params.detail_scale,
+        seed: params.seed as u64,
     };
     p.validate()?;
     Ok(p)
@@ -147,12 +183,12 @@ enum Source {
     },
 }
 
-fn source(params: &Params, project_dir: &std::path::Path) -> Result<Source, StageError> {
-    let kind = DatasetKind::parse(params.str("dataset")?)?;
+fn source(params: &SplitParams, project_dir: &std::path::Path) -> Result<Source, StageError> {
+    let kind = params.dataset;
     if kind == DatasetKind::Synthetic {
         return Ok(Source::Synthetic(synthetic_params(params)?));
     }
-    let written = params.opt_str("root").ok_or_else(|| {
+    let written = params.root.clone().ok_or_else(|| {
         StageError::bad_param(
             "root",
             format!(
@@ -163,20 +199,22 @@ fn source(params: &Params, project_dir: &std::path::Path) -> Result<Source, Stag
     })?;
     Ok(Source::Files {
         kind,
-        written: written.to_string(),
-        root: project_dir.join(written),
+        root: project_dir.join(&written),
+        written,
     })
 }
 
+/// The protocol's options: read by [`SplitParams::from_params`], and alone by
+/// [`Stage::partitions`].
 fn options(params: &Params) -> Result<SplitOptions, StageError> {
     Ok(SplitOptions {
         protocol: Protocol::parse(params.str("protocol")?)?,
         subsets: params.ints("subsets")?,
         subset_order: SubsetOrder::parse(params.str("subset_order")?)?,
         validation: params.bool("validation")?,
-        gallery_per_class: usize_param(params, "gallery_per_class")?,
+        gallery_per_class: usize_param(params.int("gallery_per_class")?, "gallery_per_class")?,
         non_mated: params.float("non_mated")?,
-        pairs_per_class: usize_param(params, "pairs_per_class")?,
+        pairs_per_class: usize_param(params.int("pairs_per_class")?, "pairs_per_class")?,
         seed: params.int("split_seed")? as u64,
         train_fraction: params.float("train_fraction")?,
     })
@@ -254,14 +292,15 @@ impl Stage for Split {
         params: &Params,
         env: &FingerprintEnv<'_>,
     ) -> Result<Option<Value>, StageError> {
-        let mut value = match source(params, env.project_dir)? {
+        let params = SplitParams::from_params(params)?;
+        let mut value = match source(&params, env.project_dir)? {
             Source::Synthetic(p) => p.fingerprint(),
             Source::Files { kind, root, .. } => {
                 let listing = kind.list(&root)?;
                 FilesFingerprint::compute(kind, &root, &listing, env.hashes)?.to_value()
             }
         };
-        let order = SubsetOrder::parse(params.str("subset_order")?)?;
+        let order = params.options.subset_order;
         if order != SubsetOrder::Random {
             value = serde_json::json!({ "data": value, "subset_order": order.name() });
         }
@@ -271,8 +310,7 @@ impl Stage for Split {
 
 impl Run for Split {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let params = ctx.params().clone();
-        let opts = options(&params)?;
+        let params = SplitParams::from_params(ctx.params())?;
         let (dataset, items, content) = match source(&params, ctx.project_dir())? {
             Source::Synthetic(p) => {
                 let items = SyntheticDataset::new(p)
@@ -314,7 +352,8 @@ impl Run for Split {
                 )
             }
         };
-        let parts = protocol::split(&items, &opts)?;
+        let opts = &params.options;
+        let parts = protocol::split(&items, opts)?;
         let mut manifest = SplitManifest::new(dataset, opts.protocol.name(), parts.partitions);
         manifest.content = content;
         if !parts.pairs.is_empty() {
@@ -330,5 +369,17 @@ impl Run for Split {
             ctx.log(line);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
+    use serde_json::json;
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        assert_reads_match_declaration(&Split, json!({}), SplitParams::from_params);
     }
 }

@@ -118,12 +118,33 @@ impl Stage for Train {
     }
 }
 
+/// `test-train`'s parameters, read once ([`crate::kind::typed`]).
+#[derive(Debug, Clone)]
+struct TrainParams {
+    value: f64,
+    seed: i64,
+    epochs: i64,
+    sleep_ms: i64,
+}
+
+impl TrainParams {
+    fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(TrainParams {
+            value: params.float("value")?,
+            seed: params.int("seed")?,
+            epochs: params.int("epochs")?,
+            sleep_ms: params.int("sleep_ms")?,
+        })
+    }
+}
+
 impl Run for Train {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let value = ctx.params().float("value")?;
-        let seed = ctx.params().int("seed")?;
-        let epochs = ctx.params().int("epochs")?.max(1);
-        let sleep = ctx.params().int("sleep_ms")?.max(0) as u64;
+        let p = TrainParams::from_params(ctx.params())?;
+        let value = p.value;
+        let seed = p.seed;
+        let epochs = p.epochs.max(1);
+        let sleep = p.sleep_ms.max(0) as u64;
         ctx.progress_start(epochs as u64, "epochs");
         let mut curve = Vec::new();
         for epoch in 1..=epochs {
@@ -185,9 +206,23 @@ impl Stage for Strict {
     }
 }
 
+/// `test-strict`'s parameters, read once ([`crate::kind::typed`]).
+#[derive(Debug, Clone)]
+struct StrictParams {
+    count: i64,
+}
+
+impl StrictParams {
+    fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(StrictParams {
+            count: params.int("count")?,
+        })
+    }
+}
+
 impl Run for Strict {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let count = ctx.params().int("count")?;
+        let count = StrictParams::from_params(ctx.params())?.count;
         ctx.metric("count", count as f64);
         Ok(())
     }
@@ -298,7 +333,7 @@ impl Stage for Echo {
         crate::kind::declared(&["value"])
     }
     fn resource(&self, params: &Params) -> Resource {
-        if params.bool("device").unwrap_or(false) {
+        if EchoParams::from_params(params).is_ok_and(|p| p.device) {
             Resource::Device
         } else {
             Resource::Cpu
@@ -306,10 +341,41 @@ impl Stage for Echo {
     }
 }
 
+/// `test-echo`'s parameters, read once ([`crate::kind::typed`]).
+#[derive(Debug, Clone)]
+struct EchoParams {
+    /// `value`, any JSON.
+    value: Value,
+    sleep_ms: i64,
+    fail: bool,
+    pad_bytes: i64,
+    device: bool,
+    omit: bool,
+    /// `stray`, `None` when empty.
+    stray: Option<String>,
+    /// `trace`, `None` when empty.
+    trace: Option<String>,
+}
+
+impl EchoParams {
+    fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(EchoParams {
+            value: params.get("value").cloned().unwrap_or(Value::Null),
+            sleep_ms: params.int("sleep_ms")?,
+            fail: params.bool("fail")?,
+            pad_bytes: params.int("pad_bytes")?,
+            device: params.bool("device").unwrap_or(false),
+            omit: params.bool("omit")?,
+            stray: params.opt_str("stray").map(str::to_string),
+            trace: params.opt_str("trace").map(str::to_string),
+        })
+    }
+}
+
 impl Run for Echo {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let params = ctx.params().clone();
-        if let Some(trace) = params.opt_str("trace") {
+        let params = EchoParams::from_params(ctx.params())?;
+        if let Some(trace) = &params.trace {
             let path = ctx.resolve_path(trace);
             let mut file = std::fs::OpenOptions::new()
                 .create(true)
@@ -318,15 +384,11 @@ impl Run for Echo {
                 .map_err(|e| StageError::io(&path, e))?;
             // One write per line: with O_APPEND it lands whole even when processes share the
             // trace (`writeln!` on a File writes each formatted piece on its own).
-            let line = format!(
-                "{} {}\n",
-                ctx.stage_name(),
-                params.get("value").unwrap_or(&Value::Null)
-            );
+            let line = format!("{} {}\n", ctx.stage_name(), params.value);
             file.write_all(line.as_bytes())
                 .map_err(|e| StageError::io(&path, e))?;
         }
-        let sleep = params.int("sleep_ms")?.max(0) as u64;
+        let sleep = params.sleep_ms.max(0) as u64;
         if sleep > 0 {
             // Ten steps of progress, so readers of a running stage (`serve`) see it move.
             ctx.progress_start(10, "steps");
@@ -343,10 +405,10 @@ impl Run for Echo {
                 ctx.log(format!("step {step}/10"));
             }
         }
-        if params.bool("fail")? {
+        if params.fail {
             return Err(StageError::Other("failed on purpose (fail = true)".into()));
         }
-        let mut total = params.get("value").and_then(Value::as_f64).unwrap_or(0.0);
+        let mut total = params.value.as_f64().unwrap_or(0.0);
         let mut seen = Vec::new();
         for slot in ["input", "other"] {
             for up in ctx.input_all(slot) {
@@ -360,13 +422,13 @@ impl Run for Echo {
                 seen.push(serde_json::from_str::<Value>(&text).unwrap_or(Value::Null));
             }
         }
-        if !params.bool("omit")? {
+        if !params.omit {
             ctx.write_json(
                 VALUE.file,
-                &serde_json::json!({ "value": params.get("value"), "inputs": seen }),
+                &serde_json::json!({ "value": params.value, "inputs": seen }),
             )?;
         }
-        if let Some(stray) = params.opt_str("stray") {
+        if let Some(stray) = params.stray.as_deref() {
             if stray.contains(['/', '\\']) || stray.starts_with('.') {
                 return Err(StageError::bad_param(
                     "stray",
@@ -376,7 +438,7 @@ impl Run for Echo {
             let path = ctx.out_path(stray);
             std::fs::write(&path, b"stray").map_err(|e| StageError::io(&path, e))?;
         }
-        let pad = params.int("pad_bytes")?.max(0) as usize;
+        let pad = params.pad_bytes.max(0) as usize;
         if pad > 0 {
             let path = ctx.out_path(PAD.file);
             std::fs::write(&path, vec![0x5a; pad]).map_err(|e| StageError::io(&path, e))?;
@@ -458,4 +520,18 @@ pub fn run_stage(
     );
     run.run(&mut ctx)?;
     Ok((ctx.finish().0, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
+    use serde_json::json;
+
+    #[test]
+    fn each_test_kind_reads_what_it_declares() {
+        assert_reads_match_declaration(&echo(), json!({}), EchoParams::from_params);
+        assert_reads_match_declaration(&Train, json!({}), TrainParams::from_params);
+        assert_reads_match_declaration(&Strict, json!({"count": 3}), StrictParams::from_params);
+    }
 }

@@ -28,9 +28,10 @@
 //! its features computed in eval mode without gradient.
 
 use super::outputs;
-use super::train_classifier::{CLASSIFIER_METRICS, CLASSIFIER_PARAMS};
+use super::train_classifier::{ClassifierParams, CLASSIFIER_METRICS, CLASSIFIER_PARAMS};
 use crate::kind::{
     Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Range, Resource, Stage,
+    StageError,
 };
 
 /// The `train-bct` kind.
@@ -91,6 +92,33 @@ impl Compatibility {
     /// method but BCT on T_new and LwF, whose terms also cover new classes.
     pub fn needs_old_classes(self) -> bool {
         matches!(self, Compatibility::BctOld | Compatibility::L2)
+    }
+}
+
+/// The parameters of `train-bct`, read once ([`crate::kind::typed`]); the runner takes this,
+/// never a name.
+#[derive(Debug, Clone)]
+pub struct TrainBctParams {
+    /// Everything `train-classifier` takes.
+    pub classifier: ClassifierParams,
+    /// `method`, `t_bct` and `new_classes` as one value; `None` for a spelling not declared
+    /// (the runner says how to fix it).
+    pub compatibility: Option<Compatibility>,
+    /// `lambda`.
+    pub lambda: f64,
+    /// `temperature`.
+    pub temperature: f64,
+}
+
+impl TrainBctParams {
+    /// Reads every parameter of the kind.
+    pub fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(TrainBctParams {
+            classifier: ClassifierParams::from_params(params)?,
+            compatibility: Compatibility::from_params(params)?,
+            lambda: params.float("lambda")?,
+            temperature: params.float("temperature")?,
+        })
     }
 }
 
@@ -177,7 +205,13 @@ impl Stage for TrainBct {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
     use serde_json::json;
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        assert_reads_match_declaration(&TrainBct, json!({}), TrainBctParams::from_params);
+    }
 
     fn compat(method: &str, t_bct: &str, new_classes: &str) -> Option<Compatibility> {
         let mut p = Params::default();

@@ -12,12 +12,16 @@
 //! shared with `train-bct`, which adds its influence term to the same loss.
 
 use super::groups::augment::{self, AugmentDefaults};
-use super::groups::batching::{self, BatchingDefaults};
-use super::groups::network::{self, NetworkDefaults};
-use super::groups::optim::{self, OptimDefaults};
+use super::groups::batching::{self, Batching, BatchingDefaults};
+use super::groups::network::{self, NetworkDefaults, NetworkParams};
+use super::groups::optim::{self, OptimDefaults, OptimParams};
 use super::outputs;
 use super::training::PRECISION;
-use crate::kind::{Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage};
+use crate::data::AugmentConfig;
+use crate::kind::{
+    Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resolution, Resource, Stage,
+    StageError,
+};
 
 /// The parameters of `train-classifier` outside the shared groups.
 const OWN: &[ParamDecl] = &[
@@ -158,5 +162,70 @@ impl Stage for TrainClassifier {
 
     fn resource(&self, _params: &Params) -> Resource {
         Resource::Device
+    }
+}
+
+/// The parameters of `train-classifier` ([`CLASSIFIER_PARAMS`], which `train-bct` takes too),
+/// read once ([`crate::kind::typed`]); the runners take this, never a name.
+#[derive(Debug, Clone)]
+pub struct ClassifierParams {
+    /// `partition`.
+    pub partition: String,
+    /// `head`, in pipeline spelling.
+    pub head: String,
+    /// `scale`.
+    pub scale: f64,
+    /// `margin`.
+    pub margin: f64,
+    /// `resolution`.
+    pub resolution: Resolution,
+    /// `seed`.
+    pub seed: i64,
+    /// `precision`, in pipeline spelling (the worker checks it can run it).
+    pub precision: String,
+    /// The network group.
+    pub network: NetworkParams,
+    /// The optimiser group.
+    pub optim: OptimParams,
+    /// The augmentation group.
+    pub augment: AugmentConfig,
+    /// The batching group.
+    pub batching: Batching,
+}
+
+/// The epochs the `train-classifier` result `input` (on the resume slot) trained: its
+/// `epochs` parameter.
+pub fn trained_epochs(input: &crate::kind::InputArtifact) -> Result<usize, StageError> {
+    Ok(input.params.int("epochs")?.max(0) as usize)
+}
+
+impl ClassifierParams {
+    /// Reads every parameter of [`CLASSIFIER_PARAMS`].
+    pub fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(ClassifierParams {
+            partition: params.str("partition")?.to_string(),
+            head: params.str("head")?.to_string(),
+            scale: params.float("scale")?,
+            margin: params.float("margin")?,
+            resolution: params.resolution("resolution")?,
+            seed: params.int("seed")?,
+            precision: params.str("precision")?.to_string(),
+            network: NetworkParams::read(params)?,
+            optim: OptimParams::read(params)?,
+            augment: augment::augment_config(params)?,
+            batching: Batching::read(params)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
+    use serde_json::json;
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        assert_reads_match_declaration(&TrainClassifier, json!({}), ClassifierParams::from_params);
     }
 }

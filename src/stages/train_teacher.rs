@@ -10,14 +10,15 @@
 use serde_json::{json, Value};
 
 use super::groups::augment::{self, AugmentDefaults};
-use super::groups::batching::{self, BatchingDefaults};
-use super::groups::network::{self, NetworkDefaults};
-use super::groups::optim::{self, OptimDefaults};
+use super::groups::batching::{self, Batching, BatchingDefaults};
+use super::groups::network::{self, NetworkDefaults, NetworkParams};
+use super::groups::optim::{self, OptimDefaults, OptimParams};
 use super::outputs;
 use super::training::*;
+use crate::data::AugmentConfig;
 use crate::kind::{
-    Artifact, FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resource, Stage,
-    StageError,
+    Artifact, FingerprintEnv, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resolution,
+    Resource, Stage, StageError,
 };
 
 /// See the module docs.
@@ -188,5 +189,97 @@ impl Stage for TrainTeacher {
         env: &FingerprintEnv<'_>,
     ) -> Result<Option<Value>, StageError> {
         Ok(weight_fingerprint(params, "pretrained", env)?.map(|(k, v)| json!({ k: v })))
+    }
+}
+
+/// The kind's parameters, read once ([`crate::kind::typed`]); the runner takes this, never a
+/// name. Choices stay in pipeline spelling: the runner maps them, with its messages.
+#[derive(Debug, Clone)]
+pub struct TrainTeacherParams {
+    /// `partition`.
+    pub partition: String,
+    /// `resolution`.
+    pub resolution: Resolution,
+    /// `pool`.
+    pub pool: String,
+    /// `pretrained`, `None` when empty.
+    pub pretrained: Option<String>,
+    /// `loss`.
+    pub loss: String,
+    /// `margin` (triplet).
+    pub margin: f64,
+    /// `negatives` (triplet).
+    pub negatives: i64,
+    /// `mining`.
+    pub mining: String,
+    /// `pool_size` (`mining = "pool"`).
+    pub pool_size: i64,
+    /// `scale` (cosine heads).
+    pub scale: f64,
+    /// `cos_margin` (cosface).
+    pub cos_margin: f64,
+    /// `per_class`.
+    pub per_class: i64,
+    /// `small_classes`.
+    pub small_classes: String,
+    /// `freeze_bn`.
+    pub freeze_bn: bool,
+    /// `seed`.
+    pub seed: i64,
+    /// `accumulate`: at least 1.
+    pub accumulate: usize,
+    /// `gem_p_lr_scale`, `gem_p_decay`.
+    pub gem: GemParams,
+    /// `precision`, in pipeline spelling (the worker checks it can run it).
+    pub precision: String,
+    /// The network group.
+    pub network: NetworkParams,
+    /// The optimiser group.
+    pub optim: OptimParams,
+    /// The augmentation group.
+    pub augment: AugmentConfig,
+    /// The batching group.
+    pub batching: Batching,
+}
+
+impl TrainTeacherParams {
+    /// Reads every parameter of the kind.
+    pub fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(TrainTeacherParams {
+            partition: params.str("partition")?.to_string(),
+            resolution: params.resolution("resolution")?,
+            pool: params.str("pool")?.to_string(),
+            pretrained: opt_path(params, "pretrained"),
+            loss: params.str("loss")?.to_string(),
+            margin: params.float("margin")?,
+            negatives: params.int("negatives")?,
+            mining: params.str("mining")?.to_string(),
+            pool_size: params.int("pool_size")?,
+            scale: params.float("scale")?,
+            cos_margin: params.float("cos_margin")?,
+            per_class: params.int("per_class")?,
+            small_classes: params.str("small_classes")?.to_string(),
+            freeze_bn: params.bool("freeze_bn")?,
+            seed: params.int("seed")?,
+            accumulate: positive(params, "accumulate")?,
+            gem: GemParams::read(params)?,
+            precision: params.str("precision")?.to_string(),
+            network: NetworkParams::read(params)?,
+            optim: OptimParams::read(params)?,
+            augment: augment::augment_config(params)?,
+            batching: Batching::read(params)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::typed::assert_reads_match_declaration;
+    use serde_json::json;
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        assert_reads_match_declaration(&TrainTeacher, json!({}), TrainTeacherParams::from_params);
     }
 }

@@ -69,6 +69,37 @@ pub const POOLS: &[&str] = &["gem", "avg"];
 pub use super::groups::augment::augment_config;
 pub use super::groups::network::{ARCHS, STEMS};
 
+/// `gem_p_lr_scale` and `gem_p_decay`, read and checked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GemParams {
+    /// `gem_p_lr_scale`: at least 0.
+    pub lr_scale: f64,
+    /// `gem_p_decay`.
+    pub decay: bool,
+}
+
+impl GemParams {
+    /// Reads and checks both.
+    pub fn read(params: &Params) -> Result<GemParams, StageError> {
+        let lr_scale = params.float("gem_p_lr_scale")?;
+        if !(lr_scale >= 0.0 && lr_scale.is_finite()) {
+            return Err(StageError::bad_param(
+                "gem_p_lr_scale",
+                format!("must be a non-negative number, got {lr_scale}"),
+            ));
+        }
+        Ok(GemParams {
+            lr_scale,
+            decay: params.bool("gem_p_decay")?,
+        })
+    }
+}
+
+/// `pretrained`-like path parameters: `None` when empty.
+pub fn opt_path(params: &Params, name: &str) -> Option<String> {
+    params.opt_str(name).map(str::to_string)
+}
+
 /// A positive integer parameter as `usize`.
 pub fn positive(params: &Params, name: &str) -> Result<usize, StageError> {
     let v = params.int(name)?;

@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 
 use super::outputs;
 use crate::kind::{
-    Artifact, InputArtifact, InputDecl, OutputDecl, ParamDecl, ParamType, Run, Stage, StageContext,
-    StageError,
+    Artifact, InputArtifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Run, Stage,
+    StageContext, StageError,
 };
 use crate::metrics::{registry, update_gain};
 
@@ -55,6 +55,23 @@ const INPUTS: &[InputDecl] = &[
         doc: "evaluate: the paragon new* on both sides (no BCT)",
     },
 ];
+
+/// The kind's parameters, read once ([`crate::kind::typed`]); the runner takes this, never a
+/// name.
+#[derive(Debug, Clone)]
+pub(crate) struct UpdateGainParams {
+    /// `metrics`: empty for every quality metric the three evaluations share.
+    metrics: Vec<String>,
+}
+
+impl UpdateGainParams {
+    /// Reads every parameter of the kind.
+    pub(crate) fn from_params(params: &Params) -> Result<Self, StageError> {
+        Ok(UpdateGainParams {
+            metrics: params.strs("metrics")?,
+        })
+    }
+}
 
 fn value(input: &InputArtifact, slot: &str, metric: &str) -> Result<f64, StageError> {
     input.metrics.get(metric).copied().ok_or_else(|| StageError::Input {
@@ -216,7 +233,7 @@ impl Run for UpdateGainStage {
         let old_old = ctx.input("old_old")?.clone();
         let new_new = ctx.input("new_new")?.clone();
         let evaluations = Evaluations::read(&new_old, &old_old, &new_new)?;
-        let mut names = ctx.params().strs("metrics")?;
+        let mut names = UpdateGainParams::from_params(ctx.params())?.metrics;
         if names.is_empty() {
             names = evaluations.shared();
             if names.is_empty() {
@@ -280,6 +297,15 @@ impl Run for UpdateGainStage {
 mod tests {
     use super::*;
     use crate::stages::testing::{artifact, run_stage};
+
+    #[test]
+    fn the_struct_reads_what_the_kind_declares() {
+        crate::kind::typed::assert_reads_match_declaration(
+            &UpdateGainStage,
+            json!({}),
+            UpdateGainParams::from_params,
+        );
+    }
 
     fn eval(stage: &str, map: f64, r1: f64) -> InputArtifact {
         let mut a = artifact(stage, stage, &[]);

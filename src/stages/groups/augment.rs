@@ -73,23 +73,13 @@ pub const fn params(d: AugmentDefaults) -> [ParamDecl; 4] {
     ]
 }
 
-/// The group's values (and `mixup`, when the kind declares it) as the loaders' configuration.
+/// The group's values as the loaders' configuration (no mixup: see [`with_mixup`]).
 pub fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
     let jitter = params.float("jitter")?;
     if !(0.0..=1.0).contains(&jitter) {
         return Err(StageError::bad_param(
             "jitter",
             format!("colour distortion strength in [0, 1], got {jitter}"),
-        ));
-    }
-    let mixup_alpha = match params.get("mixup") {
-        Some(_) => params.float("mixup")?,
-        None => 0.0,
-    };
-    if !(mixup_alpha >= 0.0 && mixup_alpha.is_finite()) {
-        return Err(StageError::bad_param(
-            "mixup",
-            "Beta(alpha, alpha): alpha must be >= 0 (0 = off)",
         ));
     }
     let crop_min = params.float("crop_min")?;
@@ -104,8 +94,22 @@ pub fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
         crop_scale: (crop_min, 1.0),
         flip: params.bool("flip")?,
         jitter,
-        mixup_alpha,
+        mixup_alpha: 0.0,
         ..AugmentConfig::default()
+    })
+}
+
+/// `config` with mixup's Beta(alpha, alpha), `mixup` of the kinds that declare it (`distill`).
+pub fn with_mixup(config: AugmentConfig, alpha: f64) -> Result<AugmentConfig, StageError> {
+    if !(alpha >= 0.0 && alpha.is_finite()) {
+        return Err(StageError::bad_param(
+            "mixup",
+            "Beta(alpha, alpha): alpha must be >= 0 (0 = off)",
+        ));
+    }
+    Ok(AugmentConfig {
+        mixup_alpha: alpha,
+        ..config
     })
 }
 

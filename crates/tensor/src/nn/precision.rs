@@ -145,10 +145,9 @@ fn cpu_has_bf16() -> bool {
     }
 }
 
-/// The `precision` parameter of a stage: parsed, and refused with the fix when it cannot run
-/// in this worker.
-pub fn precision_param(params: &crate::kind::Params) -> Result<Precision, crate::kind::StageError> {
-    let name = params.str("precision")?;
+/// The `precision` parameter of a stage (`name`, as the kind's typed parameters hold it):
+/// parsed, and refused with the fix when it cannot run in this worker.
+pub fn precision_param(name: &str) -> Result<Precision, crate::kind::StageError> {
     let precision = Precision::parse(name).ok_or_else(|| {
         crate::kind::StageError::bad_param(
             "precision",

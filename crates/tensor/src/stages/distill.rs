@@ -15,11 +15,10 @@
 //! r's height, as `embed` reports it.
 
 use super::training::{
-    augment_config, gem_group, open_partition, optim_config, positive, resolve, Batching, Epoch,
-    LossCurve,
+    gem_group, open_partition, optim_config, resolve, Batching, Epoch, LossCurve,
 };
-use crate::data::{device_feed, DistillConfig, DistillLoader, Resolution};
-use crate::kind::{Params, Run, StageContext, StageError};
+use crate::data::{device_feed, DistillConfig, DistillLoader};
+use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
 use crate::nn::precision::precision_param;
 use crate::nn::timing::RunTimes;
@@ -33,21 +32,21 @@ pub(crate) struct Distill;
 
 impl Run for Distill {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let p = ctx.params().clone();
+        let p = DistillParams::from_params(ctx.params())?;
         let device = crate::worker::torch_device(ctx.device());
-        let seed = p.int("seed")?;
+        let seed = p.seed;
         let Batching {
             epochs,
             batch_size,
             images_per_epoch,
-        } = Batching::read(&p)?;
-        let accumulate = positive(&p, "accumulate")?;
-        let resolution = p.resolution("resolution")?;
-        let augmentations = positive(&p, "augmentations")?;
+        } = p.batching;
+        let accumulate = p.accumulate;
+        let resolution = p.resolution;
+        let augmentations = p.augmentations;
         let loss = distill_loss(&p)?;
-        let precision = precision_param(&p)?;
+        let precision = precision_param(&p.precision)?;
         super::training::note_precision(ctx, precision);
-        let chunks = positive(&p, "chunks")?;
+        let chunks = p.chunks;
         if chunks > batch_size {
             return Err(StageError::bad_param(
                 "chunks",
@@ -62,21 +61,17 @@ impl Run for Distill {
         }
 
         let teacher_input = ctx.input("teacher")?.clone();
-        let teacher_resolution = match p.get("teacher_resolution").and_then(|v| v.as_i64()) {
-            Some(0) => teacher_input
-                .params
-                .get("resolution")
-                .and_then(Resolution::from_value)
-                .ok_or_else(|| {
-                    StageError::bad_param(
-                        "teacher_resolution",
-                        format!(
-                            "stage `{}` has no `resolution` parameter; set it here",
-                            teacher_input.stage
-                        ),
-                    )
-                })?,
-            _ => p.resolution("teacher_resolution")?,
+        let teacher_resolution = match p.teacher_resolution {
+            None => teacher_resolution_of(&teacher_input).ok_or_else(|| {
+                StageError::bad_param(
+                    "teacher_resolution",
+                    format!(
+                        "stage `{}` has no `resolution` parameter; set it here",
+                        teacher_input.stage
+                    ),
+                )
+            })?,
+            Some(resolution) => resolution,
         };
         tch::manual_seed(seed);
         let teacher = Model::load(
@@ -93,7 +88,7 @@ impl Run for Distill {
             )));
         }
 
-        let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
+        let (dataset, items) = open_partition(ctx, "split", &p.partition)?;
         let loader = DistillLoader::new(
             dataset,
             &items,
@@ -102,8 +97,8 @@ impl Run for Distill {
                 student_resolution: resolution,
                 batch_size,
                 augmentations,
-                coupled: p.bool("coupled")?,
-                augment: augment_config(&p)?,
+                coupled: p.coupled,
+                augment: p.augment,
                 images_per_epoch,
                 seed: seed as u64,
             },
@@ -119,17 +114,23 @@ impl Run for Distill {
         let steps_per_epoch = batches.div_ceil(accumulate);
         let net = student.meta.net.clone();
         let optim = gem_group(
-            Optim::new(&student.vs, &optim_config(&p)?, epochs, steps_per_epoch).torch()?,
+            Optim::new(
+                &student.vs,
+                &optim_config(&p.optim),
+                epochs,
+                steps_per_epoch,
+            )
+            .torch()?,
             &net,
-            &p,
-        )?;
+            p.gem,
+        );
         let mut step = DistillStep::new(
             student,
             teacher,
             optim,
             loss,
             augmentations as i64,
-            p.bool("freeze_bn")?,
+            p.freeze_bn,
             accumulate,
         )
         .with_chunks(chunks as i64)
@@ -186,19 +187,19 @@ impl Distill {
     fn student(
         &self,
         ctx: &mut StageContext<'_>,
-        p: &Params,
+        p: &DistillParams,
         teacher: &Model,
     ) -> Result<Model, StageError> {
         let device = crate::worker::torch_device(ctx.device());
         let mut net: NetConfig = teacher.meta.net.clone();
-        match p.str("arch")? {
+        match p.arch.as_str() {
             "teacher" => {}
             name => {
                 net.arch =
                     Arch::parse(name).ok_or_else(|| StageError::bad_param("arch", "unknown"))?
             }
         }
-        match p.int("width")? {
+        match p.width {
             0 => {}
             w if w > 0 => net.width = w,
             w => {
@@ -208,15 +209,14 @@ impl Distill {
                 ))
             }
         }
-        match p.str("stem")? {
+        match p.stem.as_str() {
             "teacher" => {}
             name => {
                 net.stem =
                     Stem::parse(name).ok_or_else(|| StageError::bad_param("stem", "unknown"))?
             }
         }
-        let init = p.str("init")?;
-        let student = match init {
+        let student = match p.init.as_str() {
             "teacher" => {
                 if net != teacher.meta.net {
                     return Err(StageError::bad_param(
@@ -230,7 +230,7 @@ impl Distill {
                 student
             }
             "imagenet" => {
-                let path = p.opt_str("pretrained").ok_or_else(|| {
+                let path = p.pretrained.as_deref().ok_or_else(|| {
                     StageError::bad_param("pretrained", "init = \"imagenet\" needs a weight file")
                 })?;
                 let student = Model::new(ModelMeta::new(net, None), device);
@@ -270,15 +270,15 @@ impl Distill {
 }
 
 /// The enabled terms and weights from `losses`, `lambda_t`, `lambda_s`.
-fn distill_loss(p: &Params) -> Result<DistillLoss, StageError> {
-    let terms = p.strs("losses")?;
+fn distill_loss(p: &DistillParams) -> Result<DistillLoss, StageError> {
+    let terms = &p.losses;
     if terms.is_empty() {
         return Err(StageError::bad_param(
             "losses",
             "enable at least one of abs, rel_ts, rel_ss",
         ));
     }
-    for t in &terms {
+    for t in terms {
         if !LOSS_TERMS.contains(&t.as_str()) {
             return Err(StageError::bad_param(
                 "losses",
@@ -289,34 +289,23 @@ fn distill_loss(p: &Params) -> Result<DistillLoss, StageError> {
     let on = |name: &str| terms.iter().any(|t| t == name);
     Ok(DistillLoss {
         abs: on("abs"),
-        lambda_t: if on("rel_ts") {
-            Some(p.float("lambda_t")?)
-        } else {
-            None
-        },
-        lambda_s: if on("rel_ss") {
-            Some(p.float("lambda_s")?)
-        } else {
-            None
-        },
+        lambda_t: if on("rel_ts") { Some(p.lambda_t) } else { None },
+        lambda_s: if on("rel_ss") { Some(p.lambda_s) } else { None },
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use asymflow::kind::Stage;
+    use asymflow::stages::testing::params_with_defaults;
     use serde_json::{json, Value};
 
-    fn params(losses: Value) -> Params {
-        let mut p = Params::default();
-        for decl in asymflow::stages::distill::Distill.params() {
-            if let Some(v) = decl.default_value() {
-                p.0.insert(decl.name.to_string(), v);
-            }
-        }
-        p.0.insert("losses".into(), losses);
-        p
+    fn params(losses: Value) -> DistillParams {
+        let p = params_with_defaults(
+            &asymflow::stages::distill::Distill,
+            json!({ "losses": losses }),
+        );
+        DistillParams::from_params(&p).unwrap()
     }
 
     #[test]
@@ -346,28 +335,13 @@ mod tests {
     #[test]
     fn precision_defaults_to_fp32_and_unknown_spellings_are_refused() {
         use crate::nn::precision::{precision_param, Precision};
-        let mut p = params(json!(["abs"]));
-        assert_eq!(p.int("chunks").unwrap(), 1);
-        assert_eq!(precision_param(&p).unwrap(), Precision::Fp32);
-        p.0.insert("precision".into(), json!("bf16"));
-        assert_eq!(precision_param(&p).unwrap(), Precision::Bf16);
-        p.0.insert("precision".into(), json!("fp16"));
-        let err = precision_param(&p).unwrap_err().to_string();
+        let p = params(json!(["abs"]));
+        assert_eq!(precision_param(&p.precision).unwrap(), Precision::Fp32);
+        assert_eq!(precision_param("bf16").unwrap(), Precision::Bf16);
+        let err = precision_param("fp16").unwrap_err().to_string();
         assert!(
             err.contains("precision") && err.contains("expected one of fp32, bf16"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn paper_defaults_are_declared() {
-        let p = params(json!(["abs"]));
-        assert_eq!(p.int("augmentations").unwrap(), 8);
-        assert_eq!(p.float("lambda_t").unwrap(), 0.7);
-        assert_eq!(p.float("lr").unwrap(), 1.1e-4);
-        assert_eq!(p.float("jitter").unwrap(), 0.5);
-        assert_eq!(p.float("mixup").unwrap(), 0.2);
-        assert_eq!(p.int("images_per_epoch").unwrap(), 8000);
-        assert!(p.bool("coupled").unwrap());
     }
 }

@@ -14,7 +14,6 @@ use std::path::Path;
 
 use tch::{Kind, Tensor};
 
-use super::training::positive;
 use crate::data::device::tensor_to_device;
 use crate::data::{EvalLoader, EvalView};
 use crate::kind::{Run, StageContext, StageError};
@@ -30,11 +29,11 @@ pub(crate) struct Embed;
 
 impl Run for Embed {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let p = ctx.params().clone();
-        let resolution = p.resolution("resolution")?;
-        let batch_size = positive(&p, "batch_size")?;
+        let p = EmbedParams::from_params(ctx.params())?;
+        let resolution = p.resolution;
+        let batch_size = p.batch_size;
         let device = crate::worker::torch_device(ctx.device());
-        let precision = precision_param(&p)?;
+        let precision = precision_param(&p.precision)?;
         super::training::note_precision(ctx, precision);
         if device.is_cuda() {
             tch::Cuda::cudnn_set_benchmark(true);
@@ -46,11 +45,11 @@ impl Run for Embed {
             device,
         )?;
         let manifest = asymflow::data::SplitManifest::from_input(ctx.input("split")?)?;
-        let items = manifest.partition(p.str("partition")?)?.to_vec();
+        let items = manifest.partition(&p.partition)?.to_vec();
         let dataset = manifest.open(ctx.project_dir())?;
         let scope = item_scope(&manifest);
         let ids: Vec<i64> = items.iter().map(|i| item_id(&scope, &i.id)).collect();
-        let view = EvalView::parse(p.str("view")?).ok_or_else(|| {
+        let view = EvalView::parse(&p.view).ok_or_else(|| {
             StageError::bad_param("view", "expected \"center-crop\" or \"whole\"")
         })?;
         let loader = EvalLoader::new(dataset, &items, resolution, batch_size).with_view(view);

@@ -59,8 +59,8 @@ fn read_side(
 
 impl Run for Evaluate {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let params = ctx.params().clone();
-        let protocol = EvalProtocol::parse(params.str("protocol")?).ok_or_else(|| {
+        let params = EvaluateParams::from_params(ctx.params())?;
+        let protocol = EvalProtocol::parse(&params.protocol).ok_or_else(|| {
             StageError::bad_param(
                 "protocol",
                 format!("use one of {}", EvalProtocol::NAMES.join(", ")),
@@ -109,11 +109,11 @@ impl Sides {
     /// same images, and the query model's GFLOPs per image when its embed stage measured them.
     fn read(
         ctx: &mut StageContext<'_>,
-        params: &crate::kind::Params,
+        params: &EvaluateParams,
     ) -> Result<(Sides, Option<f64>), StageError> {
         let (mut query, gflops, query_key) = read_side(ctx, "query")?;
         let (mut db, _, db_key) = read_side(ctx, "database")?;
-        if query.dim != db.dim && params.bool("truncate")? {
+        if query.dim != db.dim && params.truncate {
             let dim = query.dim.min(db.dim);
             ctx.log(format!(
                 "truncating {}-d and {}-d embeddings to their first {dim} components",
@@ -128,7 +128,7 @@ impl Sides {
                 database: db.dim,
             }));
         }
-        let exclude = ExcludeSelf::parse(params.str("exclude_self")?).ok_or_else(|| {
+        let exclude = ExcludeSelf::parse(&params.exclude_self).ok_or_else(|| {
             StageError::bad_param(
                 "exclude_self",
                 format!("use one of {}", ExcludeSelf::NAMES.join(", ")),
@@ -182,7 +182,7 @@ impl Sides {
 /// has a positive).
 fn retrieval(
     ctx: &mut StageContext<'_>,
-    params: &crate::kind::Params,
+    params: &EvaluateParams,
     protocol: EvalProtocol,
     sides: &Sides,
     details: &mut serde_json::Map<String, Value>,
@@ -190,7 +190,7 @@ fn retrieval(
     let Sides {
         query, db, rows, ..
     } = sides;
-    let ks = positive_ks(&params.ints("ks")?)?;
+    let ks = positive_ks(&params.ks)?;
     let result = if protocol == EvalProtocol::Reid {
         metrics::reid(query, db, &ks, sides.self_match, *rows)
     } else {
@@ -293,15 +293,15 @@ fn write_per_query(
 /// template pairs; declined with the reason when the FAR is below one over the impostors.
 fn verification(
     ctx: &mut StageContext<'_>,
-    params: &crate::kind::Params,
+    params: &EvaluateParams,
     sides: &Sides,
     details: &mut serde_json::Map<String, Value>,
 ) -> Result<(), StageError> {
     let Sides {
         query, db, rows, ..
     } = sides;
-    let far = rate(params, "far")?;
-    let size = template_size(params)?;
+    let far = rate(params.far, "far")?;
+    let size = template_size(params.template_size)?;
     let t = match explicit_pairs(ctx, query, db, size)? {
         Some(pairs) => {
             ctx.log(format!(
@@ -348,12 +348,12 @@ fn verification(
 /// reason when the FPIR is below one over the non-mated probes.
 fn identification(
     ctx: &mut StageContext<'_>,
-    params: &crate::kind::Params,
+    params: &EvaluateParams,
     sides: &Sides,
     details: &mut serde_json::Map<String, Value>,
 ) -> Result<(), StageError> {
-    let fpir = rate(params, "fpir")?;
-    let size = template_size(params)?;
+    let fpir = rate(params.fpir, "fpir")?;
+    let size = template_size(params.template_size)?;
     let t = metrics::tpir_at_fpir(
         &sides.query,
         &sides.db,
@@ -516,8 +516,8 @@ fn positive_ks(ks: &[i64]) -> Result<Vec<usize>, StageError> {
     Ok(ks.iter().map(|&k| k as usize).collect())
 }
 
-fn rate(params: &crate::kind::Params, name: &str) -> Result<f64, StageError> {
-    let v = params.float(name)?;
+/// `v`, the value of rate parameter `name`, checked.
+fn rate(v: f64, name: &str) -> Result<f64, StageError> {
     if v.is_nan() || v <= 0.0 || v > 1.0 {
         return Err(StageError::bad_param(
             name,
@@ -527,8 +527,7 @@ fn rate(params: &crate::kind::Params, name: &str) -> Result<f64, StageError> {
     Ok(v)
 }
 
-fn template_size(params: &crate::kind::Params) -> Result<usize, StageError> {
-    let v = params.int("template_size")?;
+fn template_size(v: i64) -> Result<usize, StageError> {
     usize::try_from(v).map_err(|_| {
         StageError::bad_param(
             "template_size",

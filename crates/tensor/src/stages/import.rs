@@ -18,14 +18,15 @@ use crate::kind::{Run, StageContext, StageError};
 use crate::nn::l2n;
 use crate::TorchResult;
 use asymflow::stages::embed::EMBEDDINGS_OUTPUT;
+use asymflow::stages::import::ImportParams;
 
 /// See the module docs.
 pub(crate) struct Import;
 
 impl Run for Import {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let p = ctx.params().clone();
-        let path = resolve(ctx, p.str("file")?);
+        let p = ImportParams::from_params(ctx.params())?;
+        let path = resolve(ctx, &p.file);
         let bad = |msg: String| StageError::bad_param("file", format!("{}: {msg}", path.display()));
         let tensors = Tensor::read_safetensors(&path)
             .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
@@ -74,7 +75,7 @@ impl Run for Import {
         if emb.isfinite().logical_not().any().int64_value(&[]) != 0 {
             return Err(bad("`embeddings` holds NaN or infinite values".into()));
         }
-        if p.bool("normalize")? {
+        if p.normalize {
             emb = l2n(&emb);
         }
         write_embeddings(
@@ -89,12 +90,11 @@ impl Run for Import {
             emb.size()[1]
         ));
         ctx.metric("count", n as f64);
-        let gflops = p.float("gflops")?;
+        let gflops = p.gflops;
         if gflops > 0.0 {
             ctx.metric("gflops", gflops);
         }
-        if p.get("resolution").and_then(|v| v.as_i64()) != Some(0) {
-            let resolution = p.resolution("resolution")?;
+        if let Some(resolution) = p.resolution {
             ctx.log(format!("made at {resolution} px"));
             ctx.metric("resolution", f64::from(resolution.height));
         }

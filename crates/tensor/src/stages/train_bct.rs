@@ -31,11 +31,11 @@ use std::collections::HashMap;
 
 use tch::{Kind, Tensor};
 
-use super::train_classifier::{finish, train, training_items, ClassList, Setup};
+use super::train_classifier::{finish, init_seed, train, training_items, ClassList, Setup};
 use crate::data::{EvalLoader, EvalView};
 use crate::kind::{read_json, Run, StageContext, StageError};
 use crate::nn::{l2n, Classifier, ClassifierConfig, Model};
-use asymflow::stages::train_bct::Compatibility;
+use asymflow::stages::train_bct::{Compatibility, TrainBctParams};
 use asymflow::stages::train_classifier::CLASSES_OUTPUT;
 
 /// How the influence term is computed. See the module docs.
@@ -309,10 +309,10 @@ fn old_features(
 
 impl Run for TrainBct {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let params = ctx.params().clone();
-        let setup = Setup::from_params(&params)?;
+        let p = TrainBctParams::from_params(ctx.params())?;
+        let setup = Setup::new(&p.classifier, init_seed(ctx.params()))?;
         super::training::note_precision(ctx, setup.precision);
-        let (items, dataset, classes) = training_items(ctx)?;
+        let (items, dataset, classes) = training_items(ctx, &p.classifier.partition)?;
         let old = load_old(ctx)?;
         let k_old = old.head.config().dim;
         if setup.net.embed_dim < k_old {
@@ -324,15 +324,15 @@ impl Run for TrainBct {
                 ),
             ));
         }
-        let lambda = params.float("lambda")?;
-        let temperature = params.float("temperature")?;
+        let lambda = p.lambda;
+        let temperature = p.temperature;
         if temperature.is_nan() || temperature <= 0.0 {
             return Err(StageError::bad_param(
                 "temperature",
                 format!("{temperature}: must be positive"),
             ));
         }
-        let compat = Compatibility::from_params(&params)?.ok_or_else(|| {
+        let compat = p.compatibility.ok_or_else(|| {
             StageError::bad_param(
                 "method",
                 "method, t_bct and new_classes: use bct with t_bct old or new (new_classes synthesised or kd), l2 or lwf",

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tch::{Device, Kind, Tensor};
 
-use super::training::{augment_config, network, optim_config, Batching};
+use super::training::{network, optim_config};
 use crate::data::{
     device_feed, AugmentConfig, Dataset, Resolution, Sampling, SplitItem, SplitManifest,
     TrainConfig, TrainLoader,
@@ -138,7 +138,7 @@ fn added_later_at_default(name: &str, value: &Value) -> bool {
         .any(|d| d.name == name && !d.keyed_at_default && !d.keyed_value(value))
 }
 
-fn init_seed(params: &Params) -> i64 {
+pub(crate) fn init_seed(params: &Params) -> i64 {
     let text = serde_json::to_string(&first_spelling(params)).unwrap_or_default();
     let hash = blake3::hash(text.as_bytes());
     let bytes: [u8; 8] = hash.as_bytes()[..8].try_into().unwrap_or([0; 8]);
@@ -146,25 +146,26 @@ fn init_seed(params: &Params) -> i64 {
 }
 
 impl Setup {
-    /// Reads and checks the shared parameters.
-    pub fn from_params(params: &Params) -> Result<Setup, StageError> {
-        let head = params.str("head")?;
-        let batching = Batching::read(params)?;
+    /// The settings of the classifier kinds' parameters `p`, with the initial weights' seed
+    /// ([`init_seed`] of the stage's parameters).
+    pub fn new(p: &ClassifierParams, init_seed: i64) -> Result<Setup, StageError> {
+        let head = &p.head;
+        let batching = p.batching;
         Ok(Setup {
-            net: network(params, Pool::Avg)?,
+            net: network(&p.network, Pool::Avg)?,
             head: HeadKind::parse(head)
                 .ok_or_else(|| StageError::bad_param("head", format!("unknown `{head}`")))?,
-            scale: params.float("scale")?,
-            margin: params.float("margin")?,
-            resolution: params.resolution("resolution")?,
+            scale: p.scale,
+            margin: p.margin,
+            resolution: p.resolution,
             epochs: batching.epochs,
             batch_size: batching.batch_size,
             images_per_epoch: batching.images_per_epoch,
-            optim: optim_config(params)?,
-            augment: augment_config(params)?,
-            seed: params.int("seed")? as u64,
-            precision: precision_param(params)?,
-            init_seed: init_seed(params),
+            optim: optim_config(&p.optim),
+            augment: p.augment,
+            seed: p.seed as u64,
+            precision: precision_param(&p.precision)?,
+            init_seed,
             start_epoch: 0,
             earlier: Vec::new(),
         })
@@ -218,10 +219,12 @@ impl Setup {
 /// A training partition: its items, the data set they come from, and its classes.
 pub(crate) type TrainingData = (Vec<SplitItem>, Arc<dyn Dataset>, ClassList);
 
-/// The training partition of the `split` input, its data set and its classes (sorted labels).
-pub(crate) fn training_items(ctx: &StageContext<'_>) -> Result<TrainingData, StageError> {
+/// Partition `partition` of the `split` input, its data set and its classes (sorted labels).
+pub(crate) fn training_items(
+    ctx: &StageContext<'_>,
+    partition: &str,
+) -> Result<TrainingData, StageError> {
     let manifest = SplitManifest::from_input(ctx.input("split")?)?;
-    let partition = ctx.params().str("partition")?;
     let items = manifest.partition(partition)?.to_vec();
     if items.is_empty() {
         return Err(StageError::bad_param(
@@ -409,7 +412,7 @@ pub(crate) fn resume(
         slot: RESUME_INPUT.into(),
         message,
     };
-    let done = input.params.int("epochs")?.max(0) as usize;
+    let done = trained_epochs(input)?;
     if done >= setup.epochs {
         return Err(bad(format!(
             "stage `{}` trained {done} epochs, not fewer than this stage's {}; \
@@ -488,12 +491,13 @@ pub(crate) fn finish(
 
 impl Run for TrainClassifier {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let mut setup = Setup::from_params(ctx.params())?;
+        let p = ClassifierParams::from_params(ctx.params())?;
+        let mut setup = Setup::new(&p, init_seed(ctx.params()))?;
         super::training::note_precision(ctx, setup.precision);
-        let (items, dataset, classes) = training_items(ctx)?;
+        let (items, dataset, classes) = training_items(ctx, &p.partition)?;
         ctx.log(format!(
             "training on `{}`: {} images of {} classes",
-            ctx.params().str("partition")?,
+            p.partition,
             items.len(),
             classes.labels.len()
         ));
@@ -517,18 +521,23 @@ mod tests {
     use asymflow::stages::testing::params_with_defaults;
     use serde_json::json;
 
+    /// The settings of `params`, as the runner makes them.
+    fn setup_of(params: &Params) -> Result<Setup, StageError> {
+        Setup::new(&ClassifierParams::from_params(params)?, init_seed(params))
+    }
+
     #[test]
     fn augmentation_follows_crop_min_and_flip() {
         let params = params_with_defaults(
             &asymflow::stages::train_classifier::TrainClassifier,
             json!({"crop_min": 0.6, "flip": false}),
         );
-        let setup = Setup::from_params(&params).unwrap();
+        let setup = setup_of(&params).unwrap();
         assert_eq!(setup.augment.crop_scale, (0.6, 1.0));
         assert!(!setup.augment.flip);
         assert!(setup.augment.geometric);
 
-        let defaults = Setup::from_params(&params_with_defaults(
+        let defaults = setup_of(&params_with_defaults(
             &asymflow::stages::train_classifier::TrainClassifier,
             json!({}),
         ))
@@ -539,7 +548,7 @@ mod tests {
             &asymflow::stages::train_classifier::TrainClassifier,
             json!({"geometric": false, "flip": false}),
         );
-        let off = Setup::from_params(&off).unwrap().augment;
+        let off = setup_of(&off).unwrap().augment;
         assert_eq!((off.geometric, off.flip), (false, false));
     }
 
@@ -599,7 +608,7 @@ mod tests {
                 &asymflow::stages::train_classifier::TrainClassifier,
                 json!({ "crop_min": bad }),
             );
-            let err = Setup::from_params(&params).unwrap_err().to_string();
+            let err = setup_of(&params).unwrap_err().to_string();
             assert!(err.contains("crop_min"), "{err}");
         }
     }

@@ -18,15 +18,14 @@ use std::time::Instant;
 use tch::Tensor;
 
 use super::training::{
-    augment_config, gem_group, net_config, open_partition, optim_config, positive, resolve,
-    Batching, Epoch, LossCurve,
+    gem_group, net_config, open_partition, optim_config, resolve, Batching, Epoch, LossCurve,
 };
 use crate::data::negatives::NegativeLoader;
 use crate::data::{
     dense_labels, device_feed, Dataset, EvalLoader, Resolution, Sampling, SplitItem, TrainConfig,
     TrainLoader,
 };
-use crate::kind::{Params, Run, StageContext, StageError};
+use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
 use crate::nn::mining_pool::{draw_pool, mine_epoch, pool_candidates, EpochNegatives, PoolMining};
 use crate::nn::precision::precision_param;
@@ -34,43 +33,44 @@ use crate::nn::timing::RunTimes;
 use crate::nn::train::{TeacherLoss, TeacherStep};
 use crate::nn::{gflops, ClassifierConfig, HeadKind, Optim};
 use crate::TorchResult;
+use asymflow::stages::train_teacher::TrainTeacherParams;
 
 /// See the module docs.
 pub(crate) struct TrainTeacher;
 
 impl Run for TrainTeacher {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
-        let p = ctx.params().clone();
-        let net = net_config(&p)?;
-        let seed = p.int("seed")?;
+        let p = TrainTeacherParams::from_params(ctx.params())?;
+        let net = net_config(&p.pool, &p.network)?;
+        let seed = p.seed;
         let Batching {
             epochs,
             batch_size,
             images_per_epoch,
-        } = Batching::read(&p)?;
-        let accumulate = positive(&p, "accumulate")?;
-        let resolution = p.resolution("resolution")?;
-        let (dataset, items) = open_partition(ctx, "split", p.str("partition")?)?;
+        } = p.batching;
+        let accumulate = p.accumulate;
+        let resolution = p.resolution;
+        let (dataset, items) = open_partition(ctx, "split", &p.partition)?;
         let (_, classes) = dense_labels(&items);
 
-        let loss_name = p.str("loss")?.to_string();
+        let loss_name = p.loss.clone();
         let (head, loss) = teacher_loss(&p, &loss_name, &net, classes.len())?;
         let pool_mining = pool_mining(&p, &loss_name)?;
         let sampling = sampling(&p, batch_size)?;
 
         let device = crate::worker::torch_device(ctx.device());
-        let precision = precision_param(&p)?;
+        let precision = precision_param(&p.precision)?;
         super::training::note_precision(ctx, precision);
         if device.is_cuda() {
             tch::Cuda::cudnn_set_benchmark(true);
         }
         tch::manual_seed(seed);
         let model = Model::new(ModelMeta::new(net.clone(), head), device);
-        if let Some(path) = p.opt_str("pretrained") {
+        if let Some(path) = &p.pretrained {
             let loaded = load_pretrained(&model.vs, &resolve(ctx, path))?;
             ctx.log(format!("loaded {} tensors from {path}", loaded.len()));
         }
-        let augment = augment_config(&p)?;
+        let augment = p.augment;
         let loader = TrainLoader::new(
             dataset.clone(),
             &items,
@@ -100,11 +100,11 @@ impl Run for TrainTeacher {
         }
         let steps_per_epoch = batches.div_ceil(accumulate);
         let optim = gem_group(
-            Optim::new(&model.vs, &optim_config(&p)?, epochs, steps_per_epoch).torch()?,
+            Optim::new(&model.vs, &optim_config(&p.optim), epochs, steps_per_epoch).torch()?,
             &net,
-            &p,
-        )?;
-        let mut step = TeacherStep::new(model, optim, loss, p.bool("freeze_bn")?, accumulate)?
+            p.gem,
+        );
+        let mut step = TeacherStep::new(model, optim, loss, p.freeze_bn, accumulate)?
             .with_precision(precision);
         ctx.log(format!(
             "train-teacher: {} images of {} classes, {batches} batches/epoch, {epochs} epochs, loss {loss_name}",
@@ -198,12 +198,12 @@ impl Run for TrainTeacher {
 
 /// The classifier head (none for the triplet loss) and the loss `loss_name` trains with.
 fn teacher_loss(
-    p: &Params,
+    p: &TrainTeacherParams,
     loss_name: &str,
     net: &crate::nn::NetConfig,
     classes: usize,
 ) -> Result<(Option<ClassifierConfig>, TeacherLoss), StageError> {
-    let per_class = p.int("per_class")?;
+    let per_class = p.per_class;
     let head = match loss_name {
         "triplet" => None,
         other => Some(ClassifierConfig {
@@ -215,8 +215,8 @@ fn teacher_loss(
             })?,
             classes: classes as i64,
             dim: net.embed_dim,
-            scale: p.float("scale")?,
-            margin: p.float("cos_margin")?,
+            scale: p.scale,
+            margin: p.cos_margin,
         }),
     };
     let loss = match head {
@@ -228,8 +228,8 @@ fn teacher_loss(
                 ));
             }
             TeacherLoss::Triplet {
-                margin: p.float("margin")?,
-                negatives: p.int("negatives")?.max(1),
+                margin: p.margin,
+                negatives: p.negatives.max(1),
             }
         }
         Some(_) => TeacherLoss::Classifier,
@@ -239,8 +239,8 @@ fn teacher_loss(
 
 /// How batches are drawn: `per_class` images of each class (whole classes that are too small
 /// repeated or dropped, as `small_classes` says), or plain shuffling for `per_class = 0`.
-fn sampling(p: &Params, batch_size: usize) -> Result<Sampling, StageError> {
-    let per_class = p.int("per_class")?;
+fn sampling(p: &TrainTeacherParams, batch_size: usize) -> Result<Sampling, StageError> {
+    let per_class = p.per_class;
     Ok(if per_class > 0 {
         if batch_size % per_class as usize != 0 || batch_size < 2 * per_class as usize {
             return Err(StageError::bad_param(
@@ -251,7 +251,7 @@ fn sampling(p: &Params, batch_size: usize) -> Result<Sampling, StageError> {
             ));
         }
         let per_class = per_class as usize;
-        match p.str("small_classes")? {
+        match p.small_classes.as_str() {
             "drop" => Sampling::ClassBalancedDropSmall { per_class },
             "repeat" => Sampling::ClassBalanced { per_class },
             other => {
@@ -268,8 +268,8 @@ fn sampling(p: &Params, batch_size: usize) -> Result<Sampling, StageError> {
 
 /// `mining` and `pool_size`: `Some` when negatives are mined from a pool, which only the
 /// triplet loss uses.
-fn pool_mining(p: &Params, loss: &str) -> Result<Option<PoolMining>, StageError> {
-    match p.str("mining")? {
+fn pool_mining(p: &TrainTeacherParams, loss: &str) -> Result<Option<PoolMining>, StageError> {
+    match p.mining.as_str() {
         "batch" => Ok(None),
         "pool" if loss != "triplet" => Err(StageError::bad_param(
             "mining",
@@ -279,7 +279,7 @@ fn pool_mining(p: &Params, loss: &str) -> Result<Option<PoolMining>, StageError>
             ),
         )),
         "pool" => {
-            let pool_size = p.int("pool_size")?;
+            let pool_size = p.pool_size;
             if pool_size < 1 {
                 return Err(StageError::bad_param(
                     "pool_size",
@@ -288,8 +288,8 @@ fn pool_mining(p: &Params, loss: &str) -> Result<Option<PoolMining>, StageError>
             }
             Ok(Some(PoolMining {
                 pool_size: pool_size as usize,
-                negatives: p.int("negatives")?.max(1) as usize,
-                seed: p.int("seed")? as u64,
+                negatives: p.negatives.max(1) as usize,
+                seed: p.seed as u64,
             }))
         }
         other => Err(StageError::bad_param(

@@ -9,14 +9,13 @@ pub use asymflow::stages::training::*;
 use asymflow::stages::groups::network::NetworkParams;
 use asymflow::stages::groups::optim::{OptimParams, Optimizer, Schedule};
 
-use crate::kind::{Params, StageContext, StageError};
+use crate::kind::{StageContext, StageError};
 use crate::nn::precision::Precision;
 use crate::nn::{Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, ScheduleConfig, Stem};
 
 /// The optimiser group ([`OptimParams`]) as the optimiser's configuration.
-pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
-    let group = OptimParams::read(params)?;
-    let schedule = match group.schedule {
+pub fn optim_config(group: &OptimParams) -> OptimConfig {
+    let schedule = match group.schedule.clone() {
         Schedule::OneCycle { div_factor } => ScheduleConfig::OneCycle { div_factor },
         Schedule::Constant { warmup_epochs } => ScheduleConfig::Stepped {
             milestones: Vec::new(),
@@ -33,7 +32,7 @@ pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
             warmup_epochs,
         },
     };
-    Ok(OptimConfig {
+    OptimConfig {
         kind: match group.optimizer {
             Optimizer::Adam => OptimKind::Adam,
             Optimizer::Adamw => OptimKind::Adamw,
@@ -42,25 +41,17 @@ pub fn optim_config(params: &Params) -> Result<OptimConfig, StageError> {
         lr: group.lr,
         weight_decay: group.weight_decay,
         schedule,
-    })
+    }
 }
 
-/// `optim` with GeM's `p` trained as `gem_p_lr_scale` and `gem_p_decay` say, for a network
-/// that has GeM pooling (other networks have no `p`).
-pub fn gem_group(optim: Optim, net: &NetConfig, params: &Params) -> Result<Optim, StageError> {
-    let scale = params.float("gem_p_lr_scale")?;
-    if !(scale >= 0.0 && scale.is_finite()) {
-        return Err(StageError::bad_param(
-            "gem_p_lr_scale",
-            format!("must be a non-negative number, got {scale}"),
-        ));
-    }
-    let decay = params.bool("gem_p_decay")?;
-    Ok(if net.pool == Pool::Gem {
-        optim.with_gem_group(scale, decay)
+/// `optim` with GeM's `p` trained as `gem_p_lr_scale` and `gem_p_decay` say ([`GemParams`],
+/// checked when read), for a network that has GeM pooling (other networks have no `p`).
+pub fn gem_group(optim: Optim, net: &NetConfig, gem: GemParams) -> Optim {
+    if net.pool == Pool::Gem {
+        optim.with_gem_group(gem.lr_scale, gem.decay)
     } else {
         optim
-    })
+    }
 }
 
 /// Logs, when the stage starts, that `precision` runs slowly on this stage's device
@@ -92,8 +83,7 @@ pub fn clamp_accumulate(accumulate: usize, batches: usize) -> (usize, Option<Str
 
 /// The network group ([`NetworkParams`]) with `pool` as a [`NetConfig`]: GeM pooling
 /// normalises its output inside the network, average pooling (the BCT head) does not.
-pub fn network(params: &Params, pool: Pool) -> Result<NetConfig, StageError> {
-    let group = NetworkParams::read(params)?;
+pub fn network(group: &NetworkParams, pool: Pool) -> Result<NetConfig, StageError> {
     let arch = Arch::parse(&group.arch).ok_or_else(|| {
         StageError::bad_param("arch", format!("expected one of {}", ARCHS.join(", ")))
     })?;
@@ -115,11 +105,11 @@ pub fn network(params: &Params, pool: Pool) -> Result<NetConfig, StageError> {
 }
 
 /// The network group and `pool` as a [`NetConfig`] (`train-teacher`).
-pub fn net_config(params: &Params) -> Result<NetConfig, StageError> {
-    let pool = Pool::parse(params.str("pool")?).ok_or_else(|| {
+pub fn net_config(pool: &str, group: &NetworkParams) -> Result<NetConfig, StageError> {
+    let pool = Pool::parse(pool).ok_or_else(|| {
         StageError::bad_param("pool", format!("expected one of {}", POOLS.join(", ")))
     })?;
-    network(params, pool)
+    network(group, pool)
 }
 
 #[cfg(test)]
@@ -157,7 +147,7 @@ mod tests {
             ("gamma", json!(0.1)),
             ("warmup_epochs", json!(0)),
         ]);
-        let cfg = optim_config(&good).unwrap();
+        let cfg = optim_config(&OptimParams::read(&good).unwrap());
         assert_eq!(cfg.schedule, ScheduleConfig::OneCycle { div_factor: 25.0 });
         assert_eq!(cfg.kind, OptimKind::Adamw);
         let mut bct = good.clone();
@@ -169,7 +159,7 @@ mod tests {
         ] {
             bct.0.insert(name.into(), value);
         }
-        let cfg = optim_config(&bct).unwrap();
+        let cfg = optim_config(&OptimParams::read(&bct).unwrap());
         assert_eq!(
             cfg.kind,
             OptimKind::Sgd {
@@ -187,7 +177,10 @@ mod tests {
         );
         let mut bad = good.clone();
         bad.0.insert("lr".into(), json!(0.0));
-        assert!(optim_config(&bad).unwrap_err().to_string().contains("lr"));
+        assert!(OptimParams::read(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("lr"));
 
         let net = params(&[
             ("arch", json!("resnet34")),
@@ -196,7 +189,7 @@ mod tests {
             ("pool", json!("avg")),
             ("embed_dim", json!(32)),
         ]);
-        let cfg = net_config(&net).unwrap();
+        let cfg = net_config("avg", &NetworkParams::read(&net).unwrap()).unwrap();
         assert_eq!(cfg.arch, Arch::Resnet34);
         assert!(
             !cfg.pool_l2n,
@@ -204,6 +197,9 @@ mod tests {
         );
         let mut bad = net.clone();
         bad.0.insert("width".into(), json!(0));
-        assert!(net_config(&bad).unwrap_err().to_string().contains("width"));
+        assert!(NetworkParams::read(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("width"));
     }
 }
