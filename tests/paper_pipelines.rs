@@ -169,6 +169,7 @@ fn stand_in_imagenet(path: &Path, arch: Arch, width: i64) {
         embed_dim: 8,
         gem_p: 3.0,
         pool_l2n: true,
+        embed_relu: false,
     };
     let features = net.feature_dim();
     let model = Model::new(ModelMeta::new(net, None), Device::Cpu);
@@ -370,6 +371,59 @@ fn paper_pipelines_bct_faces_runs_shrunk_on_an_image_folder() {
     );
 }
 
+#[test]
+fn paper_pipelines_bct_faces_ijbc_runs_shrunk_on_the_ijbc_layout() {
+    let project = Project::new("bct-faces-ijbc");
+    // Training identities: the first half of an ImageFolder set, as in bct-faces.
+    fx::image_folder(&project.path("data/faces"), 8, 10);
+    // IJB-C: 70 subjects, 3 one-face probes each. Against each gallery 105 probes are
+    // non-mated (FPIR 1e-2 needs 100), and the 210 x 70 probe-gallery pairs hold 14,490
+    // impostors (FAR 1e-4 needs 10,000), so every metric is measured.
+    fx::ijbc(&project.path("data/IJB_release/IJBC"), 70, 3);
+    let mut sets = vec!["vars.res=16"];
+    sets.extend(BCT_SCALE);
+    project.run_shrunk(&sets, &["seed=0"]);
+    let pairs = [
+        "old / old",
+        "new* / new*",
+        "independent new / old",
+        "BCT / old",
+    ];
+    project.assert_rows("table-verification", &pairs);
+    project.assert_rows("table-identification", &pairs);
+    project.assert_rows(
+        "table-gain",
+        &[
+            "independent new / old, 1:1",
+            "BCT new / old, 1:1",
+            "independent new / old, 1:N",
+            "BCT new / old, 1:N",
+        ],
+    );
+    // The protocol's counts: 210 genuine and 14,490 impostor template pairs; each probe is
+    // mated in one gallery and non-mated in the other.
+    let mut checked = 0;
+    for path in walkdir(&project.path("cache")) {
+        if path.file_name().is_none_or(|n| n != "evaluation.json") {
+            continue;
+        }
+        let details: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(details["layout"], "ijbc", "{}", path.display());
+        if details["protocol"] == "verification" {
+            assert_eq!(details["genuine_pairs"], 210);
+            assert_eq!(details["impostor_pairs"], 14_490);
+        } else {
+            assert_eq!(details["mated_probes"], 210);
+            assert_eq!(details["non_mated_probes"], 210);
+            assert_eq!(details["gallery_g1"]["templates"], 35);
+            assert_eq!(details["gallery_g1"]["non_mated_probes"], 105);
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 8, "four verification and four identification evaluations");
+}
+
 /// The rows of the compatibility table of bct-imagenet and bct-places.
 const BCT_COMPATIBILITY_ROWS: [&str; 7] = [
     "old / old",
@@ -526,6 +580,7 @@ fn paper_pipelines_bct_imagenet_table3_runs_shrunk() {
             "another architecture",
             "another embedding size (256-d)",
             "another loss (cosine margin)",
+            "a ReLU on the embedding",
         ],
     );
     for col in [
