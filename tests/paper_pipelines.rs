@@ -404,7 +404,9 @@ fn paper_pipelines_bct_faces_ijbc_runs_shrunk_on_the_ijbc_layout() {
     // 210 probes is mated in one gallery and non-mated in the other (the sums over G1 and G2).
     let cache = project.path("cache");
     let db = rusqlite::Connection::open(cache.join("index.sqlite")).unwrap();
-    let mut runs = db.prepare("SELECT key FROM runs WHERE status = 'ok'").unwrap();
+    let mut runs = db
+        .prepare("SELECT key FROM runs WHERE status = 'ok'")
+        .unwrap();
     let keys: Vec<String> = runs
         .query_map([], |r| r.get(0))
         .unwrap()
@@ -426,7 +428,10 @@ fn paper_pipelines_bct_faces_ijbc_runs_shrunk_on_the_ijbc_layout() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 8, "four verification and four identification evaluations");
+    assert_eq!(
+        checked, 8,
+        "four verification and four identification evaluations"
+    );
 }
 
 /// The rows of the compatibility table of bct-imagenet and bct-places.

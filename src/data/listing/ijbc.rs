@@ -22,7 +22,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::{int_field, read_lines, require_file, require_images, require_root, Entry, Listing, Part};
+use super::{
+    int_field, read_lines, require_file, require_images, require_root, Entry, Listing, Part,
+};
 use crate::data::DataError;
 
 const HINT: &str = "set `root` to the IJB-C folder holding `loose_crop/` and `meta/` with \
@@ -113,7 +115,9 @@ impl IjbcProtocol {
         let with_faces: BTreeSet<i64> = self.faces.iter().map(|f| f.template).collect();
         let missing = |file: &str, t: i64| DataError::BadFile {
             path: root.join(file),
-            message: format!("template {t} has no face in {FACES}; the files are not of one release"),
+            message: format!(
+                "template {t} has no face in {FACES}; the files are not of one release"
+            ),
         };
         if let Some(&(a, b, _)) = self
             .pairs
@@ -164,7 +168,11 @@ fn read_faces(path: &Path) -> Result<Vec<IjbcFace>, DataError> {
             ));
         };
         if !seen.insert(image.to_string()) {
-            return Err(DataError::malformed(path, n, format!("`{image}` is listed twice")));
+            return Err(DataError::malformed(
+                path,
+                n,
+                format!("`{image}` is listed twice"),
+            ));
         }
         faces.push(IjbcFace {
             id: format!("{IMAGES}/{image}"),
@@ -215,7 +223,11 @@ fn read_templates(
 ) -> Result<Vec<IjbcTemplate>, DataError> {
     let lines = read_lines(path)?;
     let Some(((_, header), rows)) = lines.split_first() else {
-        return Err(DataError::malformed(path, 1, "the file is empty; expected a header line"));
+        return Err(DataError::malformed(
+            path,
+            1,
+            "the file is empty; expected a header line",
+        ));
     };
     let columns: Vec<&str> = header.split(',').map(str::trim).collect();
     if columns.len() < 2 || columns[0] != "TEMPLATE_ID" || columns[1] != "SUBJECT_ID" {
@@ -288,7 +300,8 @@ mod tests {
         }
     }
 
-    const GALLERY_HEADER: &str = "TEMPLATE_ID,SUBJECT_ID,FILENAME,SIGHTING_ID,FACE_X,FACE_Y,FACE_WIDTH,FACE_HEIGHT\n";
+    const GALLERY_HEADER: &str =
+        "TEMPLATE_ID,SUBJECT_ID,FILENAME,SIGHTING_ID,FACE_X,FACE_Y,FACE_WIDTH,FACE_HEIGHT\n";
 
     fn fixture(root: &Path) {
         write(
@@ -296,9 +309,21 @@ mod tests {
             &[
                 (FACES, "1.jpg 1 10\n2.jpg 1 11\n3.jpg 2 20\n4.jpg 3 30\n"),
                 (PAIRS, "1 2 0\n1 3 1\n"),
-                (GALLERY_G1, format!("{GALLERY_HEADER}1,100,img/1.jpg,1,0,0,9,9\n1,100,img/2.jpg,1,0,0,9,9\n").as_str()),
-                (GALLERY_G2, format!("{GALLERY_HEADER}2,200,img/3.jpg,1,0,0,9,9\n").as_str()),
-                (PROBES, format!("{GALLERY_HEADER}3,100,frames/4.png,1,0,0,9,9\n").as_str()),
+                (
+                    GALLERY_G1,
+                    format!(
+                        "{GALLERY_HEADER}1,100,img/1.jpg,1,0,0,9,9\n1,100,img/2.jpg,1,0,0,9,9\n"
+                    )
+                    .as_str(),
+                ),
+                (
+                    GALLERY_G2,
+                    format!("{GALLERY_HEADER}2,200,img/3.jpg,1,0,0,9,9\n").as_str(),
+                ),
+                (
+                    PROBES,
+                    format!("{GALLERY_HEADER}3,100,frames/4.png,1,0,0,9,9\n").as_str(),
+                ),
             ],
         );
         for i in 1..=4 {
@@ -312,10 +337,29 @@ mod tests {
         fixture(dir.path());
         let p = IjbcProtocol::read(dir.path()).unwrap();
         assert_eq!(p.faces.len(), 4);
-        assert_eq!(p.faces[1], IjbcFace { id: "loose_crop/2.jpg".into(), template: 1, media: 11 });
+        assert_eq!(
+            p.faces[1],
+            IjbcFace {
+                id: "loose_crop/2.jpg".into(),
+                template: 1,
+                media: 11
+            }
+        );
         assert_eq!(p.pairs, vec![(1, 2, false), (1, 3, true)]);
-        assert_eq!(p.galleries[0], vec![IjbcTemplate { template: 1, subject: 100 }]);
-        assert_eq!(p.probes, vec![IjbcTemplate { template: 3, subject: 100 }]);
+        assert_eq!(
+            p.galleries[0],
+            vec![IjbcTemplate {
+                template: 1,
+                subject: 100
+            }]
+        );
+        assert_eq!(
+            p.probes,
+            vec![IjbcTemplate {
+                template: 3,
+                subject: 100
+            }]
+        );
         let listing = ijbc(dir.path()).unwrap();
         let labels: Vec<i64> = listing.entries.iter().map(|e| e.label).collect();
         assert_eq!(labels, vec![100, 100, 200, 100]);
@@ -329,8 +373,16 @@ mod tests {
             (PAIRS, "1 2 yes\n", "label"),
             (FACES, "1.jpg 1\n", "template_id media_id"),
             (GALLERY_G1, "TEMPLATE,SUBJECT\n1,100\n", "header"),
-            (GALLERY_G2, format!("{GALLERY_HEADER}2,201,a\n1,101,b\n").as_str(), "subject 101"),
-            (PROBES, format!("{GALLERY_HEADER}4,100,x\n").as_str(), "template 4"),
+            (
+                GALLERY_G2,
+                format!("{GALLERY_HEADER}2,201,a\n1,101,b\n").as_str(),
+                "subject 101",
+            ),
+            (
+                PROBES,
+                format!("{GALLERY_HEADER}4,100,x\n").as_str(),
+                "template 4",
+            ),
         ] {
             let dir = tempfile::tempdir().unwrap();
             fixture(dir.path());

@@ -153,11 +153,15 @@ mod tests {
         let relu = EmbeddingNet::new(&relu_vs.root(), &relu_cfg);
         relu_vs.copy(&plain_vs).unwrap();
         let (a, b) = tch::no_grad(|| (plain.forward_t(&xs, false), relu.forward_t(&xs, false)));
-        assert!(a.min().double_value(&[]) < 0.0, "the plain embedding has negative parts");
+        assert!(
+            a.min().double_value(&[]) < 0.0,
+            "the plain embedding has negative parts"
+        );
         assert!(b.min().double_value(&[]) >= 0.0, "{b}");
         // Same weights: the ReLU embedding is the plain raw output clamped at 0, normalised.
         let raw = tch::no_grad(|| plain.forward_raw(&xs, false)).clamp_min(0.0);
-        let expected = raw.shallow_clone() / (raw.norm_scalaropt_dim(2, [1i64].as_slice(), true) + 1e-6);
+        let expected =
+            raw.shallow_clone() / (raw.norm_scalaropt_dim(2, [1i64].as_slice(), true) + 1e-6);
         assert!(b.allclose(&expected, 1e-5, 1e-6, false));
         assert_eq!(relu_vs.variables().len(), plain_vs.variables().len());
     }

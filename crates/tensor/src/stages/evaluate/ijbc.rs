@@ -15,10 +15,8 @@ use serde_json::{json, Value};
 
 use super::{metrics_error, rate, OpenSetRate, Sides};
 use crate::kind::{StageContext, StageError};
-use crate::metrics::media_templates::{
-    tar_at_far_templates, tpir_at_fpir_templates, TemplateMap,
-};
 use crate::metrics;
+use crate::metrics::media_templates::{tar_at_far_templates, tpir_at_fpir_templates, TemplateMap};
 use asymflow::data::listing::ijbc::IjbcProtocol;
 use asymflow::data::{DatasetKind, DatasetSource, SplitManifest};
 use asymflow::metrics::registry::{
