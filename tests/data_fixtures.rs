@@ -435,3 +435,65 @@ pub fn imagenet_devkit(root: &Path, classes: u32, train: u32, val: u32) {
     file.extend(var);
     std::fs::write(data.join("meta.mat"), file).unwrap();
 }
+
+/// IJB-C as insightface's `IJB_release/IJBC` holds it, with NIST's 1:N files in `meta/`:
+/// `subjects` subjects, each with one gallery template (G1 for even subjects, G2 for odd; two
+/// faces, frames of one video for every third subject, else two stills) and `probes` probe
+/// templates of one face each; the 1:1 pairs are every probe against every gallery template
+/// (genuine when the subject is the same), as IJB-C's pairs come from its probe and gallery
+/// templates. Face crops are 16 x 16 JPEGs `loose_crop/<n>.jpg`, numbered from 1.
+pub fn ijbc(root: &Path, subjects: u32, probes: u32) {
+    const HEADER: &str =
+        "TEMPLATE_ID,SUBJECT_ID,FILENAME,SIGHTING_ID,FACE_X,FACE_Y,FACE_WIDTH,FACE_HEIGHT\n";
+    let (mut faces, mut g1, mut g2, mut probe_csv) = (
+        String::new(),
+        HEADER.to_string(),
+        HEADER.to_string(),
+        HEADER.to_string(),
+    );
+    let (mut face, mut template, mut media) = (0u32, 0u32, 0u32);
+    let mut gallery_of = Vec::new();
+    let mut probe_of = Vec::new();
+    let mut add_face = |template: u32, media: u32, subject: u32, faces: &mut String| {
+        face += 1;
+        let name = format!("{face}.jpg");
+        write_image(
+            &root.join("loose_crop").join(&name),
+            &picture(16, 16, subject * 7 + face % 3),
+        );
+        faces.push_str(&format!("{name} {template} {media}\n"));
+        format!("img/{face}.jpg")
+    };
+    for s in 0..subjects {
+        let subject = 1000 + s;
+        template += 1;
+        let csv = if s % 2 == 0 { &mut g1 } else { &mut g2 };
+        for k in 0..2 {
+            if k == 0 || s % 3 != 0 {
+                media += 1;
+            }
+            let file = add_face(template, media, s, &mut faces);
+            csv.push_str(&format!("{template},{subject},{file},1,0,0,16,16\n"));
+        }
+        gallery_of.push((template, subject));
+        for _ in 0..probes {
+            template += 1;
+            media += 1;
+            let file = add_face(template, media, s, &mut faces);
+            probe_csv.push_str(&format!("{template},{subject},{file},1,0,0,16,16\n"));
+            probe_of.push((template, subject));
+        }
+    }
+    let mut pairs = String::new();
+    for &(p, ps) in &probe_of {
+        for &(g, gs) in &gallery_of {
+            pairs.push_str(&format!("{p} {g} {}\n", u32::from(ps == gs)));
+        }
+    }
+    let meta = root.join("meta");
+    write_text(&meta.join("ijbc_face_tid_mid.txt"), &faces);
+    write_text(&meta.join("ijbc_template_pair_label.txt"), &pairs);
+    write_text(&meta.join("ijbc_1N_gallery_G1.csv"), &g1);
+    write_text(&meta.join("ijbc_1N_gallery_G2.csv"), &g2);
+    write_text(&meta.join("ijbc_1N_probe_mixed.csv"), &probe_csv);
+}

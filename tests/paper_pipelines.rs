@@ -169,6 +169,7 @@ fn stand_in_imagenet(path: &Path, arch: Arch, width: i64) {
         embed_dim: 8,
         gem_p: 3.0,
         pool_l2n: true,
+        embed_relu: false,
     };
     let features = net.feature_dim();
     let model = Model::new(ModelMeta::new(net, None), Device::Cpu);
@@ -370,6 +371,69 @@ fn paper_pipelines_bct_faces_runs_shrunk_on_an_image_folder() {
     );
 }
 
+#[test]
+fn paper_pipelines_bct_faces_ijbc_runs_shrunk_on_the_ijbc_layout() {
+    let project = Project::new("bct-faces-ijbc");
+    // Training identities: the first half of an ImageFolder set, as in bct-faces.
+    fx::image_folder(&project.path("data/faces"), 8, 10);
+    // IJB-C: 70 subjects, 3 one-face probes each. Against each gallery 105 probes are
+    // non-mated (FPIR 1e-2 needs 100), and the 210 x 70 probe-gallery pairs hold 14,490
+    // impostors (FAR 1e-4 needs 10,000), so every metric is measured.
+    fx::ijbc(&project.path("data/IJB_release/IJBC"), 70, 3);
+    let mut sets = vec!["vars.res=16"];
+    sets.extend(BCT_SCALE);
+    project.run_shrunk(&sets, &["seed=0"]);
+    let pairs = [
+        "old / old",
+        "new* / new*",
+        "independent new / old",
+        "BCT / old",
+    ];
+    project.assert_rows("table-verification", &pairs);
+    project.assert_rows("table-identification", &pairs);
+    project.assert_rows(
+        "table-gain",
+        &[
+            "independent new / old, 1:1",
+            "BCT new / old, 1:1",
+            "independent new / old, 1:N",
+            "BCT new / old, 1:N",
+        ],
+    );
+    // The protocol's counts: 210 genuine and 14,490 impostor template pairs; each of the
+    // 210 probes is mated in one gallery and non-mated in the other (the sums over G1 and G2).
+    let cache = project.path("cache");
+    let db = rusqlite::Connection::open(cache.join("index.sqlite")).unwrap();
+    let mut runs = db
+        .prepare("SELECT key FROM runs WHERE status = 'ok'")
+        .unwrap();
+    let keys: Vec<String> = runs
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let index = asymflow::cache::Cache::new(&cache).index().unwrap();
+    let mut checked = 0;
+    for key in &keys {
+        let record = index.lookup(key).unwrap().unwrap();
+        if record.kind != "evaluate" {
+            continue;
+        }
+        let m = &record.metrics;
+        if m.contains_key("tar_at_far") {
+            assert_eq!((m["genuine_pairs"], m["impostor_pairs"]), (210.0, 14_490.0));
+        } else {
+            assert_eq!((m["mated_probes"], m["non_mated_probes"]), (210.0, 210.0));
+            assert!(m.contains_key("tpir_at_fpir"), "{m:?}");
+        }
+        checked += 1;
+    }
+    assert_eq!(
+        checked, 8,
+        "four verification and four identification evaluations"
+    );
+}
+
 /// The rows of the compatibility table of bct-imagenet and bct-places.
 const BCT_COMPATIBILITY_ROWS: [&str; 7] = [
     "old / old",
@@ -526,6 +590,7 @@ fn paper_pipelines_bct_imagenet_table3_runs_shrunk() {
             "another architecture",
             "another embedding size (256-d)",
             "another loss (cosine margin)",
+            "a ReLU on the embedding",
         ],
     );
     for col in [

@@ -46,11 +46,13 @@ pub enum DatasetKind {
     Imagenet,
     /// Places365-Standard (`places365_train_standard.txt`, `places365_val.txt`).
     Places365,
+    /// IJB-C's face crops and protocol files (`loose_crop/`, `meta/ijbc_face_tid_mid.txt`, ...).
+    Ijbc,
 }
 
 impl DatasetKind {
     /// Every kind, in the order the `dataset` parameter lists them.
-    pub(crate) const ALL: [DatasetKind; 8] = [
+    pub(crate) const ALL: [DatasetKind; 9] = [
         DatasetKind::Synthetic,
         DatasetKind::Cub200,
         DatasetKind::Cars196,
@@ -59,6 +61,7 @@ impl DatasetKind {
         DatasetKind::Imagefolder,
         DatasetKind::Imagenet,
         DatasetKind::Places365,
+        DatasetKind::Ijbc,
     ];
 
     /// The name used in pipeline files.
@@ -72,6 +75,7 @@ impl DatasetKind {
             DatasetKind::Imagefolder => "imagefolder",
             DatasetKind::Imagenet => "imagenet",
             DatasetKind::Places365 => "places365",
+            DatasetKind::Ijbc => "ijbc",
         }
     }
 
@@ -104,6 +108,7 @@ impl DatasetKind {
             DatasetKind::Imagefolder => listing::image_folder(root),
             DatasetKind::Imagenet => listing::imagenet(root),
             DatasetKind::Places365 => listing::places365(root),
+            DatasetKind::Ijbc => listing::ijbc(root),
         }
     }
 }

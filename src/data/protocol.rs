@@ -252,7 +252,17 @@ pub fn split(items: &[(SplitItem, Part)], opts: &SplitOptions) -> Result<Partiti
         Protocol::HalfClasses => half_classes(items, opts.train_fraction)?,
         Protocol::Provided => provided(items)?,
     };
-    let train = parts["train"].clone();
+    let train = match parts.get("train") {
+        Some(train) => train.clone(),
+        // A test-only data set (IJB-C): nothing to subset or validate on.
+        None if opts.subsets.is_empty() && !opts.validation => Vec::new(),
+        None => {
+            return Err(DataError::config(
+                "this data set provides no training part, so it has no `subsets` or \
+                 validation split; drop them from this split",
+            ))
+        }
+    };
     insert_nested_subsets(
         &mut parts,
         "train",
@@ -329,10 +339,11 @@ fn provided(items: &[(SplitItem, Part)]) -> Result<BTreeMap<String, Vec<SplitIte
     for (item, part) in items {
         by_part.entry(*part).or_default().push(item.clone());
     }
-    if by_part.contains_key(&Part::Unsplit) || !by_part.contains_key(&Part::Train) {
+    let has_part = by_part.contains_key(&Part::Train) || by_part.contains_key(&Part::Test);
+    if by_part.contains_key(&Part::Unsplit) || !has_part {
         return Err(DataError::config(
-            "this data set has no provided split (only sop, market1501, imagenet and \
-             places365 do); \
+            "this data set has no provided split (only sop, market1501, imagenet, \
+             places365 and ijbc do); \
              use protocol = \"half-classes\"",
         ));
     }

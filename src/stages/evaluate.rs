@@ -16,6 +16,10 @@
 //! a positive) is recorded as no number, with its reason in `reasons.json`. Retrieval and reid
 //! also write each query's AP and hits (`per_query.json`, [`crate::metrics::per_query`]), so
 //! a report can put a bootstrap interval over the queries on a single evaluation.
+//!
+//! `layout = "ijbc"` takes the face protocol's templates, 1:1 pairs and 1:N galleries from
+//! IJB-C's published files instead of generating them (docs/METHODS.md, "BCT: the
+//! experiments"); it came after results were cached, so at its default no key changes.
 
 use super::outputs;
 use crate::kind::{
@@ -99,6 +103,31 @@ impl ExcludeSelf {
     }
 }
 
+/// Where the templates, pairs and galleries of `verification` and `identification` come from
+/// (`layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Templates cut from each identity's images (`template_size`); every template pair, or
+    /// the split's explicit pairs; open-set galleries from the split's partitions.
+    Generated,
+    /// IJB-C's published protocol ([`crate::data::listing::ijbc`]).
+    Ijbc,
+}
+
+impl Layout {
+    /// The pipeline spellings, in the order of [`Layout::parse`].
+    pub const NAMES: &'static [&'static str] = &["generated", "ijbc"];
+
+    /// Parses a pipeline spelling.
+    pub fn parse(name: &str) -> Option<Layout> {
+        match name {
+            "generated" => Some(Layout::Generated),
+            "ijbc" => Some(Layout::Ijbc),
+            _ => None,
+        }
+    }
+}
+
 const PARAMS: &[ParamDecl] = &[
     ParamDecl::optional(
         "protocol",
@@ -141,6 +170,13 @@ const PARAMS: &[ParamDecl] = &[
         "exclude each query from its own database: auto = when both sides hold the same images",
     ),
     ParamDecl::optional(
+        "layout",
+        ParamType::Choice(Layout::NAMES),
+        "\"generated\"",
+        "verification/identification: generated = templates of template_size images per identity; ijbc = IJB-C's published templates, 1:1 pairs and 1:N galleries G1/G2 and probes, read through the `pairs` input (a split of dataset = \"ijbc\")",
+    )
+    .added_later(),
+    ParamDecl::optional(
         "truncate",
         ParamType::Bool,
         "false",
@@ -165,7 +201,7 @@ const INPUTS: &[InputDecl] = &[
         name: "pairs",
         required: false,
         accepts: &[Artifact::Split],
-        doc: "verification: a split stage whose explicit pairs (`pairs_per_class`) are scored instead of all template pairs",
+        doc: "verification: a split stage whose explicit pairs (`pairs_per_class`) are scored instead of all template pairs; layout = \"ijbc\": the IJB-C split whose protocol files define templates, pairs and galleries",
     },
 ];
 
@@ -284,6 +320,16 @@ mod tests {
         }
         assert_eq!(EvalProtocol::parse("retrieval "), None);
         assert_eq!(ExcludeSelf::parse("sometimes"), None);
+    }
+
+    #[test]
+    fn layout_enters_the_key_only_when_not_generated() {
+        let layout = PARAMS.iter().find(|d| d.name == "layout").unwrap();
+        assert!(!layout.keyed_value(&serde_json::json!("generated")));
+        assert!(layout.keyed_value(&serde_json::json!("ijbc")));
+        for &name in Layout::NAMES {
+            assert!(Layout::parse(name).is_some(), "{name}");
+        }
     }
 
     fn records(params: serde_json::Value) -> Vec<String> {

@@ -37,9 +37,10 @@ const PARAMS: &[ParamDecl] = &[
             "imagefolder",
             "imagenet",
             "places365",
+            "ijbc",
         ]),
         "\"synthetic\"",
-        "which data set: the built-in generator or a real one in its published layout; imagefolder is torchvision's: root/CLASS/*.jpg|jpeg|png, one sub-folder per class, classes numbered in sorted folder-name order",
+        "which data set: the built-in generator or a real one in its published layout; imagefolder is torchvision's: root/CLASS/*.jpg|jpeg|png, one sub-folder per class, classes numbered in sorted folder-name order; ijbc: IJB-C's face crops and protocol files (loose_crop/, meta/), every crop in `test` (protocol = \"provided\"), for evaluate's layout = \"ijbc\"",
     ),
     ParamDecl::optional(
         "root",
@@ -66,7 +67,7 @@ const PARAMS: &[ParamDecl] = &[
         "protocol",
         ParamType::Choice(&Protocol::NAMES),
         "\"half-classes\"",
-        "half-classes: the first train_fraction of the classes in class-id order train, the rest test (imagefolder: sorted folder names, so 10 classes at 0.5 train the first 5; cub200: 1-100 train) or provided (sop, market1501, imagenet, places365: the data set's own split)",
+        "half-classes: the first train_fraction of the classes in class-id order train, the rest test (imagefolder: sorted folder names, so 10 classes at 0.5 train the first 5; cub200: 1-100 train) or provided (sop, market1501, imagenet, places365, ijbc: the data set's own split)",
     ),
     ParamDecl::optional(
         "subsets",

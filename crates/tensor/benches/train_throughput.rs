@@ -38,6 +38,7 @@ fn net() -> NetConfig {
         embed_dim: EMBED_DIM,
         gem_p: 3.0,
         pool_l2n: true,
+        embed_relu: false,
     }
 }
 

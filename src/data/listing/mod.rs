@@ -9,6 +9,7 @@
 
 mod cars;
 mod cub;
+pub mod ijbc;
 mod image_folder;
 mod imagenet;
 mod market;
@@ -18,6 +19,7 @@ mod sop;
 
 pub use cars::cars196;
 pub use cub::cub200;
+pub use ijbc::ijbc;
 pub use image_folder::image_folder;
 pub use imagenet::imagenet;
 pub use market::market1501;

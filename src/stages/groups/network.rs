@@ -1,6 +1,9 @@
-//! The network group: `arch`, `width`, `stem`, `embed_dim`, taken by the kinds that build a
-//! network from scratch (`train-teacher`, `train-classifier`, `train-bct`). `distill` describes
-//! its student relative to its teacher ("teacher" for the same) and declares its own.
+//! The network group: `arch`, `width`, `stem`, `embed_dim`, `embed_relu`, taken by the kinds
+//! that build a network from scratch (`train-teacher`, `train-classifier`, `train-bct`).
+//! `distill` describes its student relative to its teacher ("teacher" for the same) and
+//! declares its own. `embed_relu` (BCT's Table 3) came after results were cached: it is
+//! declared [`ParamDecl::added_later`], so at its default (no ReLU, what the networks always
+//! computed) no key changes.
 
 use crate::kind::{ParamDecl, ParamType, Params, StageError};
 
@@ -21,7 +24,7 @@ pub struct NetworkDefaults {
 }
 
 /// The group's declarations with `d`'s defaults.
-pub const fn params(d: NetworkDefaults) -> [ParamDecl; 4] {
+pub const fn params(d: NetworkDefaults) -> [ParamDecl; 5] {
     [
         ParamDecl::optional("arch", ParamType::Choice(ARCHS), d.arch, "backbone").in_group(NAME),
         ParamDecl::optional(
@@ -42,6 +45,14 @@ pub const fn params(d: NetworkDefaults) -> [ParamDecl; 4] {
         ParamDecl::optional("embed_dim", ParamType::Int, d.embed_dim, "embedding size D")
             .at_least(1.0)
             .in_group(NAME),
+        ParamDecl::optional(
+            "embed_relu",
+            ParamType::Bool,
+            "false",
+            "a ReLU between the projection and the final L2 normalisation (BCT's Table 3)",
+        )
+        .in_group(NAME)
+        .added_later(),
     ]
 }
 
@@ -56,6 +67,8 @@ pub struct NetworkParams {
     pub stem: String,
     /// `embed_dim`: at least 1.
     pub embed_dim: i64,
+    /// `embed_relu`: a ReLU on the embedding, before its normalisation.
+    pub embed_relu: bool,
 }
 
 impl NetworkParams {
@@ -87,6 +100,7 @@ impl NetworkParams {
             width: positive("width")?,
             stem: choice("stem", STEMS)?,
             embed_dim: positive("embed_dim")?,
+            embed_relu: params.bool("embed_relu")?,
         })
     }
 }
@@ -104,18 +118,36 @@ mod tests {
             ("width", json!(8)),
             ("stem", json!("small")),
             ("embed_dim", json!(32)),
+            ("embed_relu", json!(true)),
         ]);
         let net = NetworkParams::read(&good).unwrap();
         assert_eq!((net.arch.as_str(), net.width), ("resnet34", 8));
+        assert!(net.embed_relu);
         for (name, value) in [
             ("width", json!(0)),
             ("embed_dim", json!(-1)),
             ("arch", json!("vgg")),
+            ("embed_relu", json!("yes")),
         ] {
             let mut bad = good.clone();
             bad.0.insert(name.into(), value);
             let err = NetworkParams::read(&bad).unwrap_err().to_string();
             assert!(err.contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn embed_relu_enters_the_key_only_when_set() {
+        let decls = params(NetworkDefaults {
+            arch: "\"resnet18\"",
+            embed_dim: "128",
+        });
+        let relu = decls.iter().find(|d| d.name == "embed_relu").unwrap();
+        assert!(!relu.keyed_value(&json!(false)), "at its default");
+        assert!(relu.keyed_value(&json!(true)), "set");
+        for other in decls.iter().filter(|d| d.name != "embed_relu") {
+            let default = other.default_value().unwrap();
+            assert!(other.keyed_value(&default), "{} stays keyed", other.name);
         }
     }
 }

@@ -18,6 +18,7 @@
 mod embeddings;
 mod exclusion;
 mod identification;
+pub mod media_templates;
 mod operating_point;
 pub mod ranking;
 mod reid;

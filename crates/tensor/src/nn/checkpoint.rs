@@ -281,6 +281,7 @@ mod tests {
             embed_dim: 8,
             gem_p: 3.0,
             pool_l2n: true,
+            embed_relu: false,
         };
         let head = ClassifierConfig {
             kind: HeadKind::NormSoftmax,

@@ -110,10 +110,15 @@ fn default_true() -> bool {
     true
 }
 
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
 /// An embedding network: backbone, pooling, projection, L2 normalisation.
 ///
 /// `f(x) = L2N(W . L2N(pool(F(x))) + b)`; the inner L2N is skipped when `pool_l2n` is false
-/// (the BCT head: average pooling, then a plain linear layer).
+/// (the BCT head: average pooling, then a plain linear layer), and `embed_relu` puts a ReLU
+/// between the projection and the outer L2N (`L2N(ReLU(W . ... + b))`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetConfig {
@@ -133,6 +138,11 @@ pub struct NetConfig {
     /// Whether the pooled vector is L2-normalised before the projection.
     #[serde(default = "default_true")]
     pub pool_l2n: bool,
+    /// Whether a ReLU follows the projection, before the final L2N (BCT's Table 3: "a ReLU on
+    /// the embedding"). Left out of `model.json` when false, so earlier checkpoints' files
+    /// read and write unchanged.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub embed_relu: bool,
 }
 
 impl NetConfig {
@@ -147,6 +157,7 @@ impl NetConfig {
             embed_dim: 512,
             gem_p: 3.0,
             pool_l2n: true,
+            embed_relu: false,
         }
     }
 

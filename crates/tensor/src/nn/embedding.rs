@@ -1,6 +1,8 @@
 //! The embedding network: backbone, pooling, projection, L2 normalisation.
 //!
-//! `f(x) = L2N(W . L2N(GeM_p(F(x))) + b)` (docs/METHODS.md), with `W: C -> embed_dim`. Variables:
+//! `f(x) = L2N(W . L2N(GeM_p(F(x))) + b)` (docs/METHODS.md), with `W: C -> embed_dim`; with
+//! `embed_relu` a ReLU sits between the projection and the L2N (BCT's Table 3), so every
+//! component of the embedding is non-negative. Variables:
 //! the backbone's torchvision names at the root, `pool.p` for GeM's exponent, `proj.weight` and
 //! `proj.bias` for the projection.
 //!
@@ -74,9 +76,15 @@ impl EmbeddingNet {
         }
     }
 
-    /// The projection's output before the final L2N, `[B, embed_dim]`.
+    /// The projection's output (through the ReLU when `embed_relu`) before the final L2N,
+    /// `[B, embed_dim]`.
     pub fn forward_raw(&self, xs: &Tensor, train: bool) -> Tensor {
-        self.pooled(xs, train).apply(&self.proj)
+        let projected = self.pooled(xs, train).apply(&self.proj);
+        if self.cfg.embed_relu {
+            projected.relu()
+        } else {
+            projected
+        }
     }
 
     /// The L2-normalised embedding `[B, embed_dim]`.
@@ -99,6 +107,7 @@ mod tests {
             embed_dim: 16,
             gem_p: 3.0,
             pool_l2n: true,
+            embed_relu: false,
         }
     }
 
@@ -129,6 +138,32 @@ mod tests {
         assert!(vs.variables()["bn1.running_mean"].equal(&before));
         let _ = tch::no_grad(|| net.forward_t(&xs, true));
         assert!(!vs.variables()["bn1.running_mean"].equal(&before));
+    }
+
+    #[test]
+    fn embed_relu_makes_every_component_non_negative_and_changes_nothing_else() {
+        let xs = Tensor::randn([6, 3, 16, 16], tch::kind::FLOAT_CPU);
+        let plain_vs = nn::VarStore::new(tch::Device::Cpu);
+        let plain = EmbeddingNet::new(&plain_vs.root(), &tiny());
+        let relu_cfg = NetConfig {
+            embed_relu: true,
+            ..tiny()
+        };
+        let mut relu_vs = nn::VarStore::new(tch::Device::Cpu);
+        let relu = EmbeddingNet::new(&relu_vs.root(), &relu_cfg);
+        relu_vs.copy(&plain_vs).unwrap();
+        let (a, b) = tch::no_grad(|| (plain.forward_t(&xs, false), relu.forward_t(&xs, false)));
+        assert!(
+            a.min().double_value(&[]) < 0.0,
+            "the plain embedding has negative parts"
+        );
+        assert!(b.min().double_value(&[]) >= 0.0, "{b}");
+        // Same weights: the ReLU embedding is the plain raw output clamped at 0, normalised.
+        let raw = tch::no_grad(|| plain.forward_raw(&xs, false)).clamp_min(0.0);
+        let expected =
+            raw.shallow_clone() / (raw.norm_scalaropt_dim(2, [1i64].as_slice(), true) + 1e-6);
+        assert!(b.allclose(&expected, 1e-5, 1e-6, false));
+        assert_eq!(relu_vs.variables().len(), plain_vs.variables().len());
     }
 
     #[test]

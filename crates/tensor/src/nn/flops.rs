@@ -39,6 +39,7 @@ mod tests {
             embed_dim: 16,
             gem_p: 3.0,
             pool_l2n: true,
+            embed_relu: false,
         };
         let square = flops(&cfg, 128);
         assert_eq!(flops(&cfg, Resolution::square(128)), square);
@@ -76,6 +77,7 @@ mod tests {
             embed_dim: 4,
             gem_p: 3.0,
             pool_l2n: true,
+            embed_relu: false,
         };
         let stem = 8 * 8 * 2 * 3 * 9; // 3x3, 3 -> 2 channels, 8x8 output
         let layer1 = 4 * (8 * 8 * 2 * 2 * 9); // four 3x3 convs, 2 -> 2, 8x8

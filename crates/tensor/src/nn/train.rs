@@ -423,6 +423,7 @@ mod tests {
             embed_dim: 16,
             gem_p: 3.0,
             pool_l2n: true,
+            embed_relu: false,
         }
     }
 

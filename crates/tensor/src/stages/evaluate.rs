@@ -31,6 +31,8 @@ use asymflow::metrics::registry::{
 };
 use asymflow::stages::evaluate::*;
 
+mod ijbc;
+
 /// The `evaluate` kind.
 pub(crate) struct Evaluate;
 
@@ -190,6 +192,13 @@ fn retrieval(
     let Sides {
         query, db, rows, ..
     } = sides;
+    if layout(params)? == Layout::Ijbc {
+        return Err(StageError::bad_param(
+            "layout",
+            "\"ijbc\" defines face templates for verification and identification; use \
+             protocol = \"verification\" or \"identification\", or drop layout",
+        ));
+    }
     let ks = positive_ks(&params.ks)?;
     let result = if protocol == EvalProtocol::Reid {
         metrics::reid(query, db, &ks, sides.self_match, *rows)
@@ -300,6 +309,9 @@ fn verification(
     let Sides {
         query, db, rows, ..
     } = sides;
+    if layout(params)? == Layout::Ijbc {
+        return ijbc::verification(ctx, params, sides, details);
+    }
     let far = rate(params.far, "far")?;
     let size = template_size(params.template_size)?;
     let t = match explicit_pairs(ctx, query, db, size)? {
@@ -352,6 +364,9 @@ fn identification(
     sides: &Sides,
     details: &mut serde_json::Map<String, Value>,
 ) -> Result<(), StageError> {
+    if layout(params)? == Layout::Ijbc {
+        return ijbc::identification(ctx, params, sides, details);
+    }
     let fpir = rate(params.fpir, "fpir")?;
     let size = template_size(params.template_size)?;
     let t = metrics::tpir_at_fpir(
@@ -525,6 +540,17 @@ fn rate(v: f64, name: &str) -> Result<f64, StageError> {
         ));
     }
     Ok(v)
+}
+
+/// `layout`: where the face protocols' templates, pairs and galleries come from.
+fn layout(params: &EvaluateParams) -> Result<Layout, StageError> {
+    let name = params.layout.as_str();
+    Layout::parse(name).ok_or_else(|| {
+        StageError::bad_param(
+            "layout",
+            format!("`{name}`: use one of {}", Layout::NAMES.join(", ")),
+        )
+    })
 }
 
 fn template_size(v: i64) -> Result<usize, StageError> {

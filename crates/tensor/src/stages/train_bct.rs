@@ -475,6 +475,7 @@ mod tests {
             embed_dim: dim,
             gem_p: 3.0,
             pool_l2n: false,
+            embed_relu: false,
         };
         let cfg = ClassifierConfig {
             kind: HeadKind::NormSoftmax,

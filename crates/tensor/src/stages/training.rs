@@ -98,6 +98,7 @@ pub fn network(group: &NetworkParams, pool: Pool) -> Result<NetConfig, StageErro
         embed_dim: group.embed_dim,
         gem_p: 3.0,
         pool_l2n: pool == Pool::Gem,
+        embed_relu: group.embed_relu,
     };
     cfg.validate()
         .map_err(|e| StageError::bad_param("arch", e))?;
@@ -188,8 +189,10 @@ mod tests {
             ("stem", json!("small")),
             ("pool", json!("avg")),
             ("embed_dim", json!(32)),
+            ("embed_relu", json!(false)),
         ]);
         let cfg = net_config("avg", &NetworkParams::read(&net).unwrap()).unwrap();
+        assert!(!cfg.embed_relu);
         assert_eq!(cfg.arch, Arch::Resnet34);
         assert!(
             !cfg.pool_l2n,
