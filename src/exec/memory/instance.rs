@@ -25,14 +25,14 @@ pub fn step(plan: &Plan, inst: &Instance) -> Result<Step, String> {
     match inst.kind.as_str() {
         "train-teacher" => teacher_step(p),
         "distill" => {
-            let teacher = upstream(plan, inst, "teacher")
+            let teacher = upstream(inst, "teacher")
                 .ok_or("distill: no teacher input to size the networks by")?;
             let (net, resolution) = model_of(plan, teacher, 0)?;
             distill_step(p, &net, resolution)
         }
         "train-classifier" => classifier_step(p, None),
         "train-bct" => {
-            let old = match upstream(plan, inst, "old") {
+            let old = match upstream(inst, "old") {
                 Some(old) => Some(model_of(plan, old, 0)?.0),
                 None => None,
             };
@@ -133,7 +133,7 @@ fn model_of(plan: &Plan, u: usize, depth: usize) -> Result<(NetShape, (u64, u64)
     let inst = &plan.instances()[u];
     let p = &inst.params;
     if inst.kind == "distill" && depth < 16 {
-        let teacher = upstream(plan, inst, "teacher").ok_or("distill without a teacher")?;
+        let teacher = upstream(inst, "teacher").ok_or("distill without a teacher")?;
         let (net, _) = model_of(plan, teacher, depth + 1)?;
         let step = distill_step(p, &net, (1, 1))?;
         return Ok((step.trained.net, step.input));
@@ -149,8 +149,7 @@ fn model_of(plan: &Plan, u: usize, depth: usize) -> Result<(NetShape, (u64, u64)
 }
 
 /// The one instance on input slot `slot` of `inst`.
-fn upstream(plan: &Plan, inst: &Instance, slot: &str) -> Option<usize> {
-    let _ = plan;
+fn upstream(inst: &Instance, slot: &str) -> Option<usize> {
     inst.inputs.get(slot).and_then(|v| v.first().copied())
 }
 

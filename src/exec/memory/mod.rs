@@ -36,25 +36,29 @@ pub use network::NetShape;
 
 /// Bytes held through a training step (forward, then backward) per value a convolution
 /// outputs for one image, by architecture, in fp32 and under bf16 autocast. Measured, not
-/// derived: `calibrate` in `crates/tensor/tests/memory_estimate.rs` prints this table (the
-/// peak resident memory of a step, its growth from 4 to 8 images at 64 px and width 8,
-/// divided by the 4 images' convolution outputs); regenerate it there when the networks
-/// change. Extrapolating it to other widths and resolutions assumes that activations grow
-/// linearly with the channels (the width) and the pixels (resolution squared), which holds
-/// for every convolution, BatchNorm and ReLU output; `estimates_match_measured_cpu_peaks` in
-/// the same file checks it at sizes it was not fitted on.
+/// derived, by `crates/tensor/tests/memory_calibrate.py` (2026-12-06, 2-core AMD EPYC VM
+/// under load; the peak is memory, not time, so the load does not enter): the peak resident
+/// memory of an AdamW step of the same network in PyTorch with the same libtorch, its growth
+/// from 8 to 16 images at 128 px and width 16, divided by the 8 images' convolution outputs.
+/// Bottleneck networks hold 2 fp32 values per convolution output (the output and its
+/// BatchNorm's), basic-block networks a little more (their add and ReLU outputs are a larger
+/// share). Extrapolating to other widths and resolutions assumes that activations grow
+/// linearly with the channels (the width) and the pixels (resolution squared), as every
+/// convolution, BatchNorm and ReLU output does; `estimates_match_measured_cpu_peaks` in
+/// `crates/tensor/tests/memory_estimate.rs` checks the whole estimate against the project's
+/// own networks at another width and resolution.
 pub const TRAIN_BYTES_PER_VALUE: &[(&str, f64, f64)] = &[
-    ("resnet18", 0.0, 0.0),
-    ("resnet34", 0.0, 0.0),
-    ("resnet50", 0.0, 0.0),
-    ("resnet101", 0.0, 0.0),
-    ("resnet152", 0.0, 0.0),
+    ("resnet18", 9.47, 6.06),
+    ("resnet34", 8.97, 5.32),
+    ("resnet50", 7.97, 4.28),
+    ("resnet101", 7.98, 4.17),
+    ("resnet152", 7.99, 4.21),
 ];
 
 /// Bytes held at the peak of a forward pass without gradients (a frozen teacher), per value
-/// of the network's largest convolution output, fp32 and bf16; measured by the same
-/// `calibrate` (its growth from 4 to 8 images).
-pub const NOGRAD_BYTES_PER_LARGEST: (f64, f64) = (0.0, 0.0);
+/// of the network's largest convolution output, fp32 and bf16; measured by the same script
+/// (ResNet-50, its growth from 16 to 32 images at 128 px and width 16).
+pub const NOGRAD_BYTES_PER_LARGEST: (f64, f64) = (16.94, 10.00);
 
 /// The forward pass's precision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
