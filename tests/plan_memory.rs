@@ -47,10 +47,14 @@ fn issue32_plan_shows_each_training_steps_peak_memory_and_what_fits_the_device()
     p.write(FILE, PIPELINE);
     let text = plan(&p, &[]);
     assert!(
-        text.contains("peak memory ~ ") && text.contains("(fp32, 1200 images with gradients at once)"),
+        text.contains("peak memory ~ ")
+            && text.contains("(fp32, 1200 images with gradients at once)"),
         "{text}"
     );
-    assert!(text.contains("(fp32, 1600 images with gradients at once)"), "{text}");
+    assert!(
+        text.contains("(fp32, 1600 images with gradients at once)"),
+        "{text}"
+    );
     assert!(!text.contains("over the"), "no device memory given: {text}");
 
     // bf16 and chunks shrink what the student holds; accumulation splits the teacher's batch.
@@ -65,7 +69,10 @@ fn issue32_plan_shows_each_training_steps_peak_memory_and_what_fits_the_device()
         ],
     );
     let chunked = gib_after(&smaller, "student");
-    assert!(chunked < fp32 / 8.0, "{fp32} GiB -> {chunked} GiB: {smaller}");
+    assert!(
+        chunked < fp32 / 8.0,
+        "{fp32} GiB -> {chunked} GiB: {smaller}"
+    );
 
     let over = plan(&p, &["--device-memory", "80GiB"]);
     assert!(
@@ -77,7 +84,8 @@ fn issue32_plan_shows_each_training_steps_peak_memory_and_what_fits_the_device()
 
     // The suggestion, applied, fits.
     let doc: serde_json::Value = serde_json::from_slice(
-        &p.run(&["plan", FILE, "--json", "--device-memory", "80GiB"]).stdout,
+        &p.run(&["plan", FILE, "--json", "--device-memory", "80GiB"])
+            .stdout,
     )
     .unwrap();
     let teacher = doc["instances"]

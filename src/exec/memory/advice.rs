@@ -87,11 +87,13 @@ pub fn advise(
             _ => smaller_batch(params, |c| fit(&with(c))),
         };
         if let Some(text) = suggestion {
-            found.push(if precision == "bf16" && params.str("precision").ok() != Some("bf16") {
-                format!("precision = \"bf16\", {text}")
-            } else {
-                text
-            });
+            found.push(
+                if precision == "bf16" && params.str("precision").ok() != Some("bf16") {
+                    format!("precision = \"bf16\", {text}")
+                } else {
+                    text
+                },
+            );
             break;
         }
     }
@@ -126,7 +128,12 @@ fn more_chunks(p: &Params, fit: impl Fn(Vec<(&'static str, Value)>) -> bool) -> 
     let now = p.int("chunks").unwrap_or(1);
     (now + 1..=batch)
         .find(|&c| fit(vec![("chunks", json!(c))]))
-        .map(|c| format!("chunks = {c} (the same gradient, {} images per chunk)", (batch + c - 1) / c))
+        .map(|c| {
+            format!(
+                "chunks = {c} (the same gradient, {} images per chunk)",
+                (batch + c - 1) / c
+            )
+        })
 }
 
 /// The classifier kinds: the largest `batch_size` that fits (they do not accumulate).

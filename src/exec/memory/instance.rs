@@ -68,7 +68,11 @@ pub fn teacher_step(p: &Params) -> Result<Step, String> {
 /// `distill`: the student forwards `ceil(batch_size / chunks) x augmentations` views with
 /// gradients at once, the teacher the same rows at its resolution without; both views of the
 /// whole batch are on the device. `teacher` is the teacher's network and resolution.
-pub fn distill_step(p: &Params, teacher: &NetShape, resolution: (u64, u64)) -> Result<Step, String> {
+pub fn distill_step(
+    p: &Params,
+    teacher: &NetShape,
+    resolution: (u64, u64),
+) -> Result<Step, String> {
     let student = NetShape {
         arch: match p.str("arch").map_err(|e| e.to_string())? {
             "teacher" => teacher.arch.clone(),

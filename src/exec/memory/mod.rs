@@ -157,11 +157,19 @@ impl Step {
         let net = &self.trained.net;
         let unknown = || UnknownArch(net.arch.clone());
         let params = net.parameters().ok_or_else(unknown)?;
-        let cast = if self.precision == Precision::Bf16 { 2 } else { 0 };
+        let cast = if self.precision == Precision::Bf16 {
+            2
+        } else {
+            0
+        };
         let training = params * (4 + 4 + 4 * self.trained.moments + cast);
         let inputs = self.input_pixels * 3 * 4;
-        let (values, _) = net.conv_outputs(self.input.0, self.input.1).ok_or_else(unknown)?;
-        let per_value = self.precision.column(train_bytes(&net.arch).ok_or_else(unknown)?);
+        let (values, _) = net
+            .conv_outputs(self.input.0, self.input.1)
+            .ok_or_else(unknown)?;
+        let per_value = self
+            .precision
+            .column(train_bytes(&net.arch).ok_or_else(unknown)?);
         let activations = (self.rows as f64 * values as f64 * per_value) as u64;
         let mut parts = vec![
             ("weights, gradients, optimiser", training),
@@ -268,7 +276,10 @@ mod tests {
         // AdamW: weights, gradients and two moments, 4 bytes each.
         let params = resnet50().parameters().unwrap();
         assert_eq!(part(&whole, "weights, gradients, optimiser"), 16 * params);
-        assert_eq!(part(&whole, "inputs"), 1600 * 3 * 4 * (224 * 224 + 448 * 448));
+        assert_eq!(
+            part(&whole, "inputs"),
+            1600 * 3 * 4 * (224 * 224 + 448 * 448)
+        );
         // The frozen forward comes before the activations: only the larger counts.
         let sum: u64 = whole.parts.iter().map(|p| p.1).sum();
         let forward = part(&whole, "frozen forward (before the activations)");
@@ -280,14 +291,23 @@ mod tests {
             18 * params,
             "autocast's bf16 copy of the weights"
         );
-        assert!(whole.describe().starts_with("peak memory ~ "), "{}", whole.describe());
-        assert!(whole.describe().ends_with("(fp32, 1600 images with gradients at once)"));
+        assert!(
+            whole.describe().starts_with("peak memory ~ "),
+            "{}",
+            whole.describe()
+        );
+        assert!(whole
+            .describe()
+            .ends_with("(fp32, 1600 images with gradients at once)"));
     }
 
     #[test]
     fn an_unmeasured_architecture_has_no_estimate() {
         let mut step = student(8, Precision::Fp32);
         step.trained.net.arch = "vit".into();
-        assert_eq!(step.estimate().unwrap_err().to_string(), "no memory estimate for `vit`: only resnet18 to resnet152 are measured");
+        assert_eq!(
+            step.estimate().unwrap_err().to_string(),
+            "no memory estimate for `vit`: only resnet18 to resnet152 are measured"
+        );
     }
 }

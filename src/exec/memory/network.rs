@@ -62,9 +62,19 @@ impl NetShape {
         let (counts, bottleneck) = self.blocks()?;
         let w = self.width;
         let stem = if self.small_stem {
-            Conv { cin: 3, cout: w, kernel: 3, stride: 1 }
+            Conv {
+                cin: 3,
+                cout: w,
+                kernel: 3,
+                stride: 1,
+            }
         } else {
-            Conv { cin: 3, cout: w, kernel: 7, stride: 2 }
+            Conv {
+                cin: 3,
+                cout: w,
+                kernel: 7,
+                stride: 2,
+            }
         };
         let expansion = if bottleneck { 4 } else { 1 };
         let mut groups = vec![vec![stem]];
@@ -75,19 +85,49 @@ impl NetShape {
                 let stride = if i == 0 && stage > 0 { 2 } else { 1 };
                 let mut block = if bottleneck {
                     vec![
-                        Conv { cin: inplanes, cout: planes, kernel: 1, stride: 1 },
-                        Conv { cin: planes, cout: planes, kernel: 3, stride },
-                        Conv { cin: planes, cout: planes * 4, kernel: 1, stride: 1 },
+                        Conv {
+                            cin: inplanes,
+                            cout: planes,
+                            kernel: 1,
+                            stride: 1,
+                        },
+                        Conv {
+                            cin: planes,
+                            cout: planes,
+                            kernel: 3,
+                            stride,
+                        },
+                        Conv {
+                            cin: planes,
+                            cout: planes * 4,
+                            kernel: 1,
+                            stride: 1,
+                        },
                     ]
                 } else {
                     vec![
-                        Conv { cin: inplanes, cout: planes, kernel: 3, stride },
-                        Conv { cin: planes, cout: planes, kernel: 3, stride: 1 },
+                        Conv {
+                            cin: inplanes,
+                            cout: planes,
+                            kernel: 3,
+                            stride,
+                        },
+                        Conv {
+                            cin: planes,
+                            cout: planes,
+                            kernel: 3,
+                            stride: 1,
+                        },
                     ]
                 };
                 if stride != 1 || inplanes != planes * expansion {
                     // The shortcut's projection, on the block's input.
-                    block.push(Conv { cin: inplanes, cout: planes * expansion, kernel: 1, stride });
+                    block.push(Conv {
+                        cin: inplanes,
+                        cout: planes * expansion,
+                        kernel: 1,
+                        stride,
+                    });
                 }
                 groups.push(block);
                 inplanes = planes * expansion;
@@ -156,7 +196,12 @@ mod tests {
     use super::*;
 
     fn net(arch: &str, width: u64) -> NetShape {
-        NetShape { arch: arch.into(), width, small_stem: false, embed_dim: 512 }
+        NetShape {
+            arch: arch.into(),
+            width,
+            small_stem: false,
+            embed_dim: 512,
+        }
     }
 
     #[test]
@@ -164,8 +209,14 @@ mod tests {
         // torchvision's counts without the 1000-class fc (resnet18: 11,689,512 - 513,000;
         // resnet50: 25,557,032 - 2,049,000), plus this head: 512 x feature_dim + 512 + GeM's p.
         let head = |features: u64| features * 512 + 512 + 1;
-        assert_eq!(net("resnet18", 64).parameters(), Some(11_176_512 + head(512)));
-        assert_eq!(net("resnet50", 64).parameters(), Some(23_508_032 + head(2048)));
+        assert_eq!(
+            net("resnet18", 64).parameters(),
+            Some(11_176_512 + head(512))
+        );
+        assert_eq!(
+            net("resnet50", 64).parameters(),
+            Some(23_508_032 + head(2048))
+        );
         assert_eq!(net("vgg16", 64).parameters(), None);
     }
 
