@@ -34,7 +34,7 @@ fn plan(p: &Project, extra: &[&str]) -> String {
     String::from_utf8_lossy(&p.run(&args).stdout).into_owned()
 }
 
-fn gib_after<'a>(text: &'a str, stage: &str) -> f64 {
+fn gib_after(text: &str, stage: &str) -> f64 {
     let at = text.find(&format!("{stage}  ")).expect(stage);
     let rest = &text[at..];
     let from = rest.find("peak memory ~ ").expect("an estimate") + "peak memory ~ ".len();
@@ -119,7 +119,7 @@ fn issue32_plan_shows_each_training_steps_peak_memory_and_what_fits_the_device()
         .collect();
     let mut args = vec!["plan", FILE, "--json", "--device-memory", "80GiB"];
     for set in &sets {
-        args.extend_from_slice(&["--set", set]);
+        args.extend_from_slice(&["--set", set.as_str()]);
     }
     let fixed: serde_json::Value = serde_json::from_slice(&p.run(&args).stdout).unwrap();
     let teacher = fixed["instances"]
