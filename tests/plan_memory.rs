@@ -81,12 +81,21 @@ fn issue32_plan_shows_each_training_steps_peak_memory_and_what_fits_the_device()
         over.contains("over the 80.0 GiB device (with 1.0 GiB kept free for the CUDA context): set batch_size = 20, accumulate = 10 (the same 200 images per step, each batch 5 whole classes)"),
         "{over}"
     );
-    assert!(over.contains(": set chunks = 2 (the same gradient, 100 images per chunk)"), "{over}");
+    assert!(
+        over.contains(": set chunks = 2 (the same gradient, 100 images per chunk)"),
+        "{over}"
+    );
     // On 40 GB (37.3 GiB) more of each; on 16 GiB the teacher needs bf16 as well.
     let small = plan(&p, &["--device-memory", "40GB"]);
     assert!(small.contains("over the 37.3 GiB device"), "{small}");
-    assert!(small.contains(": set batch_size = 8, accumulate = 25 "), "{small}");
-    assert!(small.contains(": set chunks = 5 (the same gradient, 40 images per chunk)"), "{small}");
+    assert!(
+        small.contains(": set batch_size = 8, accumulate = 25 "),
+        "{small}"
+    );
+    assert!(
+        small.contains(": set chunks = 5 (the same gradient, 40 images per chunk)"),
+        "{small}"
+    );
     let tiny = plan(&p, &["--device-memory", "16GiB"]);
     assert!(
         tiny.contains(": set precision = \"bf16\", batch_size = 8, accumulate = 25 "),
