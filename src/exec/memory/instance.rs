@@ -93,9 +93,10 @@ pub fn distill_step(
     let chunks = count(p, "chunks")?.min(batch);
     let rows = batch.div_ceil(chunks) * views;
     let input = side(p, "resolution")?;
-    let teacher_input = match side(p, "teacher_resolution")? {
-        (0, _) | (_, 0) => resolution,
-        own => own,
+    // 0 (the default, which is no resolution): the teacher stage's own.
+    let teacher_input = match p.int("teacher_resolution") {
+        Ok(0) => resolution,
+        _ => side(p, "teacher_resolution")?,
     };
     Ok(Step {
         trained: trained(p, student)?,
