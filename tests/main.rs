@@ -26,6 +26,7 @@ mod output_contract;
 mod paper_pipelines;
 mod param_groups;
 mod plan_estimate;
+mod plan_memory;
 mod publish_safety;
 mod raml;
 mod reliability;

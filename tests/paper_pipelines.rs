@@ -20,14 +20,16 @@ use tch::{Device, Tensor};
 use crate::data_fixtures as fx;
 
 /// The scale vars every RAML pipeline shares, at their smallest: width 8, an 8-d embedding,
-/// a 32 px database, one epoch of 4 images in batches of 8, 2 augmentations.
-const RAML_SCALE: [&str; 8] = [
+/// a 32 px database, one epoch of 4 images in batches of 8 (the teachers' too), 2
+/// augmentations.
+const RAML_SCALE: [&str; 9] = [
     "vars.width=8",
     "vars.embed_dim=8",
     "vars.db_res=32",
     "vars.teacher_epochs=1",
     "vars.student_epochs=1",
     "vars.batch_size=8",
+    "vars.teacher_batch=8",
     "vars.images_per_epoch=4",
     "vars.augmentations=2",
 ];

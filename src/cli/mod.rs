@@ -11,6 +11,7 @@ mod kinds;
 mod metrics;
 mod output;
 mod plan;
+mod plan_memory;
 mod pull;
 mod push;
 mod remote;
@@ -408,6 +409,15 @@ pub struct PlanArgs {
     /// Do not ask the team's remote cache what it holds.
     #[arg(long)]
     pub offline: bool,
+    /// The memory of the GPU the training stages will run on (80GiB, 40GB, 81920MiB): each
+    /// training step whose estimated peak exceeds it is flagged with what to change.
+    #[arg(long, value_name = "SIZE", env = "ASYMFLOW_DEVICE_MEMORY", value_parser = device_memory)]
+    pub device_memory: Option<u64>,
+}
+
+/// `--device-memory`'s value in bytes.
+fn device_memory(text: &str) -> Result<u64, String> {
+    crate::exec::memory::advice::parse_size(text)
 }
 
 /// `asymflow run`.

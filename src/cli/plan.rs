@@ -14,10 +14,15 @@
 //! similar results ([`crate::exec::estimate`]): "41 to run, about 9 min here (from 12 similar
 //! results)".
 
+//! Each training instance to run also says the peak device memory its step is estimated to
+//! need ([`crate::exec::memory`]), and with `--device-memory` one that exceeds it is flagged
+//! with a setting that fits.
+
 use std::process::ExitCode;
 
 use super::common::{cache_for, load_plan_of, planning_cache, print_json, registry};
 use super::output::count;
+use super::plan_memory as memory;
 use super::{exit, output, PlanArgs};
 use crate::exec::choice::Placement;
 use crate::exec::estimate;
@@ -33,6 +38,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         executor,
         stages,
         offline,
+        device_memory,
     } = args;
     let registry = registry();
     let plan = load_plan_of(&args, &registry, &stages)?;
@@ -45,6 +51,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         estimate: estimate::of_planned(&cache.index()?, &registry, &planned)?,
         classes: planned.iter().map(|p| class(p, &registry)).collect(),
         blocked: planned.iter().filter(|p| cannot_run(p)).count(),
+        memory: memory::of_plan(&plan, &planned, device_memory),
         plan,
         planned,
         placement,
@@ -80,6 +87,8 @@ struct Shown {
     estimate: estimate::Estimate,
     /// Instances that cannot run.
     blocked: usize,
+    /// The memory estimate of each training instance to run.
+    memory: Vec<Option<memory::Shown>>,
 }
 
 /// `plan --json`: `cache` is the cache planned against (`None`: there is none yet).
@@ -90,6 +99,13 @@ fn print_plan_json(shown: &Shown, cache: Option<&std::path::Path>) -> anyhow::Re
         if let Some(list) = instances.as_array_mut() {
             for (entry, class) in list.iter_mut().zip(&shown.classes) {
                 entry["runs_on"] = class.map_or(serde_json::Value::Null, |c| placement.runs_on(c));
+            }
+        }
+    }
+    if let Some(list) = instances.as_array_mut() {
+        for (entry, memory) in list.iter_mut().zip(&shown.memory) {
+            if let Some(memory) = memory {
+                entry["memory"] = memory.json();
             }
         }
     }
@@ -117,8 +133,13 @@ fn print_plan_json(shown: &Shown, cache: Option<&std::path::Path>) -> anyhow::Re
 fn print_plan_text(shown: &Shown) {
     let planned = &shown.planned;
     let width = planned.iter().map(|p| p.label.len()).max().unwrap_or(0);
-    for (p, class) in planned.iter().zip(&shown.classes) {
+    for ((p, class), memory) in planned.iter().zip(&shown.classes).zip(&shown.memory) {
         print_instance(p, width);
+        if let Some(memory) = memory {
+            for line in memory.lines() {
+                println!("{:pad$}  {line}", "", pad = width + 12);
+            }
+        }
         if let (Some(class), Some(placement)) = (class, &shown.placement) {
             println!(
                 "{:pad$}  on {}",

@@ -31,6 +31,7 @@
 //! - [`resolve`]: a pipeline's keys from records, for moving results between caches.
 //! - [`search`]: searches as graph expansion over time (replay, the run loop);
 //!   [`lineage`]: which instances read test images.
+//! - [`memory`]: the peak device memory of a training instance's step, estimated for `plan`.
 
 pub mod choice;
 mod deadlines;
@@ -40,6 +41,7 @@ pub mod freshness;
 pub mod lineage;
 pub(crate) mod load;
 pub mod local;
+pub mod memory;
 mod pipe;
 pub mod plan_status;
 pub mod progress;
