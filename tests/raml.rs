@@ -253,7 +253,10 @@ fn raml_quickstart_expands_to_the_four_setups() {
     assert_eq!(c["teacher"], 3);
     assert_eq!(c["teacher-q"], 6, "2 query resolutions x 3 seeds");
     assert_eq!(c["student"], 6, "2 query resolutions x 3 seeds");
-    assert_eq!(c["emb-teacher-db"], 3, "the database is embedded once per draw");
+    assert_eq!(
+        c["emb-teacher-db"], 3,
+        "the database is embedded once per draw"
+    );
     assert_eq!(c["emb-teacher-q"], 6);
     assert_eq!(c["eval-tasym"], 6);
     assert_eq!(c["eval-ts"], 6);
@@ -305,7 +308,9 @@ fn raml_validation_rounds_read_no_test_image() {
     let data = crate::support::expand("pipelines/quickstart-validation-data.toml", &[]);
     let chosen = test["split"][0].get("detail_scale");
     assert!(
-        data["split"].iter().any(|c| c.get("detail_scale") == chosen),
+        data["split"]
+            .iter()
+            .any(|c| c.get("detail_scale") == chosen),
         "the quickstart's detail_scale {chosen:?} is a candidate of the data rounds"
     );
 }
@@ -348,7 +353,11 @@ fn raml_quickstart_recipe_comes_from_its_searches_on_validation() {
     crate::support::copy_tree(&repo.join("stages"), &p.path().join("stages"));
     p.write("pipelines/quickstart-search.toml", &text);
     let out = p.run(&["plan", "pipelines/quickstart-search.toml", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(plan.get("reads_test_images").is_none(), "{plan}");
 
@@ -377,7 +386,10 @@ fn raml_quickstart_recipe_comes_from_its_searches_on_validation() {
         }
     }
     let space = |name: &str, dim: &str| search["search"][name]["space"][dim].clone();
-    let choices = space("labelled", "lr")["choice"].as_array().unwrap().clone();
+    let choices = space("labelled", "lr")["choice"]
+        .as_array()
+        .unwrap()
+        .clone();
     for stage in ["teacher", "teacher-q"] {
         let lr = test[stage][0].get("lr").and_then(Value::as_f64).unwrap();
         assert!(

@@ -279,6 +279,8 @@ pub struct EvaluateParams {
     pub exclude_self: String,
     /// `truncate`.
     pub truncate: bool,
+    /// `layout`, in pipeline spelling ([`Layout::parse`]).
+    pub layout: String,
 }
 
 impl EvaluateParams {
@@ -292,6 +294,7 @@ impl EvaluateParams {
             template_size: params.int("template_size")?,
             exclude_self: params.str("exclude_self")?.to_string(),
             truncate: params.bool("truncate")?,
+            layout: params.str("layout")?.to_string(),
         })
     }
 }

@@ -85,6 +85,7 @@ fn net_config(c: &Case) -> NetConfig {
         stem: c.stem,
         pool: Pool::Gem,
         embed_dim: 64,
+        embed_relu: false,
         gem_p: 3.0,
         pool_l2n: true,
     }

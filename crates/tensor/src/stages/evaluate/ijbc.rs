@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{metrics_error, rate, OpenSetRate, Sides};
+use super::{metrics_error, rate, EvaluateParams, OpenSetRate, Sides};
 use crate::kind::{StageContext, StageError};
 use crate::metrics;
 use crate::metrics::media_templates::{tar_at_far_templates, tpir_at_fpir_templates, TemplateMap};
@@ -97,8 +97,8 @@ impl Protocol {
 }
 
 /// `template_size` has no say under the IJB-C layout; refuses anything but its default.
-fn protocol_templates_only(params: &crate::kind::Params) -> Result<(), StageError> {
-    match params.int("template_size")? {
+fn protocol_templates_only(params: &EvaluateParams) -> Result<(), StageError> {
+    match params.template_size {
         1 => Ok(()),
         n => Err(StageError::bad_param(
             "template_size",
@@ -110,12 +110,12 @@ fn protocol_templates_only(params: &crate::kind::Params) -> Result<(), StageErro
 /// 1:1: TAR at FAR over `ijbc_template_pair_label.txt`.
 pub(super) fn verification(
     ctx: &mut StageContext<'_>,
-    params: &crate::kind::Params,
+    params: &EvaluateParams,
     sides: &Sides,
     details: &mut serde_json::Map<String, Value>,
 ) -> Result<(), StageError> {
     protocol_templates_only(params)?;
-    let far = rate(params, "far")?;
+    let far = rate(params.far, "far")?;
     let protocol = Protocol::read(ctx, sides)?;
     ctx.log(format!(
         "IJB-C 1:1: {} template pairs over {} templates",
@@ -163,12 +163,12 @@ pub(super) fn verification(
 /// 1:N: mixed probes against G1 and against G2, TPIR at FPIR and rank-1 averaged over the two.
 pub(super) fn identification(
     ctx: &mut StageContext<'_>,
-    params: &crate::kind::Params,
+    params: &EvaluateParams,
     sides: &Sides,
     details: &mut serde_json::Map<String, Value>,
 ) -> Result<(), StageError> {
     protocol_templates_only(params)?;
-    let fpir = rate(params, "fpir")?;
+    let fpir = rate(params.fpir, "fpir")?;
     let protocol = Protocol::read(ctx, sides)?;
     let pairs = |list: &[asymflow::data::listing::ijbc::IjbcTemplate]| {
         list.iter()
