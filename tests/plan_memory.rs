@@ -74,15 +74,15 @@ fn issue32_plan_shows_each_training_steps_peak_memory_and_what_fits_the_device()
         "{fp32} GiB -> {chunked} GiB: {smaller}"
     );
 
-    // fp32 kept where a split alone fits: the teacher's batch in 10 batches of 5 whole classes,
-    // the student in 2 chunks.
+    // bf16 alone first (the student), then a split in the current precision (the teacher's
+    // batch in 10 batches of 5 whole classes).
     let over = plan(&p, &["--device-memory", "80GiB"]);
     assert!(
         over.contains("over the 80.0 GiB device (with 1.0 GiB kept free for the CUDA context): set batch_size = 20, accumulate = 10 (the same 200 images per step, each batch 5 whole classes)"),
         "{over}"
     );
     assert!(
-        over.contains(": set chunks = 2 (the same gradient, 100 images per chunk)"),
+        over.contains("student  input split runs first") && over.contains(": set precision = \"bf16\"\n"),
         "{over}"
     );
     // On 40 GB (37.3 GiB) more of each; on 16 GiB the teacher needs bf16 as well.

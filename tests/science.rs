@@ -164,7 +164,7 @@ fn science_raml_ablation_sweeps_p_with_the_full_loss_and_r18_without_augmentatio
 #[test]
 fn science_raml_quickstart_has_the_trained_at_r_baseline_and_no_flips_in_the_teacher() {
     let s = expand("pipelines/quickstart.toml", &[]);
-    assert_eq!(s["teacher-q"].len(), 2, "one per query resolution");
+    assert_eq!(s["teacher-q"].len(), 6, "one per query resolution and draw");
     for stage in ["teacher", "teacher-q"] {
         for p in &s[stage] {
             assert!(
@@ -173,8 +173,8 @@ fn science_raml_quickstart_has_the_trained_at_r_baseline_and_no_flips_in_the_tea
             );
         }
     }
-    assert_eq!(s["eval-tmis"].len(), 2);
-    assert_eq!(s["eval-tsym"].len(), 2);
+    assert_eq!(s["eval-tmis"].len(), 6);
+    assert_eq!(s["eval-tsym"].len(), 6);
 }
 
 #[test]
