@@ -82,7 +82,8 @@ fn issue32_plan_shows_each_training_steps_peak_memory_and_what_fits_the_device()
         "{over}"
     );
     assert!(
-        over.contains("student  input split runs first") && over.contains(": set precision = \"bf16\"\n"),
+        over.contains("student  input split runs first")
+            && over.contains(": set precision = \"bf16\"\n"),
         "{over}"
     );
     // On 40 GB (37.3 GiB) more of each; on 16 GiB the teacher needs bf16 as well.
