@@ -45,7 +45,7 @@ cargo bench -p asymflow-tensor --bench gpu_check --no-run --quiet
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/asymflow-gpu-check.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-bin=target/release/asymflow
+bin="${CARGO_TARGET_DIR:-target}/release/asymflow"
 pipeline=pipelines/quickstart.toml
 # Shrunk so that both runs fit the budget; the shape of the table is the quickstart's.
 shrink=(--sweep seed=0 --sweep query_res=32

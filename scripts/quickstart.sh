@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/libtorch.sh
 cargo build --release --bins
-exec target/release/asymflow run pipelines/quickstart.toml "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/asymflow" run pipelines/quickstart.toml "$@"
