@@ -9,6 +9,7 @@
 //! same two things (action cache and objects) on a shared folder or S3, verified on every
 //! download.
 
+pub mod gc;
 pub mod key;
 pub mod leases;
 pub mod lock;
@@ -18,6 +19,7 @@ pub mod provenance;
 pub mod remote;
 pub mod results;
 pub mod store;
+pub mod verify;
 pub mod why;
 
 use std::path::{Path, PathBuf};

@@ -180,17 +180,19 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
         Vec::new()
     }
 
-    /// Calls `visit` with every object digest in the store, holding none of them and reading
-    /// no size: `cache gc` of a store of two million objects asks the size only of what it
-    /// deletes.
-    fn each_digest(
+    /// The digests of the objects in the store that `keep` rejects: what `cache gc` collects.
+    /// Holds only those, and reads no size: a store of two million objects is walked for a
+    /// handful of garbage.
+    fn digests_not_in(
         &self,
-        visit: &mut dyn FnMut(String) -> Result<(), ObjectError>,
-    ) -> Result<(), ObjectError> {
-        for (digest, _) in self.list()? {
-            visit(digest)?;
-        }
-        Ok(())
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Vec<String>, ObjectError> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .map(|(digest, _)| digest)
+            .filter(|digest| !keep(digest))
+            .collect())
     }
 
     /// Deletes temporary files that writers killed mid-write left behind; returns how many.
@@ -455,11 +457,43 @@ impl ObjectStore for LocalObjectStore {
         mentions
     }
 
-    fn each_digest(
+    /// The 256 shard folders are read by a few threads at once: reading two million
+    /// directory entries is the collection's main cost, and it is system-call bound.
+    fn digests_not_in(
         &self,
-        visit: &mut dyn FnMut(String) -> Result<(), ObjectError>,
-    ) -> Result<(), ObjectError> {
-        self.walk(|digest, _| digest.map_or(Ok(()), &mut *visit))
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Vec<String>, ObjectError> {
+        let shards = self.shard_folders()?;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 4);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let found: Vec<Result<Vec<String>, ObjectError>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut garbage = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some((name, path)) = shards.get(i) else {
+                                return Ok(garbage);
+                            };
+                            unkept_in_shard(name, path, keep, &mut garbage)?;
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("a shard reader does not panic"))
+                .collect()
+        });
+        let mut garbage = Vec::new();
+        for part in found {
+            garbage.extend(part?);
+        }
+        garbage.sort();
+        Ok(garbage)
     }
 
     /// Deletes `.tmp-object*` files left in shard folders by processes that died mid-write.
@@ -486,22 +520,29 @@ impl ObjectStore for LocalObjectStore {
 const TEMP_PREFIX: &str = ".tmp-object";
 
 impl LocalObjectStore {
+    /// The shard folders (two hex characters each) with their names.
+    fn shard_folders(&self) -> Result<Vec<(String, PathBuf)>, ObjectError> {
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return Ok(Vec::new());
+        };
+        let mut shards = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_err(&self.root))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if name.len() == 2 && path.is_dir() {
+                shards.push((name, path));
+            }
+        }
+        Ok(shards)
+    }
+
     /// Calls `visit` with each file in a shard folder: its digest when the name is one.
     fn walk(
         &self,
         mut visit: impl FnMut(Option<String>, &Path) -> Result<(), ObjectError>,
     ) -> Result<(), ObjectError> {
-        let Ok(shards) = fs::read_dir(&self.root) else {
-            return Ok(());
-        };
-        let root = &self.root;
-        for shard in shards {
-            let shard = shard.map_err(io_err(root))?;
-            let name = shard.file_name().to_string_lossy().into_owned();
-            let shard_path = shard.path();
-            if name.len() != 2 || !shard_path.is_dir() {
-                continue;
-            }
+        for (name, shard_path) in self.shard_folders()? {
             for entry in fs::read_dir(&shard_path).map_err(io_err(&shard_path))? {
                 let entry = entry.map_err(io_err(&shard_path))?;
                 let rest = entry.file_name().to_string_lossy().into_owned();
@@ -512,6 +553,28 @@ impl LocalObjectStore {
         }
         Ok(())
     }
+}
+
+/// Adds to `garbage` the digests of the objects in shard folder `path` (named `shard`) that
+/// `keep` rejects, building a digest's text in one reused buffer.
+fn unkept_in_shard(
+    shard: &str,
+    path: &Path,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+    garbage: &mut Vec<String>,
+) -> Result<(), ObjectError> {
+    let mut digest = String::with_capacity(64);
+    for entry in fs::read_dir(path).map_err(io_err(path))? {
+        let entry = entry.map_err(io_err(path))?;
+        let name = entry.file_name();
+        digest.clear();
+        digest.push_str(shard);
+        digest.push_str(&name.to_string_lossy());
+        if is_digest(&digest) && !keep(&digest) {
+            garbage.push(digest.clone());
+        }
+    }
+    Ok(())
 }
 
 fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> io::Result<()> {
@@ -548,6 +611,33 @@ mod tests {
         assert_eq!(&text[mentions[0].span.clone()], "/c/objects/14/e72cab");
         assert_eq!(mentions[0].digest, "14e72cab");
         assert_eq!(mentions[1].digest, "abcd");
+    }
+
+    #[test]
+    fn the_garbage_is_every_stored_digest_not_kept_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(dir.path());
+        let digests: Vec<String> = (0..40u32)
+            .map(|i| store.put_bytes(&i.to_le_bytes()).unwrap().0)
+            .collect();
+        let kept: std::collections::HashSet<&str> =
+            digests.iter().step_by(3).map(String::as_str).collect();
+        // A temporary file and a stray file in a shard folder are not objects.
+        let shard = dir.path().join("objects").join(&digests[0][..2]);
+        fs::write(shard.join(format!("{TEMP_PREFIX}-1")), b"half").unwrap();
+        fs::write(shard.join("README"), b"stray").unwrap();
+        let garbage = store.digests_not_in(&|d| kept.contains(d)).unwrap();
+        let mut expected: Vec<String> = digests
+            .iter()
+            .filter(|d| !kept.contains(d.as_str()))
+            .cloned()
+            .collect();
+        expected.sort();
+        assert_eq!(garbage, expected);
+        assert!(LocalObjectStore::new(&dir.path().join("none"))
+            .digests_not_in(&|_| false)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
