@@ -15,14 +15,20 @@
 # writes): running a million stages is not what is measured. Needs python3 and curl. Each
 # section can run alone; the folder it works in is removed at the end (KEEP=1 keeps it).
 #
-#   cargo build --release && benches/scale.sh [plan|index|remote|dashboard|all] [N] [M]
+#   cargo build --release --features test-kinds && benches/scale.sh [plan|index|remote|dashboard|all] [N] [M]
+# ASYMFLOW_EXE names another binary built that way (default: $CARGO_TARGET_DIR/release/asymflow).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 what="${1:-all}"
 n="${2:-100000}"
 m="${3:-1000000}"
-exe="${CARGO_TARGET_DIR:-$root/target}/release/asymflow"
-[[ -x "$exe" ]] || { echo "build first: cargo build --release ($exe)" >&2; exit 2; }
+exe="${ASYMFLOW_EXE:-${CARGO_TARGET_DIR:-$root/target}/release/asymflow}"
+build="cargo build --release --features test-kinds"
+[[ -x "$exe" ]] || { echo "build first: $build ($exe is missing)" >&2; exit 2; }
+if ! ASYMFLOW_TEST_KINDS=1 "$exe" kinds 2>/dev/null | grep -q '^test-echo'; then
+    echo "$exe has no test kinds (test-echo is missing from \`asymflow kinds\`): build it with \`$build\`" >&2
+    exit 2
+fi
 gen="$root/benches/scale_gen.py"
 export ASYMFLOW_TEST_KINDS=1
 work="$(mktemp -d "${TMPDIR:-/tmp}/asymflow-scale.XXXXXX")"
