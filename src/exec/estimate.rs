@@ -177,12 +177,16 @@ impl<'a> Estimator<'a> {
 /// How many params (other than [`SCALES`]) differ between a recorded key's params and an
 /// instance's; a param only one side has counts as a difference.
 fn differences(recorded: &BTreeMap<String, Value>, wanted: &BTreeMap<String, Value>) -> usize {
-    let names: BTreeSet<&String> = recorded.keys().chain(wanted.keys()).collect();
-    names
-        .into_iter()
-        .filter(|n| !SCALES.contains(&n.as_str()))
-        .filter(|n| recorded.get(*n) != wanted.get(*n))
-        .count()
+    let counted = |name: &String| !SCALES.contains(&name.as_str());
+    let changed = recorded
+        .iter()
+        .filter(|(name, value)| counted(name) && wanted.get(*name) != Some(*value))
+        .count();
+    let added = wanted
+        .keys()
+        .filter(|name| counted(name) && !recorded.contains_key(*name))
+        .count();
+    changed + added
 }
 
 /// The factor a recorded duration is scaled by: the ratio of each of [`SCALES`] both sides set

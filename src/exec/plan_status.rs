@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::freshness::{dirty_reasons, fingerprint, instance_key, outputs_present};
+use super::freshness::{
+    fingerprint, instance_key, outputs_in_store, outputs_present, reasons_after_lookup,
+};
 use crate::cache::remote::Remote;
 use crate::cache::{Cache, IndexHasher, RunRecord};
 use crate::graph::Plan;
@@ -153,20 +155,33 @@ fn statuses(
                     let key = instance_key(plan, inst, registry, &upstream, fp)
                         .expect("inputs are known and the kind is registered");
                     let digest = key.digest();
-                    match index.lookup(&digest)? {
-                        Some(record) if outputs_present(cache, &record) => {
+                    // Whether a result is recorded, and then whether its outputs are in the
+                    // store; the record itself only where it is kept or keys an instance
+                    // downstream (otherwise its outputs are all that is read).
+                    let (present, record) = if keep_records || consumed[i] {
+                        match index.lookup(&digest)? {
+                            Some(record) => {
+                                (Some(outputs_present(cache, &record)), Some(Box::new(record)))
+                            }
+                            None => (None, None),
+                        }
+                    } else {
+                        let outputs = index.outputs_of(&digest)?;
+                        (outputs.map(|o| outputs_in_store(cache, &o)), None)
+                    };
+                    match present {
+                        Some(true) => {
                             known[i] = true;
-                            let record = Box::new(record);
-                            let record = match (consumed[i], keep_records) {
-                                (true, true) => {
+                            let record = match (consumed[i], keep_records, record) {
+                                (true, true, Some(record)) => {
                                     records[i] = Some(record.clone());
                                     Some(record)
                                 }
-                                (true, false) => {
-                                    records[i] = Some(record);
+                                (true, false, record) => {
+                                    records[i] = record;
                                     None
                                 }
-                                (false, keep) => keep.then_some(record),
+                                (_, keep, record) => record.filter(|_| keep),
                             };
                             PlannedInstance {
                                 key: Some(digest),
@@ -192,8 +207,14 @@ fn statuses(
                                 }
                             }
                             Ok(_) => {
-                                let reasons =
-                                    dirty_reasons(&index, cache, pipeline, inst, &key, &digest);
+                                let reasons = reasons_after_lookup(
+                                    &index,
+                                    pipeline,
+                                    inst,
+                                    &key,
+                                    &digest,
+                                    present == Some(false),
+                                );
                                 PlannedInstance {
                                     key: Some(digest),
                                     reason: crate::cache::why::join(&reasons),
