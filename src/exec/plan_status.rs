@@ -160,9 +160,10 @@ fn statuses(
                     // downstream (otherwise its outputs are all that is read).
                     let (present, record) = if keep_records || consumed[i] {
                         match index.lookup(&digest)? {
-                            Some(record) => {
-                                (Some(outputs_present(cache, &record)), Some(Box::new(record)))
-                            }
+                            Some(record) => (
+                                Some(outputs_present(cache, &record)),
+                                Some(Box::new(record)),
+                            ),
                             None => (None, None),
                         }
                     } else {
