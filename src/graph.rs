@@ -13,6 +13,7 @@
 //! topological order, and only hands out read access: nothing downstream can add an edge.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
@@ -22,6 +23,11 @@ use crate::spec::search::ResumeLink;
 use crate::spec::{PipelineSpec, SpecError, StageSpec};
 
 /// One stage with every sweep axis it uses bound.
+///
+/// A sweep of 100,000 instances holds 100,000 of these, so what instances have in common is
+/// shared: the parameters of a stage whose parameters use no axis are one `Arc` for all its
+/// instances, and a planned instance ([`crate::exec::PlannedInstance`]) shares its
+/// instance's parameters and binding instead of copying them.
 #[derive(Debug, Clone)]
 pub struct Instance {
     /// Position in [`Plan::instances`].
@@ -31,30 +37,129 @@ pub struct Instance {
     /// The stage's kind.
     pub kind: String,
     /// Dimension -> coordinate (index into the dimension's values).
-    pub coords: BTreeMap<String, usize>,
+    pub coords: Coords,
     /// Axis -> value, for every axis of every dimension the instance has.
-    pub binding: BTreeMap<String, Value>,
+    pub binding: Binding,
     /// The parameters with the binding applied.
-    pub params: Params,
+    pub params: Arc<Params>,
     /// Slot -> upstream instance indices (one per plain input; many when gathered).
     pub inputs: BTreeMap<String, Vec<usize>>,
     /// Whether the instance gathers (its inputs' identities then matter to its output).
     pub gathers: bool,
 }
 
-/// `stage[axis=value,...]` for a stage's name and an instance's binding, or just `stage` when
-/// nothing is bound: how every command names an instance.
-pub fn label_of(stage: &str, binding: &BTreeMap<String, Value>) -> String {
-    if binding.is_empty() {
-        return stage.to_string();
+/// Dimension -> coordinate of one instance, sorted by dimension. A slice rather than a map:
+/// an instance has a few dimensions, and a map's smallest node is hundreds of bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Coords(Box<[(Arc<str>, usize)]>);
+
+impl Coords {
+    /// The coordinate in dimension `dim`, when the instance has that dimension.
+    pub fn get(&self, dim: &str) -> Option<usize> {
+        self.0
+            .binary_search_by(|(d, _)| (**d).cmp(dim))
+            .ok()
+            .map(|i| self.0[i].1)
     }
+
+    /// Each dimension and coordinate, by dimension.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, usize)> + '_ {
+        self.0.iter().map(|(d, c)| (&**d, *c))
+    }
+
+    /// These coordinates with `dim` (which they have) at `c`.
+    fn with(&self, dim: &str, c: usize) -> Coords {
+        Coords(
+            self.0
+                .iter()
+                .map(|(d, old)| (d.clone(), if **d == *dim { c } else { *old }))
+                .collect(),
+        )
+    }
+}
+
+/// Axis -> value of one instance, sorted by axis: read as a map (and serialised as one, the
+/// same JSON as a `BTreeMap`), held as a shared slice, since a map's smallest node is hundreds
+/// of bytes and a planned instance shares its instance's binding.
+#[derive(Debug, Clone, Default)]
+pub struct Binding(Arc<[(String, Value)]>);
+
+impl Binding {
+    /// The value of `axis`, when bound.
+    pub fn get(&self, axis: &str) -> Option<&Value> {
+        self.0
+            .binary_search_by(|(a, _)| a.as_str().cmp(axis))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// Each axis and its value, by axis.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> + '_ {
+        self.0.iter().map(|(a, v)| (a, v))
+    }
+
+    /// The axes, sorted.
+    pub fn keys(&self) -> impl Iterator<Item = &String> + '_ {
+        self.0.iter().map(|(a, _)| a)
+    }
+
+    /// Whether nothing is bound.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The binding as a map.
+    pub fn to_map(&self) -> BTreeMap<String, Value> {
+        self.0.iter().cloned().collect()
+    }
+}
+
+impl From<BTreeMap<String, Value>> for Binding {
+    fn from(map: BTreeMap<String, Value>) -> Self {
+        Binding(map.into_iter().collect())
+    }
+}
+
+impl<'a> IntoIterator for &'a Binding {
+    type Item = (&'a String, &'a Value);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, Value)>,
+        fn(&'a (String, Value)) -> (&'a String, &'a Value),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(a, v)| (a, v))
+    }
+}
+
+impl PartialEq<BTreeMap<String, Value>> for Binding {
+    fn eq(&self, other: &BTreeMap<String, Value>) -> bool {
+        self.0.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl serde::Serialize for Binding {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+/// `stage[axis=value,...]` for a stage's name and an instance's binding (a [`Binding`] or a
+/// map of one), or just `stage` when nothing is bound: how every command names an instance.
+pub fn label_of<'a>(
+    stage: &str,
+    binding: impl IntoIterator<Item = (&'a String, &'a Value)>,
+) -> String {
     let parts: Vec<String> = binding
-        .iter()
+        .into_iter()
         .map(|(k, v)| match v {
             Value::String(s) => format!("{k}={s}"),
             v => format!("{k}={v}"),
         })
         .collect();
+    if parts.is_empty() {
+        return stage.to_string();
+    }
     format!("{stage}[{}]", parts.join(","))
 }
 
@@ -227,19 +332,18 @@ impl Plan {
 /// That one comes first in the dimension, so it is created first and indices stay upstream
 /// first.
 fn link_resumes(instances: &mut [Instance], indices: &[usize], link: &ResumeLink) {
-    let by_coords: BTreeMap<BTreeMap<String, usize>, usize> = indices
+    let by_coords: BTreeMap<Coords, usize> = indices
         .iter()
         .map(|&i| (instances[i].coords.clone(), i))
         .collect();
     for &i in indices {
-        let Some(&c) = instances[i].coords.get(&link.dimension) else {
+        let Some(c) = instances[i].coords.get(&link.dimension) else {
             continue;
         };
         let Some(Some(from)) = link.from.get(c) else {
             continue;
         };
-        let mut coords = instances[i].coords.clone();
-        coords.insert(link.dimension.clone(), *from);
+        let coords = instances[i].coords.with(&link.dimension, *from);
         if let Some(&u) = by_coords.get(&coords) {
             instances[i].inputs.insert(link.slot.clone(), vec![u]);
         }
@@ -406,45 +510,67 @@ fn expand(
             .find(|a| a.dimension == dim)
             .map_or(1, |a| a.values.len())
     };
-    // Every coordinate combination over `dims`, in axis-declaration order.
-    let ordered_dims: Vec<String> = {
-        let mut seen = Vec::new();
+    // The dimensions in axis-declaration order: coordinate combinations are made in that
+    // order, the first dimension varying slowest.
+    let ordered_dims: Vec<Arc<str>> = {
+        let mut seen: Vec<Arc<str>> = Vec::new();
         for a in &spec.axes {
-            if dims.contains(&a.dimension) && !seen.contains(&a.dimension) {
-                seen.push(a.dimension.clone());
+            if dims.contains(&a.dimension) && !seen.iter().any(|d| **d == *a.dimension) {
+                seen.push(Arc::from(a.dimension.as_str()));
             }
         }
         seen
     };
-    let mut combos: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new()];
-    for dim in &ordered_dims {
-        combos = combos
-            .into_iter()
-            .flat_map(|c| {
-                (0..dim_len(dim)).map(move |i| {
-                    let mut c = c.clone();
-                    c.insert(dim.clone(), i);
-                    c
-                })
-            })
-            .collect();
-    }
-    let gathers = !stage.gather.is_empty();
-    let mut out = Vec::with_capacity(combos.len());
-    for coords in combos {
-        let mut binding = BTreeMap::new();
-        for axis in &spec.axes {
-            if let Some(&i) = coords.get(&axis.dimension) {
-                binding.insert(axis.name.clone(), axis.values[i].clone());
-            }
-        }
-        let params = Params(
+    let lens: Vec<usize> = ordered_dims.iter().map(|d| dim_len(d)).collect();
+    // Where each dimension goes in an instance's sorted coordinates, and each bound axis's
+    // position among the ordered dimensions.
+    let mut sorted: Vec<usize> = (0..ordered_dims.len()).collect();
+    sorted.sort_by(|&a, &b| ordered_dims[a].cmp(&ordered_dims[b]));
+    let axes: Vec<(&crate::spec::Axis, usize)> = spec
+        .axes
+        .iter()
+        .filter_map(|a| {
+            let at = ordered_dims.iter().position(|d| **d == *a.dimension)?;
+            Some((a, at))
+        })
+        .collect();
+    let mut own_axes = BTreeSet::new();
+    stage.params.values().for_each(|t| t.axes(&mut own_axes));
+    let bind = |binding: &BTreeMap<String, Value>| {
+        Arc::new(Params(
             stage
                 .params
                 .iter()
-                .map(|(k, t)| (k.clone(), t.bind(&binding)))
+                .map(|(k, t)| (k.clone(), t.bind(binding)))
+                .collect(),
+        ))
+    };
+    // Parameters that use no axis are the same for every instance: made once, shared.
+    let shared = own_axes.is_empty().then(|| bind(&BTreeMap::new()));
+    let gathers = !stage.gather.is_empty();
+    let count: usize = lens.iter().product();
+    let mut out = Vec::with_capacity(count);
+    let mut at = vec![0usize; ordered_dims.len()];
+    for n in 0..count {
+        let mut rest = n;
+        for (d, &len) in lens.iter().enumerate().rev() {
+            at[d] = rest % len;
+            rest /= len;
+        }
+        let coords = Coords(
+            sorted
+                .iter()
+                .map(|&d| (ordered_dims[d].clone(), at[d]))
                 .collect(),
         );
+        let binding: BTreeMap<String, Value> = axes
+            .iter()
+            .map(|(axis, d)| (axis.name.clone(), axis.values[at[*d]].clone()))
+            .collect();
+        let params = match &shared {
+            Some(params) => params.clone(),
+            None => bind(&binding),
+        };
         let mut inputs = BTreeMap::new();
         for input in &stage.inputs {
             let mut connected = Vec::new();
@@ -466,7 +592,7 @@ fn expand(
             stage: stage.name.clone(),
             kind: stage.kind.clone(),
             coords,
-            binding,
+            binding: Binding::from(binding),
             params,
             inputs,
             gathers,

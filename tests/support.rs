@@ -179,7 +179,7 @@ pub fn expand(
         stages
             .entry(i.stage.clone())
             .or_default()
-            .push(i.params.clone());
+            .push((*i.params).clone());
     }
     stages
 }

@@ -147,6 +147,35 @@ impl Index {
         Ok(Some(record))
     }
 
+    /// The outputs of the successful run recorded for `key` (`None` when there is none): what
+    /// [`Self::lookup`] reads less the run's row and metrics, in one query, for `plan`, which
+    /// only asks whether each instance's result is there.
+    pub(crate) fn outputs_of(
+        &self,
+        key: &str,
+    ) -> Result<Option<BTreeMap<String, OutputRef>>, IndexError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT o.name, o.digest, o.is_dir FROM runs r LEFT JOIN outputs o ON o.key = r.key
+             WHERE r.key = ?1 AND r.status = 'ok'",
+        )?;
+        let mut found = None;
+        for row in stmt.query_map([key], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<bool>>(2)?,
+            ))
+        })? {
+            let outputs = found.get_or_insert_with(BTreeMap::new);
+            if let (Some(name), Some(digest), Some(is_dir)) = row? {
+                let output = OutputRef { digest, is_dir };
+                check_output(key, &name, &output)?;
+                outputs.insert(name, output);
+            }
+        }
+        Ok(found)
+    }
+
     /// The canonical key JSON of `key`'s last run, successful or not.
     pub fn key_json(&self, key: &str) -> Result<Option<String>, IndexError> {
         Ok(self
@@ -286,7 +315,10 @@ impl Index {
 
     /// The key JSON of the newest `limit` successful results of one instance (pipeline, stage,
     /// binding), newest first: what `why` compares a rerun with. One index range, however
-    /// many results the cache holds.
+    /// many results the cache holds. The limit is written into the statement, not bound:
+    /// SQLite re-prepares a statement whose bound `LIMIT` changed, and binding it again for
+    /// every instance counts as a change, so `plan` of 20,000 instances spent a third of its
+    /// time parsing this query.
     pub(crate) fn instance_results(
         &self,
         pipeline: &str,
@@ -294,12 +326,12 @@ impl Index {
         binding: &str,
         limit: usize,
     ) -> Result<Vec<(String, String)>, IndexError> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT key, key_json FROM runs
              WHERE pipeline = ?1 AND stage = ?2 AND binding = ?3 AND status = 'ok'
-             ORDER BY finished DESC LIMIT ?4",
-        )?;
-        let rows = stmt.query_map(params![pipeline, stage, binding, limit as i64], |r| {
+             ORDER BY finished DESC LIMIT {limit}"
+        ))?;
+        let rows = stmt.query_map(params![pipeline, stage, binding], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -126,9 +126,9 @@ pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
 }
 
 /// `stage[axis=v,...]` for a stage name and binding.
-pub fn label(
+pub fn label<'a>(
     stage: &str,
-    binding: &std::collections::BTreeMap<String, serde_json::Value>,
+    binding: impl IntoIterator<Item = (&'a String, &'a serde_json::Value)>,
 ) -> String {
     crate::graph::label_of(stage, binding)
 }

@@ -179,7 +179,7 @@ fn cell(
     csv: bool,
 ) -> String {
     match column {
-        Column::Stage => p.stage.clone(),
+        Column::Stage => p.stage.to_string(),
         Column::Instance => p.label.clone(),
         Column::Axis(a) => p.binding.get(a).map(value_text).unwrap_or_default(),
         Column::Metric(m) => record

@@ -18,6 +18,7 @@
 //! need ([`crate::exec::memory`]), and with `--device-memory` one that exceeds it is flagged
 //! with a setting that fits.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use super::common::{cache_for, load_plan_of, planning_cache, print_json, registry};
@@ -72,7 +73,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             wanted.dir().display()
         );
     }
-    print_plan_text(&shown);
+    print_plan_text(&shown)?;
     Ok(code)
 }
 
@@ -129,29 +130,33 @@ fn print_plan_json(shown: &Shown, cache: Option<&std::path::Path>) -> anyhow::Re
     print_json(&doc)
 }
 
-/// `plan` as text: one line per instance, the searches, then the totals.
-fn print_plan_text(shown: &Shown) {
+/// `plan` as text: one line per instance, the searches, then the totals. Written through one
+/// buffer: a line at a time, a 100,000-instance plan made as many writes.
+fn print_plan_text(shown: &Shown) -> std::io::Result<()> {
+    let out = &mut std::io::BufWriter::new(std::io::stdout().lock());
     let planned = &shown.planned;
     let width = planned.iter().map(|p| p.label.len()).max().unwrap_or(0);
     for ((p, class), memory) in planned.iter().zip(&shown.classes).zip(&shown.memory) {
-        print_instance(p, width);
+        print_instance(out, p, width)?;
         if let Some(memory) = memory {
             for line in memory.lines() {
-                println!("{:pad$}  {line}", "", pad = width + 12);
+                writeln!(out, "{:pad$}  {line}", "", pad = width + 12)?;
             }
         }
         if let (Some(class), Some(placement)) = (class, &shown.placement) {
-            println!(
+            writeln!(
+                out,
                 "{:pad$}  on {}",
                 "",
                 placement.describe(*class),
                 pad = width + 12
-            );
+            )?;
         }
     }
-    print_searches(&shown.plan, width);
+    print_searches(out, &shown.plan, width)?;
     let n = |status: &str| planned.iter().filter(|p| p.status == status).count();
-    println!(
+    writeln!(
+        out,
         "\n{}: {} cached, {} on remote, {} to run{}",
         count(planned.len(), "instance", "instances"),
         n("cached"),
@@ -165,37 +170,41 @@ fn print_plan_text(shown: &Shown) {
         } else {
             String::new()
         }
-    );
+    )?;
     if shown.estimate.to_run > 0 {
-        println!("{}", shown.estimate.describe());
+        writeln!(out, "{}", shown.estimate.describe())?;
     }
     if let Some(placement) = &shown.placement {
-        println!("{}", placement.totals(&to_run(&shown.classes)).line);
+        writeln!(out, "{}", placement.totals(&to_run(&shown.classes)).line)?;
     }
+    out.flush()
 }
 
 /// One instance's line: its status, label and why.
-fn print_instance(p: &PlannedInstance, width: usize) {
+fn print_instance(out: &mut impl Write, p: &PlannedInstance, width: usize) -> std::io::Result<()> {
     let name = &p.label;
     if p.status == "cached" {
-        println!("{}      {name}", output::status_word("cached"));
+        writeln!(out, "{}      {name}", output::status_word("cached"))
     } else if cannot_run(p) {
-        println!(
+        writeln!(
+            out,
             "{}  {name:width$}  {}",
             output::status_word("cannot-run"),
             p.reason
-        );
+        )
     } else if p.status == "on-remote" {
-        println!(
+        writeln!(
+            out,
             "{}      {name:width$}  on the team's remote (run pulls it)",
             output::status_word("remote")
-        );
+        )
     } else {
-        println!(
+        writeln!(
+            out,
             "{}      {name:width$}  {}",
             output::status_word("to-run"),
             p.reason
-        );
+        )
     }
 }
 
@@ -206,14 +215,15 @@ fn to_run(classes: &[Option<Resource>]) -> Vec<Resource> {
 
 /// The stages waiting for a search's winner, where each search stands, and which stages read
 /// test images.
-fn print_searches(plan: &Plan, width: usize) {
+fn print_searches(out: &mut impl Write, plan: &Plan, width: usize) -> std::io::Result<()> {
     for search in plan.searches() {
         for stage in &search.waiting {
-            println!(
+            writeln!(
+                out,
                 "{}       {stage:width$}  waits for search {}",
                 output::status_word("waits"),
                 search.name
-            );
+            )?;
         }
     }
     for search in plan.searches() {
@@ -222,7 +232,8 @@ fn print_searches(plan: &Plan, width: usize) {
             .iter()
             .filter(|t| t.objective.is_some())
             .count();
-        println!(
+        writeln!(
+            out,
             "\nsearch {}: {known} of {} trials finished ({}; objective {} {}, mean over {})",
             search.name,
             search.trials_wanted,
@@ -230,16 +241,17 @@ fn print_searches(plan: &Plan, width: usize) {
             search.objective,
             search.goal,
             search.mean_over_text()
-        );
+        )?;
         if let Some(winner) = search.winner() {
-            println!("  winner: {}", search.describe_trial(winner));
+            writeln!(out, "  winner: {}", search.describe_trial(winner))?;
         }
     }
     let readers = crate::exec::lineage::test_readers(plan);
     if !readers.is_empty() {
         let list: Vec<String> = readers.iter().map(|(s, w)| format!("{s} ({w})")).collect();
-        println!("\nreads test images: {}", list.join(", "));
+        writeln!(out, "\nreads test images: {}", list.join(", "))?;
     }
+    Ok(())
 }
 
 /// The resource class of `p` when it is to run: `None` for what needs no run (cached, on the

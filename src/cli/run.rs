@@ -111,7 +111,8 @@ fn with_labels(mut doc: serde_json::Value) -> serde_json::Value {
     if let Some(list) = doc["instances"].as_array_mut() {
         for entry in list {
             let stage = entry["stage"].as_str().unwrap_or_default().to_string();
-            let binding = serde_json::from_value(entry["binding"].clone()).unwrap_or_default();
+            let binding: std::collections::BTreeMap<String, serde_json::Value> =
+                serde_json::from_value(entry["binding"].clone()).unwrap_or_default();
             entry["label"] = serde_json::Value::String(label(&stage, &binding));
         }
     }

@@ -50,7 +50,7 @@ pub fn show(
                     &cache,
                     &p.label,
                     record,
-                    Some(&p.params),
+                    Some(&*p.params),
                     common.json,
                 )?),
                 None => {

@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::cache::why::DirtyReason;
-use crate::cache::{key::canonical, Cache, Index, InputKey, RunRecord, StageKey, KEY_FORMAT};
+use crate::cache::{
+    key::canonical, Cache, Index, InputKey, OutputRef, RunRecord, StageKey, KEY_FORMAT,
+};
 use crate::graph::{Instance, Plan};
 use crate::kind::{FingerprintEnv, Registry, StageError, LOG_OUTPUT};
 
@@ -102,8 +104,12 @@ pub fn fingerprint(
 
 /// Whether every output object of `record` is present in the store.
 pub(crate) fn outputs_present(cache: &Cache, record: &RunRecord) -> bool {
-    record
-        .outputs
+    outputs_in_store(cache, &record.outputs)
+}
+
+/// Whether every one of `outputs` is present in the store.
+pub(crate) fn outputs_in_store(cache: &Cache, outputs: &BTreeMap<String, OutputRef>) -> bool {
+    outputs
         .values()
         .all(|o| cache.objects().contains(&o.digest))
 }
@@ -123,18 +129,33 @@ pub(crate) fn dirty_reasons(
     key: &StageKey,
     digest: &str,
 ) -> Vec<DirtyReason> {
-    let index_error = |e: crate::cache::IndexError| {
-        vec![DirtyReason::IndexError {
-            message: e.to_string(),
-        }]
-    };
-    debug_assert_eq!(digest, key.digest());
-    match index.lookup(digest) {
-        Ok(Some(record)) if !outputs_present(cache, &record) => {
-            return vec![DirtyReason::OutputsMissing]
-        }
-        Ok(_) => {}
+    let outputs_missing = match index.lookup(digest) {
+        Ok(record) => record.is_some_and(|record| !outputs_present(cache, &record)),
         Err(e) => return index_error(e),
+    };
+    reasons_after_lookup(index, pipeline, inst, key, digest, outputs_missing)
+}
+
+fn index_error(e: crate::cache::IndexError) -> Vec<DirtyReason> {
+    vec![DirtyReason::IndexError {
+        message: e.to_string(),
+    }]
+}
+
+/// [`dirty_reasons`] where the caller has looked `digest` up already (`plan` does, and a
+/// second lookup per instance was a sixth of its queries): `outputs_missing` when a
+/// successful run is recorded under it whose outputs are not all in the store.
+pub(crate) fn reasons_after_lookup(
+    index: &Index,
+    pipeline: &str,
+    inst: &Instance,
+    key: &StageKey,
+    digest: &str,
+    outputs_missing: bool,
+) -> Vec<DirtyReason> {
+    debug_assert_eq!(digest, key.digest());
+    if outputs_missing {
+        return vec![DirtyReason::OutputsMissing];
     }
     match index.failure(digest) {
         Ok(Some(error)) => {

@@ -1,10 +1,17 @@
 //! `asymflow plan`: every instance as cached or to run, and why, without running anything.
+//!
+//! A planned instance shares its instance's parameters and binding, and the names of its
+//! stage and kind with the other instances of its stage: a plan of a 100,000-instance sweep
+//! holds one copy of each, not three.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::freshness::{dirty_reasons, fingerprint, instance_key, outputs_present};
+use super::freshness::{
+    fingerprint, instance_key, outputs_in_store, outputs_present, reasons_after_lookup,
+};
 use crate::cache::remote::Remote;
 use crate::cache::{Cache, IndexHasher, RunRecord};
 use crate::graph::Plan;
@@ -16,14 +23,14 @@ pub struct PlannedInstance {
     /// `stage[axis=value,...]`, as printed everywhere.
     pub label: String,
     /// The stage.
-    pub stage: String,
+    pub stage: Arc<str>,
     /// Its kind.
-    pub kind: String,
+    pub kind: Arc<str>,
     /// Its parameters as the stage receives them: templates merged, vars and sweep values
     /// interpolated, `--set` applied, defaults filled in (known before it runs).
-    pub params: crate::kind::Params,
+    pub params: Arc<crate::kind::Params>,
     /// Its sweep binding.
-    pub binding: BTreeMap<String, serde_json::Value>,
+    pub binding: crate::graph::Binding,
     /// The key, when its inputs are known.
     pub key: Option<String>,
     /// `cached`, `on-remote` (the team's remote holds it; `run` pulls it) or `to-run`.
@@ -32,19 +39,34 @@ pub struct PlannedInstance {
     pub reason: String,
     /// Why it runs, typed (empty when cached, or when its inputs must run first).
     pub reasons: Vec<crate::cache::why::DirtyReason>,
-    /// Its recorded result, when cached (not serialised; boxed, as most planned instances
-    /// of a large sweep have none).
+    /// Its recorded result, when cached ([`plan_status`]; [`plan_status_with`] keeps none).
+    /// Not serialised; boxed, as most planned instances of a large sweep have none.
     #[serde(skip)]
     pub record: Option<Box<RunRecord>>,
 }
 
+/// One `Arc<str>` per distinct name.
+#[derive(Default)]
+struct Names(HashMap<String, Arc<str>>);
+
+impl Names {
+    fn of(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(name);
+        self.0.insert(name.to_string(), shared.clone());
+        shared
+    }
+}
+
 impl PlannedInstance {
     /// `inst` with its resolved params, to run, no key or reason yet.
-    fn of(inst: &crate::graph::Instance) -> Self {
+    fn of(inst: &crate::graph::Instance, names: &mut Names) -> Self {
         PlannedInstance {
             label: inst.label(),
-            stage: inst.stage.clone(),
-            kind: inst.kind.clone(),
+            stage: names.of(&inst.stage),
+            kind: names.of(&inst.kind),
             params: inst.params.clone(),
             binding: inst.binding.clone(),
             key: None,
@@ -69,16 +91,30 @@ pub fn plan_status(
     registry: &Registry,
     cache: &Cache,
 ) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
-    plan_status_with(plan, registry, cache, None)
+    statuses(plan, registry, cache, None, true)
 }
 
-/// [`plan_status`], also asking `remote` about each local miss: a valid record there is
-/// `on-remote`, and its outputs key the instances downstream.
+/// [`plan_status`] for `asymflow plan`, also asking `remote` about each local miss: a valid
+/// record there is `on-remote`, and its outputs key the instances downstream. A planned
+/// instance keeps no record (`plan` shows none): a record for every cached instance of a
+/// 100,000-instance sweep was most of what `plan` of it held.
 pub fn plan_status_with(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,
     remote: Option<&Remote>,
+) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
+    statuses(plan, registry, cache, remote, false)
+}
+
+/// The status of every instance, asking `remote` about local misses when given, each cached
+/// planned instance with its record when `keep_records`.
+fn statuses(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    remote: Option<&Remote>,
+    keep_records: bool,
 ) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
     let index = cache.index()?;
     let _snapshot = index.read_snapshot()?;
@@ -92,6 +128,7 @@ pub fn plan_status_with(
     let mut known = vec![false; plan.instances().len()];
     let mut records: Vec<Option<Box<RunRecord>>> = vec![None; plan.instances().len()];
     let mut out: Vec<Option<PlannedInstance>> = vec![None; plan.instances().len()];
+    let mut names = Names::default();
     for &i in plan.order() {
         let inst = &plan.instances()[i];
         let missing: Vec<usize> = inst
@@ -101,7 +138,7 @@ pub fn plan_status_with(
             .copied()
             .filter(|&u| !known[u])
             .collect();
-        let planned = PlannedInstance::of(inst);
+        let planned = PlannedInstance::of(inst, &mut names);
         let planned = if let Some(&u) = missing.first() {
             PlannedInstance {
                 reason: format!("input {} runs first", plan.instances()[u].label()),
@@ -118,16 +155,39 @@ pub fn plan_status_with(
                     let key = instance_key(plan, inst, registry, &upstream, fp)
                         .expect("inputs are known and the kind is registered");
                     let digest = key.digest();
-                    match index.lookup(&digest)? {
-                        Some(record) if outputs_present(cache, &record) => {
+                    // Whether a result is recorded, and then whether its outputs are in the
+                    // store; the record itself only where it is kept or keys an instance
+                    // downstream (otherwise its outputs are all that is read).
+                    let (present, record) = if keep_records || consumed[i] {
+                        match index.lookup(&digest)? {
+                            Some(record) => (
+                                Some(outputs_present(cache, &record)),
+                                Some(Box::new(record)),
+                            ),
+                            None => (None, None),
+                        }
+                    } else {
+                        let outputs = index.outputs_of(&digest)?;
+                        (outputs.map(|o| outputs_in_store(cache, &o)), None)
+                    };
+                    match present {
+                        Some(true) => {
                             known[i] = true;
-                            if consumed[i] {
-                                records[i] = Some(Box::new(record.clone()));
-                            }
+                            let record = match (consumed[i], keep_records, record) {
+                                (true, true, Some(record)) => {
+                                    records[i] = Some(record.clone());
+                                    Some(record)
+                                }
+                                (true, false, record) => {
+                                    records[i] = record;
+                                    None
+                                }
+                                (_, keep, record) => record.filter(|_| keep),
+                            };
                             PlannedInstance {
                                 key: Some(digest),
                                 status: "cached",
-                                record: Some(Box::new(record)),
+                                record,
                                 ..planned
                             }
                         }
@@ -148,8 +208,14 @@ pub fn plan_status_with(
                                 }
                             }
                             Ok(_) => {
-                                let reasons =
-                                    dirty_reasons(&index, cache, pipeline, inst, &key, &digest);
+                                let reasons = reasons_after_lookup(
+                                    &index,
+                                    pipeline,
+                                    inst,
+                                    &key,
+                                    &digest,
+                                    present == Some(false),
+                                );
                                 PlannedInstance {
                                     key: Some(digest),
                                     reason: crate::cache::why::join(&reasons),

@@ -70,8 +70,8 @@ pub fn render(
                         list.push(InputArtifact {
                             stage: up.stage.clone(),
                             kind: up.kind.clone(),
-                            binding: up.binding.clone(),
-                            params: up.params.clone(),
+                            binding: up.binding.to_map(),
+                            params: (*up.params).clone(),
                             key: String::new(),
                             outputs: BTreeMap::new(),
                             metrics: BTreeMap::new(),

@@ -4,7 +4,6 @@
 //! variants share one folder); `--reports DIR` names the folder outright. Each report
 //! instance gets its own folder below, and a table made with overrides names them at its foot.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -90,17 +89,20 @@ impl ReportsRoot {
 }
 
 /// The folder of one report instance under `root`.
-pub fn report_folder(root: &Path, stage: &str, binding: &BTreeMap<String, Value>) -> PathBuf {
+pub fn report_folder<'a>(
+    root: &Path,
+    stage: &str,
+    binding: impl IntoIterator<Item = (&'a String, &'a Value)>,
+) -> PathBuf {
     root.join(super::publish::folder_name(&folder(stage, binding)))
 }
 
 /// The folder of one report instance under the reports root: the stage, or its label.
-pub fn folder(stage: &str, binding: &BTreeMap<String, Value>) -> String {
-    if binding.is_empty() {
-        stage.to_string()
-    } else {
-        label_of(stage, binding)
-    }
+pub fn folder<'a>(
+    stage: &str,
+    binding: impl IntoIterator<Item = (&'a String, &'a Value)>,
+) -> String {
+    label_of(stage, binding)
 }
 
 /// Notes the overrides (`text`, as typed) under a published report: a line at the foot of

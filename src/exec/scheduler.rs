@@ -726,7 +726,7 @@ impl<'a> Driver<'a> {
                 };
                 InstanceOutcome {
                     stage: inst.stage.clone(),
-                    binding: inst.binding.clone(),
+                    binding: inst.binding.to_map(),
                     key,
                     status,
                     reason,
@@ -834,8 +834,8 @@ fn make_job(
                 JobInput {
                     stage: up.stage.clone(),
                     kind: up.kind.clone(),
-                    binding: up.binding.clone(),
-                    params: up.params.clone(),
+                    binding: up.binding.to_map(),
+                    params: (*up.params).clone(),
                     key: record.key.clone(),
                     metrics: record.metrics.clone(),
                     outputs: record.outputs.clone(),
@@ -852,8 +852,8 @@ fn make_job(
         pipeline: plan.spec().name.clone(),
         stage: inst.stage.clone(),
         kind: inst.kind.clone(),
-        binding: inst.binding.clone(),
-        params: inst.params.clone(),
+        binding: inst.binding.to_map(),
+        params: (*inst.params).clone(),
         inputs,
         resources: Resources {
             class,
@@ -911,8 +911,8 @@ pub fn artifact(plan: &Plan, u: usize, record: &RunRecord) -> InputArtifact {
     InputArtifact {
         stage: up.stage.clone(),
         kind: up.kind.clone(),
-        binding: up.binding.clone(),
-        params: up.params.clone(),
+        binding: up.binding.to_map(),
+        params: (*up.params).clone(),
         key: record.key.clone(),
         outputs: BTreeMap::new(),
         metrics: record.metrics.clone(),

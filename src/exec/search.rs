@@ -514,7 +514,7 @@ fn read_objectives(
     let planned = plan_status(plan, registry, cache)?;
     let mut values: BTreeMap<usize, (Vec<f64>, usize)> = BTreeMap::new();
     for inst in plan.instances_of(&search.objective.stage) {
-        let Some(&coordinate) = inst.coords.get(&dimension) else {
+        let Some(coordinate) = inst.coords.get(&dimension) else {
             continue;
         };
         let entry = values.entry(coordinate).or_default();

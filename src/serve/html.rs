@@ -94,17 +94,17 @@ pub(crate) fn value_text(value: &serde_json::Value) -> String {
 }
 
 /// `stage[axis=v,...]`.
-pub fn label(
+pub fn label<'a>(
     stage: &str,
-    binding: &std::collections::BTreeMap<String, serde_json::Value>,
+    binding: impl IntoIterator<Item = (&'a String, &'a serde_json::Value)>,
 ) -> String {
-    if binding.is_empty() {
-        return stage.to_string();
-    }
     let parts: Vec<String> = binding
-        .iter()
+        .into_iter()
         .map(|(k, v)| format!("{k}={}", value_text(v)))
         .collect();
+    if parts.is_empty() {
+        return stage.to_string();
+    }
     format!("{stage}[{}]", parts.join(","))
 }
 

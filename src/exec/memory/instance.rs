@@ -202,7 +202,7 @@ pub fn advise(plan: &Plan, index: usize, budget: u64) -> Vec<String> {
     let inst = &plan.instances()[index];
     let estimate = |params: &Params| {
         let changed = Instance {
-            params: params.clone(),
+            params: std::sync::Arc::new(params.clone()),
             ..inst.clone()
         };
         step(plan, &changed).ok()?.estimate().ok().map(|m| m.bytes)

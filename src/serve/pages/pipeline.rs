@@ -412,7 +412,7 @@ pub(crate) fn groups_over(state: &PipelineState, over: &str) -> Vec<Vec<usize>> 
     let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut out: Vec<Vec<usize>> = Vec::new();
     for inst in state.plan.instances() {
-        let mut rest = inst.binding.clone();
+        let mut rest = inst.binding.to_map();
         rest.remove(over);
         let id = (
             inst.stage.clone(),

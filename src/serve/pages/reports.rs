@@ -24,8 +24,8 @@ fn artifacts(state: &PipelineState, ups: &[usize]) -> Vec<InputArtifact> {
             InputArtifact {
                 stage: inst.stage.clone(),
                 kind: inst.kind.clone(),
-                binding: inst.binding.clone(),
-                params: inst.params.clone(),
+                binding: inst.binding.to_map(),
+                params: (*inst.params).clone(),
                 key: s.key.clone().unwrap_or_default(),
                 outputs: BTreeMap::new(),
                 metrics: record.map(|r| r.metrics.clone()).unwrap_or_default(),
