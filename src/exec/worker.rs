@@ -141,6 +141,9 @@ fn scratch_dir(job: &Job, cache: &Cache) -> Result<tempfile::TempDir, Box<JobOut
     Ok(scratch)
 }
 
+/// The metrics and the telemetry a stage recorded.
+type Recorded = (BTreeMap<String, f64>, BTreeMap<String, f64>);
+
 /// The metrics and telemetry the stage recorded, or its error; a panic in the stage is an
 /// error that says so.
 fn run_stage(
@@ -150,7 +153,7 @@ fn run_stage(
     out_dir: &Path,
     cancel: &AtomicBool,
     progress: Option<Box<dyn ProgressSink>>,
-) -> Result<(BTreeMap<String, f64>, BTreeMap<String, f64>), StageError> {
+) -> Result<Recorded, StageError> {
     let mut ctx = StageContext::new(
         &job.stage,
         &job.params,

@@ -97,6 +97,16 @@ pub(crate) struct Backend {
     no_credentials: Option<String>,
 }
 
+/// What opening an `s3://` remote gives.
+struct S3Store {
+    /// The store, under the URL's prefix.
+    store: Arc<dyn ObjectStore>,
+    /// The bucket's unfinished uploads.
+    uploads: S3Uploads,
+    /// Set when no S3 credentials were found.
+    no_credentials: Option<String>,
+}
+
 /// The connection settings besides the URL.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Connection {
@@ -125,10 +135,10 @@ impl Backend {
                 store
             }
             "s3" => {
-                let (store, s3_uploads, missing) = Self::open_s3(url, &parsed, conn)?;
-                uploads = Some(s3_uploads);
-                no_credentials = missing;
-                store
+                let s3 = Self::open_s3(url, &parsed, conn)?;
+                uploads = Some(s3.uploads);
+                no_credentials = s3.no_credentials;
+                s3.store
             }
             other => {
                 return Err(bad(format!(
@@ -175,13 +185,9 @@ impl Backend {
     }
 
     /// The store of an `s3://` remote, its unfinished uploads, and the note to give when no
-    /// credentials were found: the bucket and prefix from the URL, the credentials from the
-    /// environment or a profile, the endpoint and region from `conn`.
-    fn open_s3(
-        url: &str,
-        parsed: &url::Url,
-        conn: &Connection,
-    ) -> Result<(Arc<dyn ObjectStore>, S3Uploads, Option<String>), RemoteError> {
+    /// credentials were found ([`S3Store`]): the bucket and prefix from the URL, the
+    /// credentials from the environment or a profile, the endpoint and region from `conn`.
+    fn open_s3(url: &str, parsed: &url::Url, conn: &Connection) -> Result<S3Store, RemoteError> {
         let bad = |why: String| config_error(url, why);
         let bucket = parsed
             .host_str()
@@ -234,7 +240,11 @@ impl Backend {
         } else {
             Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
         };
-        Ok((store, uploads, no_credentials))
+        Ok(S3Store {
+            store,
+            uploads,
+            no_credentials,
+        })
     }
 
     fn error(&self, what: &str, path: &str, e: object_store::Error) -> RemoteError {
