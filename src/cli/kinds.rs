@@ -4,26 +4,14 @@ use std::process::ExitCode;
 
 use anyhow::anyhow;
 
-use crate::kind::ParamDecl;
+use crate::kind::{ParamDecl, Params, Registry, Stage};
 use crate::spec::error::closest;
 
 /// Lists every kind, or describes one.
 pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
     let registry = super::common::registry();
     let Some(name) = kind else {
-        let width = registry.names().iter().map(|n| n.len()).max().unwrap_or(0);
-        for stage in registry.kinds() {
-            let mark = if stage.seeds().is_empty() {
-                ""
-            } else {
-                " [stochastic]"
-            };
-            println!("{:width$}  {}{mark}", stage.kind(), stage.summary());
-        }
-        println!(
-            "\n[stochastic]: each instance is a random draw (weights, batch order, sampled data); \
-             reports say which of these a spread covers."
-        );
+        print_kind_list(&registry);
         return Ok(ExitCode::SUCCESS);
     };
     let stage = registry.get(name).ok_or_else(|| {
@@ -39,6 +27,43 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
         stage.summary()
     );
     println!("{}", randomness(stage));
+    print_slots(stage);
+    if let Some(metrics) = stage.records(&Params::defaults(stage.params())) {
+        println!(
+            "\nmetrics (with the default params; `*` stands for a family): {}",
+            metrics.join(", ")
+        );
+        print_metric_docs(&metrics);
+    }
+    print_all_params(stage);
+    if !stage.default_gather().is_empty() {
+        println!(
+            "\ngathers by default: {}",
+            stage.default_gather().join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per kind (its summary, marked when stochastic), then what the mark means.
+fn print_kind_list(registry: &Registry) {
+    let width = registry.names().iter().map(|n| n.len()).max().unwrap_or(0);
+    for stage in registry.kinds() {
+        let mark = if stage.seeds().is_empty() {
+            ""
+        } else {
+            " [stochastic]"
+        };
+        println!("{:width$}  {}{mark}", stage.kind(), stage.summary());
+    }
+    println!(
+        "\n[stochastic]: each instance is a random draw (weights, batch order, sampled data); \
+         reports say which of these a spread covers."
+    );
+}
+
+/// The kind's inputs (required or not, what they take) and outputs (file, artifact).
+fn print_slots(stage: &dyn Stage) {
     if !stage.inputs().is_empty() {
         println!("\ninputs:");
         for input in stage.inputs() {
@@ -67,19 +92,10 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let mut defaults = crate::kind::Params::default();
-    for decl in stage.params() {
-        if let Some(v) = decl.default_value() {
-            defaults.0.insert(decl.name.to_string(), v);
-        }
-    }
-    if let Some(metrics) = stage.records(&defaults) {
-        println!(
-            "\nmetrics (with the default params; `*` stands for a family): {}",
-            metrics.join(", ")
-        );
-        print_metric_docs(&metrics);
-    }
+}
+
+/// The kind's own parameters, then each group of parameters it shares with other kinds.
+fn print_all_params(stage: &dyn Stage) {
     let own: Vec<&ParamDecl> = stage
         .params()
         .iter()
@@ -104,13 +120,6 @@ pub fn kinds(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             .collect();
         print_params(&members);
     }
-    if !stage.default_gather().is_empty() {
-        println!(
-            "\ngathers by default: {}",
-            stage.default_gather().join(", ")
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The line saying whether `stage` is stochastic, and what seeds it.

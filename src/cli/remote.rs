@@ -3,7 +3,6 @@
 //! variables (an empty `ASYMFLOW_REMOTE` turns it off): [`crate::exec::run::open_remote`]
 //! where a remote is optional, [`super::common::required_remote`] where it is not.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,7 +10,8 @@ use clap::Subcommand;
 
 use super::common::{cache_for, load_plan, print_json, project_here, registry, required_remote};
 use super::{CacheArgs, OverrideArgs, PipelineArgs};
-use crate::exec::resolve::walk;
+use crate::cache::remote::RemoteSummary;
+use crate::exec::resolve::{remote_states, RemoteState};
 
 /// `asymflow remote ...`.
 #[derive(Debug, Subcommand)]
@@ -126,45 +126,38 @@ fn status(
     };
     let remote = required_remote(&project)?;
     let summary = remote.summary(count)?;
-    let mut instances = Vec::new();
-    if let Some(plan) = &plan {
-        let local_cache = cache_for(&cache, &plan.spec().project_dir);
-        // Each instance's record is read once, here: whether the remote holds it, and the
-        // record the walk keys the instances downstream with.
-        let mut seen: BTreeMap<usize, (bool, String)> = BTreeMap::new();
-        let walked = walk(plan, &registry, &local_cache, |inst, key, local| {
-            let on_remote = remote.lookup(key);
-            let state = match &on_remote {
-                Ok(Some(_)) => "on remote".to_string(),
-                Ok(None) => "not on remote".to_string(),
-                Err(e) => format!("rejected: {e}"),
-            };
-            seen.insert(inst.index, (local.is_some(), state));
-            Ok::<_, anyhow::Error>(match (local, on_remote) {
-                (Some(local), _) => Some(local),
-                (None, Ok(found)) => found,
-                (None, Err(_)) => None,
-            })
-        })?;
-        for w in walked {
-            let (local, remote_state) = seen.remove(&w.index).unwrap_or_else(|| {
-                (
-                    false,
-                    "unknown (an input is neither local nor on the remote)".to_string(),
-                )
-            });
-            instances.push(serde_json::json!({
-                "instance": w.label,
-                "key": w.key,
-                "local": local,
-                "remote": remote_state,
-            }));
+    let states = match &plan {
+        Some(plan) => {
+            let local_cache = cache_for(&cache, &plan.spec().project_dir);
+            remote_states(plan, &registry, &local_cache, &remote)?
         }
-    }
+        None => Vec::new(),
+    };
     if json {
+        let instances: Vec<serde_json::Value> = states
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "instance": s.label,
+                    "key": s.key,
+                    "local": s.local,
+                    "remote": s.remote,
+                })
+            })
+            .collect();
         print_json(&serde_json::json!({ "remote": summary, "instances": instances }))?;
         return Ok(ExitCode::SUCCESS);
     }
+    print_summary(&summary);
+    if let Some(plan) = &plan {
+        print_states(&plan.spec().name, &states);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where the remote points, whether it answers (with its counts when counted), and whether
+/// records are signed and pushed after a run.
+fn print_summary(summary: &RemoteSummary) {
     println!("remote:  {}", summary.url);
     match (summary.records, summary.blobs, summary.bytes) {
         (Some(records), Some(blobs), Some(bytes)) => println!(
@@ -185,33 +178,23 @@ fn status(
         "push after run: {}",
         if summary.push { "on" } else { "off" }
     );
-    if let Some(plan) = &plan {
-        let held = instances
-            .iter()
-            .filter(|i| i["remote"] == "on remote")
-            .count();
+}
+
+/// How many of the pipeline's instances the remote holds, then one line per instance: its
+/// label, whether it is local, and where the remote stands on it.
+fn print_states(pipeline: &str, states: &[RemoteState]) {
+    let held = states.iter().filter(|s| s.remote == "on remote").count();
+    println!(
+        "\n{pipeline}: {held} records on the remote for its {}:",
+        super::output::count(states.len(), "instance", "instances")
+    );
+    let width = states.iter().map(|s| s.label.len()).max().unwrap_or(0);
+    for s in states {
         println!(
-            "\n{}: {held} records on the remote for its {}:",
-            plan.spec().name,
-            super::output::count(instances.len(), "instance", "instances")
+            "  {:width$}  {:9}  {}",
+            s.label,
+            if s.local { "local" } else { "not local" },
+            s.remote
         );
-        let width = instances
-            .iter()
-            .map(|i| i["instance"].as_str().unwrap_or("").len())
-            .max()
-            .unwrap_or(0);
-        for i in &instances {
-            println!(
-                "  {:width$}  {:9}  {}",
-                i["instance"].as_str().unwrap_or(""),
-                if i["local"].as_bool() == Some(true) {
-                    "local"
-                } else {
-                    "not local"
-                },
-                i["remote"].as_str().unwrap_or("")
-            );
-        }
     }
-    Ok(ExitCode::SUCCESS)
 }

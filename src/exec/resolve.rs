@@ -6,8 +6,11 @@
 //! inputs have a record, and asks the caller what the record of that key is (the local one, one
 //! pulled from the remote, none). An instance whose inputs have no record has no key yet.
 
+use std::collections::BTreeMap;
+
 use super::freshness::{fingerprint, instance_key, outputs_present};
-use crate::cache::{Cache, IndexHasher, RunRecord};
+use crate::cache::remote::Remote;
+use crate::cache::{Cache, IndexError, IndexHasher, RunRecord};
 use crate::graph::{Instance, Plan};
 use crate::kind::Registry;
 
@@ -27,7 +30,7 @@ pub struct Walked {
 /// Walks `plan` in order. For an instance whose key can be computed, `visit` gets the
 /// instance, its key and the local record (when the local cache holds the result with every
 /// object present) and returns the record to use for it, if any.
-pub fn walk<E: From<crate::cache::IndexError>>(
+pub fn walk<E: From<IndexError>>(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,
@@ -66,4 +69,61 @@ pub fn walk<E: From<crate::cache::IndexError>>(
         });
     }
     Ok(out)
+}
+
+/// Where one instance's result is, as `remote status` reports it.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteState {
+    /// `stage[axis=v]`.
+    pub label: String,
+    /// Its key, when its inputs have records (local or on the remote).
+    pub key: Option<String>,
+    /// Whether the local cache holds the result with every object present.
+    pub local: bool,
+    /// `on remote`, `not on remote`, `rejected: WHY`, or `unknown (...)` for an instance
+    /// without a key.
+    pub remote: String,
+}
+
+/// Walks `plan`, asking `remote` about every instance whose key can be computed. Each
+/// instance's record is read once: whether the remote holds it, and the record the walk keys
+/// the instances downstream with (the local one first, else the remote's).
+pub(crate) fn remote_states(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    remote: &Remote,
+) -> Result<Vec<RemoteState>, IndexError> {
+    let mut seen: BTreeMap<usize, (bool, String)> = BTreeMap::new();
+    let walked = walk(plan, registry, cache, |inst, key, local| {
+        let on_remote = remote.lookup(key);
+        let state = match &on_remote {
+            Ok(Some(_)) => "on remote".to_string(),
+            Ok(None) => "not on remote".to_string(),
+            Err(e) => format!("rejected: {e}"),
+        };
+        seen.insert(inst.index, (local.is_some(), state));
+        Ok::<_, IndexError>(match (local, on_remote) {
+            (Some(local), _) => Some(local),
+            (None, Ok(found)) => found,
+            (None, Err(_)) => None,
+        })
+    })?;
+    Ok(walked
+        .into_iter()
+        .map(|w| {
+            let (local, remote) = seen.remove(&w.index).unwrap_or_else(|| {
+                (
+                    false,
+                    "unknown (an input is neither local nor on the remote)".to_string(),
+                )
+            });
+            RemoteState {
+                label: w.label,
+                key: w.key,
+                local,
+                remote,
+            }
+        })
+        .collect())
 }

@@ -20,7 +20,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use super::executor::{FailureReason, Job, JobFailure, JobId, JobOutcome, JobResult};
 use super::protocol::{FromWorker, ToWorker};
 use crate::cache::{Cache, OutputRef, Provenance};
-use crate::kind::{InputArtifact, Inputs, ProgressSink, Registry, StageContext, StageError};
+use crate::kind::{InputArtifact, Inputs, ProgressSink, Registry, Run, StageContext, StageError};
 
 /// What the process running jobs knows about itself (libtorch, for the worker binary).
 pub trait Runtime: Sync {
@@ -43,6 +43,15 @@ impl Runtime for NoTensors {
 /// Lines of the stage log a failure carries.
 const LOG_TAIL_LINES: usize = 20;
 
+/// A failed outcome.
+fn failed(reason: FailureReason, message: String, log_tail: Option<String>) -> JobOutcome {
+    JobOutcome::Failed(JobFailure {
+        reason,
+        message,
+        log_tail,
+    })
+}
+
 /// Runs `job` with the runner `registry` has for its kind. `runner` names the process kind in
 /// the provenance (`engine`, `worker`, `exec`).
 pub(crate) fn run_job(
@@ -53,13 +62,6 @@ pub(crate) fn run_job(
     cancel: &AtomicBool,
     progress: Option<Box<dyn ProgressSink>>,
 ) -> JobOutcome {
-    let failed = |reason, message: String, log_tail| {
-        JobOutcome::Failed(JobFailure {
-            reason,
-            message,
-            log_tail,
-        })
-    };
     let Some(run) = registry.runner(&job.kind) else {
         return failed(
             FailureReason::Stage,
@@ -71,31 +73,12 @@ pub(crate) fn run_job(
         );
     };
     let cache = Cache::new(&job.cache_dir);
-    let tmp = cache.tmp_dir();
-    let scratch = std::fs::create_dir_all(&tmp).and_then(|()| {
-        tempfile::Builder::new()
-            .prefix(&format!("{}-", crate::cache::short_key(&job.key)))
-            .tempdir_in(&tmp)
-    });
-    let scratch = match scratch {
+    let scratch = match scratch_dir(job, &cache) {
         Ok(s) => s,
-        Err(e) => {
-            return failed(
-                FailureReason::Stage,
-                format!("scratch folder in {}: {e}", tmp.display()),
-                None,
-            )
-        }
+        Err(outcome) => return *outcome,
     };
     let out_dir = scratch.path().join("out");
     let in_dir = scratch.path().join("in");
-    if let Err(e) = std::fs::create_dir_all(&out_dir) {
-        return failed(
-            FailureReason::Stage,
-            format!("{}: {e}", out_dir.display()),
-            None,
-        );
-    }
     let inputs = match materialise_inputs(job, &cache, &in_dir) {
         Ok(inputs) => inputs,
         Err(outcome) => return *outcome,
@@ -103,31 +86,7 @@ pub(crate) fn run_job(
 
     runtime.prepare(job);
     let started = crate::cache::store::now();
-    let result = {
-        let mut ctx = StageContext::new(
-            &job.stage,
-            &job.params,
-            &inputs,
-            out_dir.clone(),
-            &job.project_dir,
-            job.resources.device,
-            cancel,
-            progress,
-        );
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run(&mut ctx)));
-        match result {
-            Ok(Ok(())) => Ok(ctx.finish()),
-            Ok(Err(e)) => Err(e),
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "unknown panic".into());
-                Err(StageError::Other(format!("stage panicked: {message}")))
-            }
-        }
-    };
+    let result = run_stage(run, job, &inputs, &out_dir, cancel, progress);
     let (metrics, telemetry) = match result {
         Ok(recorded) => recorded,
         Err(StageError::Interrupted) => {
@@ -140,14 +99,7 @@ pub(crate) fn run_job(
     };
     match store_outputs(&cache, &out_dir, &metrics) {
         Ok(outputs) => {
-            let mut provenance = Provenance::this_build(
-                &job.resources.device.to_string(),
-                job.resources.threads as i64,
-                &runtime.libtorch().unwrap_or_default(),
-            );
-            provenance.runner = runner.to_string();
-            provenance.visible_devices = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-            provenance.telemetry = telemetry;
+            let provenance = provenance(job, runtime, runner, telemetry);
             JobOutcome::Done(Box::new(JobResult {
                 outputs,
                 metrics,
@@ -158,6 +110,92 @@ pub(crate) fn run_job(
         }
         Err(message) => failed(FailureReason::Stage, message, None),
     }
+}
+
+/// The job's private scratch folder under the cache's `tmp`, with its `out` folder made.
+fn scratch_dir(job: &Job, cache: &Cache) -> Result<tempfile::TempDir, Box<JobOutcome>> {
+    let tmp = cache.tmp_dir();
+    let scratch = std::fs::create_dir_all(&tmp).and_then(|()| {
+        tempfile::Builder::new()
+            .prefix(&format!("{}-", crate::cache::short_key(&job.key)))
+            .tempdir_in(&tmp)
+    });
+    let scratch = match scratch {
+        Ok(s) => s,
+        Err(e) => {
+            return Err(Box::new(failed(
+                FailureReason::Stage,
+                format!("scratch folder in {}: {e}", tmp.display()),
+                None,
+            )))
+        }
+    };
+    let out_dir = scratch.path().join("out");
+    if let Err(e) = std::fs::create_dir_all(&out_dir) {
+        return Err(Box::new(failed(
+            FailureReason::Stage,
+            format!("{}: {e}", out_dir.display()),
+            None,
+        )));
+    }
+    Ok(scratch)
+}
+
+/// The metrics and the telemetry a stage recorded.
+type Recorded = (BTreeMap<String, f64>, BTreeMap<String, f64>);
+
+/// The metrics and telemetry the stage recorded, or its error; a panic in the stage is an
+/// error that says so.
+fn run_stage(
+    run: &dyn Run,
+    job: &Job,
+    inputs: &Inputs,
+    out_dir: &Path,
+    cancel: &AtomicBool,
+    progress: Option<Box<dyn ProgressSink>>,
+) -> Result<Recorded, StageError> {
+    let mut ctx = StageContext::new(
+        &job.stage,
+        &job.params,
+        inputs,
+        out_dir.to_path_buf(),
+        &job.project_dir,
+        job.resources.device,
+        cancel,
+        progress,
+    );
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run(&mut ctx)));
+    match result {
+        Ok(Ok(())) => Ok(ctx.finish()),
+        Ok(Err(e)) => Err(e),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(StageError::Other(format!("stage panicked: {message}")))
+        }
+    }
+}
+
+/// The provenance of a job this process ran: the build, the device, the runner and the
+/// telemetry the stage recorded.
+fn provenance(
+    job: &Job,
+    runtime: &dyn Runtime,
+    runner: &str,
+    telemetry: BTreeMap<String, f64>,
+) -> Provenance {
+    let mut provenance = Provenance::this_build(
+        &job.resources.device.to_string(),
+        job.resources.threads as i64,
+        &runtime.libtorch().unwrap_or_default(),
+    );
+    provenance.runner = runner.to_string();
+    provenance.visible_devices = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    provenance.telemetry = telemetry;
+    provenance
 }
 
 /// Reads every input object of `job` from the store, verified; a bad one is a

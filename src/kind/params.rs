@@ -434,6 +434,17 @@ pub struct ParamError {
 }
 
 impl Params {
+    /// The declared defaults of `decls`, the parameters a kind gets when none is written.
+    pub(crate) fn defaults(decls: &[ParamDecl]) -> Params {
+        let mut params = Params::default();
+        for decl in decls {
+            if let Some(value) = decl.default_value() {
+                params.0.insert(decl.name.to_string(), value);
+            }
+        }
+        params
+    }
+
     /// The raw value, if present.
     pub fn get(&self, name: &str) -> Option<&Value> {
         super::typed::note_read(name);

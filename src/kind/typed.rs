@@ -86,12 +86,7 @@ pub fn assert_reads_match_declaration<T, E: std::fmt::Display>(
 /// fills them in.
 #[cfg(any(test, feature = "test-kinds"))]
 fn with_defaults(stage: &dyn Stage, overrides: serde_json::Value) -> Params {
-    let mut params = Params::default();
-    for decl in stage.params() {
-        if let Some(value) = decl.default_value() {
-            params.0.insert(decl.name.to_string(), value);
-        }
-    }
+    let mut params = Params::defaults(stage.params());
     if let serde_json::Value::Object(o) = overrides {
         params.0.extend(o);
     }

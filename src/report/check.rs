@@ -39,6 +39,8 @@ fn written_by_user<'a>(spec: &PipelineSpec, stage: &'a StageSpec, param: &str) -
     (path == spec.file || path.to_string_lossy().starts_with("<command line")).then_some(loc)
 }
 
+/// Checks the layout of one report instance: its parameters parse, and the dimensions and
+/// metrics the user wrote exist in its inputs.
 fn check_instance(
     plan: &Plan,
     registry: &Registry,
@@ -46,23 +48,7 @@ fn check_instance(
     stage: &StageSpec,
     inst: &Instance,
 ) -> Result<(), SpecError> {
-    let layout = match Layout::from_params(&inst.params) {
-        Ok(layout) => layout,
-        Err(ReportError::Layout { name, message }) => {
-            let param = name.split('.').next().unwrap_or(&name);
-            let loc = stage.param_locs.get(param).unwrap_or(&stage.loc);
-            return Err(SpecError::at(
-                loc,
-                format!("report `{}`: `{name}`: {message}", stage.name),
-            ));
-        }
-        Err(other) => {
-            return Err(SpecError::at(
-                &stage.loc,
-                format!("report `{}`: {other}", stage.name),
-            ))
-        }
-    };
+    let layout = parse_layout(stage, inst)?;
     let ups: Vec<&Instance> = inst
         .inputs
         .get("results")
@@ -73,13 +59,42 @@ fn check_instance(
     if ups.is_empty() {
         return Ok(());
     }
+    check_dimensions(spec, stage, &layout, &ups)?;
+    check_metrics(registry, spec, stage, &layout, &ups)
+}
 
-    // Dimensions: `stage`, `metric`, tags, and the axes and parameters of the inputs.
+/// The layout of a report instance, or an error at the parameter that does not parse.
+fn parse_layout(stage: &StageSpec, inst: &Instance) -> Result<Layout, SpecError> {
+    match Layout::from_params(&inst.params) {
+        Ok(layout) => Ok(layout),
+        Err(ReportError::Layout { name, message }) => {
+            let param = name.split('.').next().unwrap_or(&name);
+            let loc = stage.param_locs.get(param).unwrap_or(&stage.loc);
+            Err(SpecError::at(
+                loc,
+                format!("report `{}`: `{name}`: {message}", stage.name),
+            ))
+        }
+        Err(other) => Err(SpecError::at(
+            &stage.loc,
+            format!("report `{}`: {other}", stage.name),
+        )),
+    }
+}
+
+/// The dimensions the user wrote in `rows` and `cols` are `stage`, `metric`, a tag, or an
+/// axis or parameter of the inputs.
+fn check_dimensions(
+    spec: &PipelineSpec,
+    stage: &StageSpec,
+    layout: &Layout,
+    ups: &[&Instance],
+) -> Result<(), SpecError> {
     let mut fields: BTreeSet<String> = ["stage".to_string(), "metric".to_string()].into();
     for tags in layout.tags.values() {
         fields.extend(tags.keys().cloned());
     }
-    for up in &ups {
+    for up in ups {
         fields.extend(up.binding.keys().cloned());
         fields.extend(up.params.0.keys().cloned());
     }
@@ -131,10 +146,20 @@ fn check_instance(
             }
         }
     }
+    Ok(())
+}
 
-    // Metrics: only when every input's kind says what it records.
+/// The metrics the user wrote in `metrics` and `plot_xy` are recorded by the inputs; checked
+/// only when every input's kind says what it records.
+fn check_metrics(
+    registry: &Registry,
+    spec: &PipelineSpec,
+    stage: &StageSpec,
+    layout: &Layout,
+    ups: &[&Instance],
+) -> Result<(), SpecError> {
     let mut patterns: BTreeSet<String> = BTreeSet::new();
-    for up in &ups {
+    for up in ups {
         match registry.get(&up.kind).and_then(|k| k.records(&up.params)) {
             Some(list) => patterns.extend(list),
             None => return Ok(()),

@@ -144,7 +144,6 @@ impl Drawing for HeatMap {
         root.fill(&WHITE).map_err(e)?;
         let (w, h) = (self.size.0 as i32, self.size.1 as i32);
         let label_style = TextStyle::from((FAMILY, 13).into_font()).color(&BLACK);
-        let title_style = TextStyle::from((FAMILY, 18).into_font()).color(&BLACK);
         let widest = self
             .rows
             .iter()
@@ -168,22 +167,7 @@ impl Drawing for HeatMap {
         let cw = ((w - left - right) / n_cols).max(1);
         let ch = ((h - top - bottom) / n_rows).max(1);
 
-        root.draw_text(
-            &self.title,
-            &title_style.pos(Pos::new(HPos::Center, VPos::Top)),
-            (w / 2, 8),
-        )
-        .map_err(e)?;
-        let axis_style = TextStyle::from((FAMILY, 13).into_font()).color(&RGBColor(90, 90, 90));
-        root.draw_text(
-            &format!(
-                "{} (columns) x {} (rows)",
-                self.axis_titles.1, self.axis_titles.0
-            ),
-            &axis_style.pos(Pos::new(HPos::Center, VPos::Top)),
-            (w / 2, 32),
-        )
-        .map_err(e)?;
+        self.draw_titles(root, w)?;
 
         let finite: Vec<f64> = self.values.iter().flatten().flatten().copied().collect();
         let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
@@ -209,36 +193,8 @@ impl Drawing for HeatMap {
             )
             .map_err(e)?;
             for c in 0..self.cols.len() {
-                let (x0, y0) = (left + c as i32 * cw, top + r as i32 * ch);
-                let value = self.values[r][c];
-                let t = match value {
-                    Some(v) if hi > lo => (v - lo) / (hi - lo),
-                    Some(_) => 0.5,
-                    None => 0.0,
-                };
-                let fill = if value.is_some() {
-                    blues(t)
-                } else {
-                    RGBColor(225, 225, 225)
-                };
-                root.draw(&Rectangle::new(
-                    [(x0, y0), (x0 + cw, y0 + ch)],
-                    fill.filled(),
-                ))
-                .map_err(e)?;
-                root.draw(&Rectangle::new(
-                    [(x0, y0), (x0 + cw, y0 + ch)],
-                    WHITE.stroke_width(2),
-                ))
-                .map_err(e)?;
-                let ink = if t > 0.55 { WHITE } else { BLACK };
-                let text_style = TextStyle::from((FAMILY, 14).into_font()).color(&ink);
-                root.draw_text(
-                    &self.texts[r][c],
-                    &text_style.pos(Pos::new(HPos::Center, VPos::Center)),
-                    (x0 + cw / 2, y0 + ch / 2),
-                )
-                .map_err(e)?;
+                let at = (left + c as i32 * cw, top + r as i32 * ch);
+                self.draw_cell(root, (r, c), at, (cw, ch), lo, hi)?;
             }
         }
         Ok(())
@@ -246,6 +202,75 @@ impl Drawing for HeatMap {
 }
 
 impl HeatMap {
+    /// The title on top, and under it which dimensions the columns and rows are.
+    fn draw_titles<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        w: i32,
+    ) -> Result<(), String> {
+        let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+        let title_style = TextStyle::from((FAMILY, 18).into_font()).color(&BLACK);
+        root.draw_text(
+            &self.title,
+            &title_style.pos(Pos::new(HPos::Center, VPos::Top)),
+            (w / 2, 8),
+        )
+        .map_err(e)?;
+        let axis_style = TextStyle::from((FAMILY, 13).into_font()).color(&RGBColor(90, 90, 90));
+        root.draw_text(
+            &format!(
+                "{} (columns) x {} (rows)",
+                self.axis_titles.1, self.axis_titles.0
+            ),
+            &axis_style.pos(Pos::new(HPos::Center, VPos::Top)),
+            (w / 2, 32),
+        )
+        .map_err(e)
+    }
+
+    /// The cell at row `r`, column `c`: a box at `(x0, y0)` of `(cw, ch)` shaded by where its
+    /// value lies in `[lo, hi]` (grey without one), its text on it.
+    fn draw_cell<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        (r, c): (usize, usize),
+        (x0, y0): (i32, i32),
+        (cw, ch): (i32, i32),
+        lo: f64,
+        hi: f64,
+    ) -> Result<(), String> {
+        let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+        let value = self.values[r][c];
+        let t = match value {
+            Some(v) if hi > lo => (v - lo) / (hi - lo),
+            Some(_) => 0.5,
+            None => 0.0,
+        };
+        let fill = if value.is_some() {
+            blues(t)
+        } else {
+            RGBColor(225, 225, 225)
+        };
+        root.draw(&Rectangle::new(
+            [(x0, y0), (x0 + cw, y0 + ch)],
+            fill.filled(),
+        ))
+        .map_err(e)?;
+        root.draw(&Rectangle::new(
+            [(x0, y0), (x0 + cw, y0 + ch)],
+            WHITE.stroke_width(2),
+        ))
+        .map_err(e)?;
+        let ink = if t > 0.55 { WHITE } else { BLACK };
+        let text_style = TextStyle::from((FAMILY, 14).into_font()).color(&ink);
+        root.draw_text(
+            &self.texts[r][c],
+            &text_style.pos(Pos::new(HPos::Center, VPos::Center)),
+            (x0 + cw / 2, y0 + ch / 2),
+        )
+        .map_err(e)
+    }
+
     /// The text of the cell holding `value` (its mean, without the spread), for the bar's ends.
     fn text_of(&self, value: f64) -> String {
         for (r, row) in self.values.iter().enumerate() {

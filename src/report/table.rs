@@ -366,6 +366,59 @@ fn bootstrap_cell(
     Ok(cell.bootstrap.map(|_| spec.footnote()))
 }
 
+/// The footnote texts of one cell, in order: why results are missing from it (when some are),
+/// which draws it pools (when the layout pools over some), and how it was resampled.
+fn cell_notes(
+    layout: &Layout,
+    metric: &str,
+    members: &[Member],
+    built: &Built,
+    over: &[String],
+    resampled: Option<String>,
+) -> Vec<String> {
+    let mut texts = Vec::new();
+    let cell = &built.cell;
+    if cell.is_missing() || cell.n() < cell.expected {
+        let label = layout.metric_label(metric);
+        let declined: Vec<footnote::Declined> = members
+            .iter()
+            .map(|(a, reasons)| footnote::Declined {
+                artifact: a,
+                reason: reasons.get(metric),
+                draw: draw_text(&layout.over, &layout.draw_of(a)),
+            })
+            .collect();
+        texts.extend(footnote::reasons(
+            &declined,
+            metric,
+            &label,
+            cell.is_missing(),
+        ));
+    }
+    if !over.is_empty() {
+        let draws: Vec<Vec<&Draw>> = built
+            .sources
+            .iter()
+            .map(|a| a.draws.iter().collect())
+            .collect();
+        texts.extend(provenance::footnote(&draws, over));
+    }
+    texts.extend(resampled);
+    texts
+}
+
+/// The footnote numbers of `texts`, each once, numbering the new ones in `footnotes`.
+fn footnote_marks(footnotes: &mut Footnotes, texts: Vec<String>) -> Vec<usize> {
+    let mut marks = Vec::new();
+    for text in texts {
+        let n = footnotes.number(text);
+        if !marks.contains(&n) {
+            marks.push(n);
+        }
+    }
+    marks
+}
+
 impl Table {
     /// Lays `inputs` out by `layout`. Instances that have not run (no metrics, no outputs) count
     /// towards the expected results of their cells but give no value.
@@ -422,43 +475,9 @@ impl Table {
                     Some(spec) => bootstrap_cell(layout, spec, &mut built, &mut scores)?,
                     None => None,
                 };
-                let mut cell_marks = Vec::new();
-                let mut mark = |text: String| {
-                    let n = footnotes.number(text);
-                    if !cell_marks.contains(&n) {
-                        cell_marks.push(n);
-                    }
-                };
-                let cell = &built.cell;
-                if cell.is_missing() || cell.n() < cell.expected {
-                    let label = layout.metric_label(&metric);
-                    let declined: Vec<footnote::Declined> = members
-                        .iter()
-                        .map(|(a, reasons)| footnote::Declined {
-                            artifact: a,
-                            reason: reasons.get(&metric),
-                            draw: draw_text(&layout.over, &layout.draw_of(a)),
-                        })
-                        .collect();
-                    for text in footnote::reasons(&declined, &metric, &label, cell.is_missing()) {
-                        mark(text);
-                    }
-                }
-                if !over.is_empty() {
-                    let draws: Vec<Vec<&Draw>> = built
-                        .sources
-                        .iter()
-                        .map(|a| a.draws.iter().collect())
-                        .collect();
-                    if let Some(text) = provenance::footnote(&draws, &over) {
-                        mark(text);
-                    }
-                }
-                if let Some(text) = resampled {
-                    mark(text);
-                }
+                let texts = cell_notes(layout, &metric, members, &built, &over, resampled);
+                line_marks.push(footnote_marks(&mut footnotes, texts));
                 line.push(built.cell);
-                line_marks.push(cell_marks);
             }
             cells.push(line);
             marks.push(line_marks);
@@ -469,14 +488,7 @@ impl Table {
             rows.labels.push(row.label);
             let mut line_marks = Vec::with_capacity(cols.len());
             for texts in row.footnotes {
-                let mut cell_marks: Vec<usize> = Vec::new();
-                for text in texts {
-                    let n = footnotes.number(text);
-                    if !cell_marks.contains(&n) {
-                        cell_marks.push(n);
-                    }
-                }
-                line_marks.push(cell_marks);
+                line_marks.push(footnote_marks(&mut footnotes, texts));
             }
             cells.push(row.cells);
             marks.push(line_marks);

@@ -304,6 +304,20 @@ pub(crate) fn scatter(points: &[Point], x_name: &str, y_name: &str) -> String {
     out
 }
 
+/// The points with a metric, worst first, so that the best are drawn last, on top.
+fn worst_first(points: &[Point], higher_is_better: bool) -> Vec<&Point> {
+    let mut ranked: Vec<&Point> = points.iter().filter(|p| p.y.is_some()).collect();
+    ranked.sort_by(|a, b| {
+        let (x, y) = (a.y.unwrap_or(0.0), b.y.unwrap_or(0.0));
+        if higher_is_better {
+            x.total_cmp(&y)
+        } else {
+            y.total_cmp(&x)
+        }
+    });
+    ranked
+}
+
 /// Parallel coordinates: one vertical axis per name in `axes` (each point's values, in
 /// order) and a last one for the metric `y_name`; one line per point with a metric, darker
 /// the better (`higher_is_better`), the best drawn on top.
@@ -332,15 +346,7 @@ pub(crate) fn parallel(
     let top = T + 18.0;
     let sy = |f: f64| top + (1.0 - f) * (H - top - B);
     let mut out = open("parallel", &format!("{y_name} over {}", axes.join(", ")));
-    let mut ranked: Vec<&Point> = points.iter().filter(|p| p.y.is_some()).collect();
-    ranked.sort_by(|a, b| {
-        let (x, y) = (a.y.unwrap_or(0.0), b.y.unwrap_or(0.0));
-        if higher_is_better {
-            x.total_cmp(&y)
-        } else {
-            y.total_cmp(&x)
-        }
-    });
+    let ranked = worst_first(points, higher_is_better);
     let count = ranked.len().max(1);
     for (rank, p) in ranked.iter().enumerate() {
         let mut d = String::new();

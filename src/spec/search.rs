@@ -580,123 +580,137 @@ fn read_param_path(
     Ok((stage.to_string(), param.to_string(), decl.ty, decl.range))
 }
 
+/// The domain a `[search]` entry names (`uniform`, `log_uniform`, `int`, else `choice`), read
+/// from its value and its optional `step`.
 fn read_domain(key: &SKey, value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
-    let pair = |what: &str| -> Result<(f64, f64), SpecError> {
-        let bad = || {
-            SpecError::at(
-                &value.loc,
-                format!("`{what}` takes two numbers [LO, HI] with LO < HI"),
-            )
-        };
-        let SKind::Array(items) = &value.kind else {
-            return Err(bad());
-        };
-        let nums: Vec<f64> = items.iter().filter_map(|v| v.to_json().as_f64()).collect();
-        match nums.as_slice() {
-            [lo, hi] if items.len() == 2 && lo < hi => Ok((*lo, *hi)),
-            _ => Err(bad()),
-        }
-    };
-    let step_f = |lo: f64, hi: f64| -> Result<Option<f64>, SpecError> {
-        let Some(s) = step else { return Ok(None) };
-        match s.to_json().as_f64() {
-            Some(x) if x > 0.0 && x <= hi - lo => Ok(Some(x)),
-            _ => Err(SpecError::at(
-                &s.loc,
-                format!("`step` must be a number in (0, {}]", hi - lo),
-            )),
-        }
-    };
     match key.name.as_str() {
-        "uniform" => {
-            let (lo, hi) = pair("uniform")?;
-            Ok(Domain::Uniform {
-                lo,
-                hi,
-                step: step_f(lo, hi)?,
+        "uniform" => read_uniform(value, step),
+        "log_uniform" => read_log_uniform(value, step),
+        "int" => read_int(value, step),
+        _ => read_choice(value, step),
+    }
+}
+
+/// The two numbers `[LO, HI]`, LO < HI, of a `what` range.
+fn float_pair(value: &SValue, what: &str) -> Result<(f64, f64), SpecError> {
+    let bad = || {
+        SpecError::at(
+            &value.loc,
+            format!("`{what}` takes two numbers [LO, HI] with LO < HI"),
+        )
+    };
+    let SKind::Array(items) = &value.kind else {
+        return Err(bad());
+    };
+    let nums: Vec<f64> = items.iter().filter_map(|v| v.to_json().as_f64()).collect();
+    match nums.as_slice() {
+        [lo, hi] if items.len() == 2 && lo < hi => Ok((*lo, *hi)),
+        _ => Err(bad()),
+    }
+}
+
+/// A `uniform` domain, quantised by `step` when there is one.
+fn read_uniform(value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
+    let (lo, hi) = float_pair(value, "uniform")?;
+    let step = match step {
+        None => None,
+        Some(s) => match s.to_json().as_f64() {
+            Some(x) if x > 0.0 && x <= hi - lo => Some(x),
+            _ => {
+                return Err(SpecError::at(
+                    &s.loc,
+                    format!("`step` must be a number in (0, {}]", hi - lo),
+                ))
+            }
+        },
+    };
+    Ok(Domain::Uniform { lo, hi, step })
+}
+
+/// A `log_uniform` domain: a positive lower end, and no `step`.
+fn read_log_uniform(value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
+    let (lo, hi) = float_pair(value, "log_uniform")?;
+    if lo <= 0.0 {
+        return Err(SpecError::at(
+            &value.loc,
+            format!("`log_uniform` needs a positive lower end, found {lo}"),
+        )
+        .hint("use `uniform` for ranges that include zero"));
+    }
+    if let Some(s) = step {
+        return Err(SpecError::at(&s.loc, "`step` cannot quantise a log scale")
+            .hint("use `choice` for a few values, or `uniform` with a step"));
+    }
+    Ok(Domain::LogUniform { lo, hi })
+}
+
+/// An `int` domain: two integers `[LO, HI]`, both included, LO < HI, and a whole `step`.
+fn read_int(value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
+    let ints: Vec<i64> = match &value.kind {
+        SKind::Array(items) => items
+            .iter()
+            .filter_map(|v| match v.kind {
+                SKind::Int(i) => Some(i),
+                _ => None,
             })
-        }
-        "log_uniform" => {
-            let (lo, hi) = pair("log_uniform")?;
-            if lo <= 0.0 {
+            .collect(),
+        _ => vec![],
+    };
+    let [lo, hi] = ints.as_slice() else {
+        return Err(SpecError::at(
+            &value.loc,
+            "`int` takes two integers [LO, HI] (both included)",
+        ));
+    };
+    if lo >= hi {
+        return Err(SpecError::at(
+            &value.loc,
+            format!("`int` needs LO < HI, found [{lo}, {hi}]"),
+        ));
+    }
+    let step = match step {
+        None => 1,
+        Some(s) => match s.kind {
+            SKind::Int(n) if n >= 1 && n <= hi - lo => n,
+            _ => {
                 return Err(SpecError::at(
-                    &value.loc,
-                    format!("`log_uniform` needs a positive lower end, found {lo}"),
-                )
-                .hint("use `uniform` for ranges that include zero"));
+                    &s.loc,
+                    format!(
+                        "`step` of an `int` range must be an integer in [1, {}]",
+                        hi - lo
+                    ),
+                ))
             }
-            if let Some(s) = step {
-                return Err(SpecError::at(&s.loc, "`step` cannot quantise a log scale")
-                    .hint("use `choice` for a few values, or `uniform` with a step"));
-            }
-            Ok(Domain::LogUniform { lo, hi })
-        }
-        "int" => {
-            let ints: Vec<i64> = match &value.kind {
-                SKind::Array(items) => items
-                    .iter()
-                    .filter_map(|v| match v.kind {
-                        SKind::Int(i) => Some(i),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => vec![],
-            };
-            let [lo, hi] = ints.as_slice() else {
-                return Err(SpecError::at(
-                    &value.loc,
-                    "`int` takes two integers [LO, HI] (both included)",
-                ));
-            };
-            if lo >= hi {
-                return Err(SpecError::at(
-                    &value.loc,
-                    format!("`int` needs LO < HI, found [{lo}, {hi}]"),
-                ));
-            }
-            let step = match step {
-                None => 1,
-                Some(s) => match s.kind {
-                    SKind::Int(n) if n >= 1 && n <= hi - lo => n,
-                    _ => {
-                        return Err(SpecError::at(
-                            &s.loc,
-                            format!(
-                                "`step` of an `int` range must be an integer in [1, {}]",
-                                hi - lo
-                            ),
-                        ))
-                    }
-                },
-            };
-            Ok(Domain::Int {
-                lo: *lo,
-                hi: *hi,
-                step,
-            })
-        }
-        _ => {
-            if let Some(s) = step {
-                return Err(SpecError::at(&s.loc, "`step` does not apply to a `choice`"));
-            }
-            let SKind::Array(items) = &value.kind else {
-                return Err(SpecError::at(&value.loc, "`choice` takes a list of values"));
-            };
-            if items.is_empty() {
-                return Err(SpecError::at(&value.loc, "`choice` has no values"));
-            }
-            let values: Vec<Value> = items.iter().map(SValue::to_json).collect();
-            for (i, v) in values.iter().enumerate() {
-                if values[..i].contains(v) {
-                    return Err(SpecError::at(
-                        &items[i].loc,
-                        format!("`choice` lists {v} twice"),
-                    ));
-                }
-            }
-            Ok(Domain::Choice(values))
+        },
+    };
+    Ok(Domain::Int {
+        lo: *lo,
+        hi: *hi,
+        step,
+    })
+}
+
+/// A `choice` domain: a list of distinct values, and no `step`.
+fn read_choice(value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
+    if let Some(s) = step {
+        return Err(SpecError::at(&s.loc, "`step` does not apply to a `choice`"));
+    }
+    let SKind::Array(items) = &value.kind else {
+        return Err(SpecError::at(&value.loc, "`choice` takes a list of values"));
+    };
+    if items.is_empty() {
+        return Err(SpecError::at(&value.loc, "`choice` has no values"));
+    }
+    let values: Vec<Value> = items.iter().map(SValue::to_json).collect();
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            return Err(SpecError::at(
+                &items[i].loc,
+                format!("`choice` lists {v} twice"),
+            ));
         }
     }
+    Ok(Domain::Choice(values))
 }
 
 /// Every value the domain may give is of the parameter's type and in its range.

@@ -73,6 +73,14 @@ fn generic(why: String) -> object_store::Error {
     }
 }
 
+/// A configuration error of the remote `url`.
+fn config_error(url: &str, why: String) -> RemoteError {
+    RemoteError::Config {
+        url: url.to_string(),
+        why,
+    }
+}
+
 /// A remote store and the runtime that drives it.
 pub(crate) struct Backend {
     store: Arc<dyn ObjectStore>,
@@ -89,6 +97,16 @@ pub(crate) struct Backend {
     no_credentials: Option<String>,
 }
 
+/// What opening an `s3://` remote gives.
+struct S3Store {
+    /// The store, under the URL's prefix.
+    store: Arc<dyn ObjectStore>,
+    /// The bucket's unfinished uploads.
+    uploads: S3Uploads,
+    /// Set when no S3 credentials were found.
+    no_credentials: Option<String>,
+}
+
 /// The connection settings besides the URL.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Connection {
@@ -101,10 +119,7 @@ pub(crate) struct Connection {
 impl Backend {
     /// Opens the store `url` points to (nothing is contacted yet).
     pub(crate) fn open(url: &str, conn: &Connection) -> Result<Backend, RemoteError> {
-        let bad = |why: String| RemoteError::Config {
-            url: url.to_string(),
-            why,
-        };
+        let bad = |why: String| config_error(url, why);
         let parsed = url::Url::parse(url).map_err(|e| {
             bad(format!(
                 "{e}; write s3://bucket/prefix or file:///absolute/folder"
@@ -115,77 +130,15 @@ impl Backend {
         let mut no_credentials = None;
         let store: Arc<dyn ObjectStore> = match parsed.scheme() {
             "file" => {
-                let dir = parsed.to_file_path().map_err(|()| {
-                    bad("a file remote needs an absolute path (file:///mnt/team/asymflow)".into())
-                })?;
-                if !dir.is_dir() {
-                    return Err(bad(format!(
-                        "the shared folder {} does not exist; mount it, or create it with `mkdir -p {}`",
-                        dir.display(),
-                        dir.display()
-                    )));
-                }
-                let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir)
-                    .map_err(|e| bad(e.to_string()))?
-                    .with_automatic_cleanup(true);
+                let (store, dir) = Self::open_folder(url, &parsed)?;
                 folder = Some(dir);
-                Arc::new(fs)
+                store
             }
             "s3" => {
-                let bucket = parsed
-                    .host_str()
-                    .filter(|b| !b.is_empty())
-                    .ok_or_else(|| bad("no bucket: write s3://bucket/prefix".into()))?;
-                // TLS through ring (see Cargo.toml); an error means a provider is installed.
-                let _ = rustls::crypto::ring::default_provider().install_default();
-                let mut builder =
-                    object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
-                let (with_profile, found) =
-                    super::credentials::apply_profile(builder).map_err(bad)?;
-                builder = with_profile;
-                no_credentials = found.missing_note();
-                if let Some(region) = &conn.region {
-                    builder = builder.with_region(region);
-                }
-                let endpoint = conn
-                    .endpoint
-                    .clone()
-                    .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
-                // `with_client_options` replaces the builder's own `allow_http`, so it is
-                // set here, together with timeouts that let a dead remote fail in seconds.
-                // No flat limit on a request: each call below gets its own, sized for it.
-                let mut client = object_store::ClientOptions::new()
-                    .with_connect_timeout(CONNECT)
-                    .with_timeout_disabled()
-                    .with_read_timeout(STALL);
-                if let Some(endpoint) = &endpoint {
-                    builder = builder
-                        .with_endpoint(endpoint)
-                        .with_virtual_hosted_style_request(false);
-                    let env_allows = std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v == "true");
-                    client = client.with_allow_http(endpoint.starts_with("http://") || env_allows);
-                }
-                builder =
-                    builder
-                        .with_client_options(client)
-                        .with_retry(object_store::RetryConfig {
-                            max_retries: 3,
-                            retry_timeout: SMALL,
-                            ..Default::default()
-                        });
-                let prefix = parsed.path().trim_matches('/');
-                let config = builder.clone();
-                let s3 = builder.build().map_err(|e| {
-                    bad(format!(
-                        "{e}; set the AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) or a profile in ~/.aws/credentials"
-                    ))
-                })?;
-                uploads = Some(S3Uploads::new(&config, s3.credentials().clone(), prefix));
-                if prefix.is_empty() {
-                    Arc::new(s3)
-                } else {
-                    Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
-                }
+                let s3 = Self::open_s3(url, &parsed, conn)?;
+                uploads = Some(s3.uploads);
+                no_credentials = s3.no_credentials;
+                s3.store
             }
             other => {
                 return Err(bad(format!(
@@ -204,6 +157,91 @@ impl Backend {
             runtime,
             url: url.to_string(),
             folder,
+            uploads,
+            no_credentials,
+        })
+    }
+
+    /// The store of a `file://` remote: its shared folder, which must exist.
+    fn open_folder(
+        url: &str,
+        parsed: &url::Url,
+    ) -> Result<(Arc<dyn ObjectStore>, PathBuf), RemoteError> {
+        let bad = |why: String| config_error(url, why);
+        let dir = parsed.to_file_path().map_err(|()| {
+            bad("a file remote needs an absolute path (file:///mnt/team/asymflow)".into())
+        })?;
+        if !dir.is_dir() {
+            return Err(bad(format!(
+                "the shared folder {} does not exist; mount it, or create it with `mkdir -p {}`",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir)
+            .map_err(|e| bad(e.to_string()))?
+            .with_automatic_cleanup(true);
+        Ok((Arc::new(fs), dir))
+    }
+
+    /// The store of an `s3://` remote, its unfinished uploads, and the note to give when no
+    /// credentials were found ([`S3Store`]): the bucket and prefix from the URL, the
+    /// credentials from the environment or a profile, the endpoint and region from `conn`.
+    fn open_s3(url: &str, parsed: &url::Url, conn: &Connection) -> Result<S3Store, RemoteError> {
+        let bad = |why: String| config_error(url, why);
+        let bucket = parsed
+            .host_str()
+            .filter(|b| !b.is_empty())
+            .ok_or_else(|| bad("no bucket: write s3://bucket/prefix".into()))?;
+        // TLS through ring (see Cargo.toml); an error means a provider is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
+        let (with_profile, found) = super::credentials::apply_profile(builder).map_err(bad)?;
+        builder = with_profile;
+        let no_credentials = found.missing_note();
+        if let Some(region) = &conn.region {
+            builder = builder.with_region(region);
+        }
+        let endpoint = conn
+            .endpoint
+            .clone()
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+        // `with_client_options` replaces the builder's own `allow_http`, so it is
+        // set here, together with timeouts that let a dead remote fail in seconds.
+        // No flat limit on a request: each call below gets its own, sized for it.
+        let mut client = object_store::ClientOptions::new()
+            .with_connect_timeout(CONNECT)
+            .with_timeout_disabled()
+            .with_read_timeout(STALL);
+        if let Some(endpoint) = &endpoint {
+            builder = builder
+                .with_endpoint(endpoint)
+                .with_virtual_hosted_style_request(false);
+            let env_allows = std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v == "true");
+            client = client.with_allow_http(endpoint.starts_with("http://") || env_allows);
+        }
+        builder = builder
+            .with_client_options(client)
+            .with_retry(object_store::RetryConfig {
+                max_retries: 3,
+                retry_timeout: SMALL,
+                ..Default::default()
+            });
+        let prefix = parsed.path().trim_matches('/');
+        let config = builder.clone();
+        let s3 = builder.build().map_err(|e| {
+            bad(format!(
+                "{e}; set the AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) or a profile in ~/.aws/credentials"
+            ))
+        })?;
+        let uploads = S3Uploads::new(&config, s3.credentials().clone(), prefix);
+        let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
+            Arc::new(s3)
+        } else {
+            Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
+        };
+        Ok(S3Store {
+            store,
             uploads,
             no_credentials,
         })

@@ -46,6 +46,7 @@ use super::command::JobCommand;
 use super::layout::{arrays_linking, parse_job_id, ArrayDir, JobDir, ResultFile};
 use super::profile::{Request, SlurmProfile};
 use super::script::{array_name, job_name, render, Batch};
+use super::state::Sighting;
 use super::tools::{ToolError, Tools};
 use super::tracker::{condense_failure, Facts, Step, Tracker};
 
@@ -550,7 +551,18 @@ impl SlurmExecutor {
         if ids.is_empty() {
             return;
         }
-        let mut seen = match self.tools.squeue(&ids) {
+        let Some(seen) = self.sightings(&ids) else {
+            return;
+        };
+        self.observe(seen);
+        self.note_queue();
+    }
+
+    /// What the cluster says of the jobs `ids`: `squeue`, then `scontrol` for those it does
+    /// not show running or queued, then accounting for those neither knows. `None` when
+    /// `squeue` fails (said once, until it answers again).
+    fn sightings(&mut self, ids: &[String]) -> Option<BTreeMap<String, Sighting>> {
+        let mut seen = match self.tools.squeue(ids) {
             Ok(seen) => {
                 if self.shown_error.take().is_some() {
                     self.cluster_note("squeue answers again".to_string());
@@ -568,11 +580,11 @@ impl SlurmExecutor {
                     ));
                     self.shown_error = Some(message);
                 }
-                return;
+                return None;
             }
         };
         let mut unknown = Vec::new();
-        for id in &ids {
+        for id in ids {
             let ask = seen.get(id).is_none_or(|s| s.state.ended());
             if !ask {
                 continue;
@@ -594,6 +606,12 @@ impl SlurmExecutor {
                 None => self.accounting = false,
             }
         }
+        Some(seen)
+    }
+
+    /// Feeds each followed job what was seen of it and the files it left, queues the notes
+    /// and outcomes its tracker draws from them, and stops following the finished ones.
+    fn observe(&mut self, mut seen: BTreeMap<String, Sighting>) {
         let mut finished = Vec::new();
         for (&id, f) in self.jobs.iter_mut() {
             let slurm_id = f.tracker.slurm_id.clone();
@@ -639,7 +657,6 @@ impl SlurmExecutor {
         for id in finished {
             self.jobs.remove(&id);
         }
-        self.note_queue();
     }
 
     /// Why the followed jobs wait in the queue, shown once and again when the reasons

@@ -107,6 +107,21 @@ pub fn render(
              names; move the cache (--cache DIR)"
         )));
     }
+    let args = sbatch_args(batch, first, &folder, &script, request);
+    let mut s = header(batch, first, &args);
+    s.push_str(&body(batch, &folder, setup, command));
+    Ok(Submission { script: s, args })
+}
+
+/// The `sbatch` arguments: asymflow's options (the id, the name, the log, the project folder,
+/// the array), then the profile's, then the script's path.
+fn sbatch_args(
+    batch: Batch<'_>,
+    first: &Job,
+    folder: &str,
+    script: &std::path::Path,
+    request: &Request,
+) -> Vec<String> {
     let project =
         std::path::absolute(&first.project_dir).unwrap_or_else(|_| first.project_dir.clone());
     let (name, output) = match batch {
@@ -132,16 +147,12 @@ pub fn render(
     }
     args.extend(request.to_args());
     args.push(script.to_string_lossy().into_owned());
+    args
+}
 
-    let line: Vec<String> = command
-        .argv()
-        .iter()
-        .map(|a| match a.as_str() {
-            JOB_PLACEHOLDER => "\"$dir/job.json\"".to_string(),
-            RESULT_PLACEHOLDER => "\"$result\"".to_string(),
-            other => quote(other),
-        })
-        .collect();
+/// The script's first lines: the shebang, then comments saying what runs (the job, or each
+/// element of the array) and the `sbatch` command that submitted it.
+fn header(batch: Batch<'_>, first: &Job, args: &[String]) -> String {
     let submitted: Vec<String> = std::iter::once("sbatch".to_string())
         .chain(args.iter().map(|a| quote(a)))
         .collect();
@@ -169,16 +180,29 @@ pub fn render(
         "submitted with: {}",
         submitted.join(" ")
     )));
+    s
+}
+
+/// The script's commands: the job's folder and id, the removal of an earlier attempt's files,
+/// the profile's setup line, the job command, and the recording of its exit status.
+fn body(batch: Batch<'_>, folder: &str, setup: Option<&str>, command: &JobCommand) -> String {
+    let line: Vec<String> = command
+        .argv()
+        .iter()
+        .map(|a| match a.as_str() {
+            JOB_PLACEHOLDER => "\"$dir/job.json\"".to_string(),
+            RESULT_PLACEHOLDER => "\"$result\"".to_string(),
+            other => quote(other),
+        })
+        .collect();
+    let mut s = String::new();
     match batch {
         Batch::Single(..) => {
-            s.push_str(&format!("dir={}\n", quote(&folder)));
+            s.push_str(&format!("dir={}\n", quote(folder)));
             s.push_str("id=\"$SLURM_JOB_ID\"\n");
         }
         Batch::Array { .. } => {
-            s.push_str(&format!(
-                "dir={}/\"$SLURM_ARRAY_TASK_ID\"\n",
-                quote(&folder)
-            ));
+            s.push_str(&format!("dir={}/\"$SLURM_ARRAY_TASK_ID\"\n", quote(folder)));
             s.push_str("id=\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n");
         }
     }
@@ -202,7 +226,7 @@ pub fn render(
     s.push_str(&line.join(" "));
     s.push('\n');
     s.push_str("finish $?\n");
-    Ok(Submission { script: s, args })
+    s
 }
 
 /// `text` as one comment line of the script: every character that could end the line or

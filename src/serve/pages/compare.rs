@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::badge;
+use crate::graph::Instance;
 use crate::serve::html::{esc, num, page, seg, value_text};
 use crate::serve::state::PipelineState;
 use crate::serve::ServeError;
@@ -79,8 +80,21 @@ pub fn render(state: &PipelineState, ids: &[usize]) -> String {
             .collect();
         body.push_str(&row(&format!("sweep {axis}"), "axis", &cells));
     }
+    body.push_str(&param_rows(&insts));
+    body.push_str(&metric_rows(state, ids));
+    body.push_str("</tbody></table></div>\n");
+    page(
+        &format!("Compare {} instances", ids.len()),
+        &[(base.clone(), state.name.clone())],
+        &body,
+        None,
+    )
+}
+
+/// The parameters group: one row per parameter any of the instances has, its value in each.
+fn param_rows(insts: &[&Instance]) -> String {
     let params: BTreeSet<&String> = insts.iter().flat_map(|i| i.params.0.keys()).collect();
-    body.push_str("<tr class=\"group\"><th colspan=\"99\">parameters</th></tr>\n");
+    let mut body = String::from("<tr class=\"group\"><th colspan=\"99\">parameters</th></tr>\n");
     for p in params {
         let cells: Vec<String> = insts
             .iter()
@@ -94,12 +108,18 @@ pub fn render(state: &PipelineState, ids: &[usize]) -> String {
             .collect();
         body.push_str(&row(p, "param", &cells));
     }
+    body
+}
+
+/// The metrics group: one row per metric any of the instances recorded, each value with its
+/// difference from the first instance's.
+fn metric_rows(state: &PipelineState, ids: &[usize]) -> String {
     let metrics: BTreeSet<&String> = ids
         .iter()
         .filter_map(|&i| state.instances[i].record.as_ref())
         .flat_map(|r| r.metrics.keys())
         .collect();
-    body.push_str(
+    let mut body = String::from(
         "<tr class=\"group\"><th colspan=\"99\">metrics (difference from the first)</th></tr>\n",
     );
     for m in metrics {
@@ -134,11 +154,5 @@ pub fn render(state: &PipelineState, ids: &[usize]) -> String {
             .collect();
         body.push_str(&row(m, "metric", &cells));
     }
-    body.push_str("</tbody></table></div>\n");
-    page(
-        &format!("Compare {} instances", ids.len()),
-        &[(base.clone(), state.name.clone())],
-        &body,
-        None,
-    )
+    body
 }

@@ -143,6 +143,22 @@ pub fn render(site: &Site, state: &PipelineState) -> Result<String, ServeError> 
         ));
     }
     let metrics: BTreeSet<&String> = past.iter().flat_map(|p| p.record.metrics.keys()).collect();
+    let columns = history_columns(&metrics);
+    let rows: Vec<(String, Vec<Cell>)> = past.iter().map(|p| past_row(p, &metrics)).collect();
+    let _ = write!(body, "<section><h2>{} past results</h2>", rows.len());
+    body.push_str(&grid("history", &columns, &rows));
+    body.push_str("</section>\n");
+    Ok(page(
+        &format!("{}: history", state.plan.spec().name),
+        &[(base.clone(), state.name.clone()), (here, "history".into())],
+        &body,
+        None,
+    ))
+}
+
+/// The table's columns: when each result finished, its stage, sweep and how it differs from
+/// the file, one per metric any of them recorded, and its key.
+fn history_columns(metrics: &BTreeSet<&String>) -> Vec<Column> {
     let mut columns = vec![
         Column {
             label: "finished".into(),
@@ -169,60 +185,51 @@ pub fn render(site: &Site, state: &PipelineState) -> Result<String, ServeError> 
         label: "key".into(),
         class: "key",
     });
-    let rows: Vec<(String, Vec<Cell>)> = past
+    columns
+}
+
+/// The row of one past result: its cells under [`history_columns`], the key with a link to its log.
+fn past_row(p: &Past, metrics: &BTreeSet<&String>) -> (String, Vec<Cell>) {
+    let r = &p.record;
+    let sweep: Vec<String> = p
+        .binding
         .iter()
-        .map(|p| {
-            let r = &p.record;
-            let sweep: Vec<String> = p
-                .binding
-                .iter()
-                .map(|(k, v)| format!("{k}={}", value_text(v)))
-                .collect();
-            let mut cells = vec![
-                Cell {
-                    sort: Some(r.finished.to_string()),
-                    ..Cell::text(&time(r.finished))
-                },
-                Cell::text(&r.stage),
-                Cell::text(&sweep.join(", ")),
-                Cell::text(&p.why),
-            ];
-            for m in &metrics {
-                cells.push(match r.metrics.get(*m) {
-                    Some(v) => Cell::number(*v),
-                    None => Cell::default(),
-                });
-            }
-            let log = r
-                .outputs
-                .get(LOG_OUTPUT)
-                .map(|o| {
-                    format!(
-                        " <a href=\"/objects/{}?name=log.txt\">log</a>",
-                        esc(&o.digest)
-                    )
-                })
-                .unwrap_or_default();
-            cells.push(Cell {
-                html: format!(
-                    "<code title=\"{}\">{}</code>{log}",
-                    esc(&r.key),
-                    esc(r.key.get(..16).unwrap_or(&r.key))
-                ),
-                sort: Some(r.key.clone()),
-                plain: r.key.clone(),
-                ..Cell::default()
-            });
-            (format!(" data-key=\"{}\"", esc(&r.key)), cells)
-        })
+        .map(|(k, v)| format!("{k}={}", value_text(v)))
         .collect();
-    let _ = write!(body, "<section><h2>{} past results</h2>", rows.len());
-    body.push_str(&grid("history", &columns, &rows));
-    body.push_str("</section>\n");
-    Ok(page(
-        &format!("{}: history", state.plan.spec().name),
-        &[(base.clone(), state.name.clone()), (here, "history".into())],
-        &body,
-        None,
-    ))
+    let mut cells = vec![
+        Cell {
+            sort: Some(r.finished.to_string()),
+            ..Cell::text(&time(r.finished))
+        },
+        Cell::text(&r.stage),
+        Cell::text(&sweep.join(", ")),
+        Cell::text(&p.why),
+    ];
+    for m in metrics {
+        cells.push(match r.metrics.get(*m) {
+            Some(v) => Cell::number(*v),
+            None => Cell::default(),
+        });
+    }
+    let log = r
+        .outputs
+        .get(LOG_OUTPUT)
+        .map(|o| {
+            format!(
+                " <a href=\"/objects/{}?name=log.txt\">log</a>",
+                esc(&o.digest)
+            )
+        })
+        .unwrap_or_default();
+    cells.push(Cell {
+        html: format!(
+            "<code title=\"{}\">{}</code>{log}",
+            esc(&r.key),
+            esc(r.key.get(..16).unwrap_or(&r.key))
+        ),
+        sort: Some(r.key.clone()),
+        plain: r.key.clone(),
+        ..Cell::default()
+    });
+    (format!(" data-key=\"{}\"", esc(&r.key)), cells)
 }

@@ -18,7 +18,7 @@ use super::{grid, progress_text, table, Cell, Column, GridState};
 use crate::report::{Cell as Agg, NumberFormat};
 use crate::serve::html::{esc, page, seg, value_text};
 use crate::serve::query::{self, TableQuery};
-use crate::serve::state::{Counts, PipelineState, Status};
+use crate::serve::state::{Counts, InstanceState, PipelineState, Status};
 use crate::serve::ServeError;
 
 fn counts_html(c: &Counts) -> String {
@@ -171,6 +171,34 @@ fn param_column(name: &str, metrics: &[String]) -> Column {
     }
 }
 
+/// The columns of the sweep axes, the key parameters and the metrics, in that order.
+fn value_columns(axes: &[String], params: &[String], metrics: &[String]) -> Vec<Column> {
+    let mut columns: Vec<Column> = axes
+        .iter()
+        .map(|a| Column {
+            label: a.clone(),
+            class: "axis",
+        })
+        .collect();
+    columns.extend(params.iter().map(|p| param_column(p, metrics)));
+    columns.extend(metrics.iter().map(|m| Column {
+        label: m.clone(),
+        class: "metric",
+    }));
+    columns
+}
+
+/// A sweep value or parameter value as a cell: a number sorts as a number; none is empty.
+fn value_cell(value: Option<&Value>) -> Cell {
+    match value {
+        Some(Value::Number(n)) => Cell::number(n.as_f64().unwrap_or(f64::NAN)),
+        Some(v) => Cell::text(&value_text(v)),
+        None => Cell::default(),
+    }
+}
+
+/// The instance table: one row per instance, with its pick box, number and stage, its axes,
+/// parameters and metrics, and its live status, progress and reason to run.
 fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
     let axes = state.axes();
     let params = state.key_params();
@@ -189,15 +217,7 @@ fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
             class: "stage",
         },
     ];
-    columns.extend(axes.iter().map(|a| Column {
-        label: a.clone(),
-        class: "axis",
-    }));
-    columns.extend(params.iter().map(|p| param_column(p, &metrics)));
-    columns.extend(metrics.iter().map(|m| Column {
-        label: m.clone(),
-        class: "metric",
-    }));
+    columns.extend(value_columns(&axes, &params, &metrics));
     columns.push(Column {
         label: "status".into(),
         class: "status",
@@ -213,41 +233,12 @@ fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
     let mut rows = Vec::with_capacity(state.instances.len());
     for (s, inst) in state.instances.iter().zip(state.plan.instances()) {
         let id = s.index;
-        let mut cells = vec![
-            Cell {
-                html: format!(
-                    "<input type=\"checkbox\" class=\"pick\" value=\"{id}\" aria-label=\"pick {}\">",
-                    esc(&state.label(id))
-                ),
-                ..Cell::default()
-            },
-            Cell {
-                html: id.to_string(),
-                sort: Some(id.to_string()),
-                class: "num".into(),
-                ..Cell::default()
-            },
-            Cell {
-                html: format!("<a href=\"{base}/i/{id}\">{}</a>", esc(&inst.stage)),
-                sort: Some(inst.stage.clone()),
-                plain: inst.stage.clone(),
-                ..Cell::default()
-            },
-        ];
-        cells[1].plain = id.to_string();
+        let mut cells = identity_cells(state, base, id, &inst.stage);
         for a in &axes {
-            cells.push(match inst.binding.get(a) {
-                Some(Value::Number(n)) => Cell::number(n.as_f64().unwrap_or(f64::NAN)),
-                Some(v) => Cell::text(&value_text(v)),
-                None => Cell::default(),
-            });
+            cells.push(value_cell(inst.binding.get(a)));
         }
         for p in &params {
-            cells.push(match inst.params.0.get(p) {
-                Some(Value::Number(n)) => Cell::number(n.as_f64().unwrap_or(f64::NAN)),
-                Some(v) => Cell::text(&value_text(v)),
-                None => Cell::default(),
-            });
+            cells.push(value_cell(inst.params.0.get(p)));
         }
         for m in &metrics {
             let mut cell = match s.record.as_ref().and_then(|r| r.metrics.get(m)) {
@@ -257,30 +248,65 @@ fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
             cell.attrs = format!(" data-metric=\"{}\"", esc(m));
             cells.push(cell);
         }
-        cells.push(Cell {
-            html: s.status.name().into(),
-            sort: Some(s.status.name().into()),
-            class: format!("st-{}", s.status.name()),
-            attrs: format!(" data-status-of=\"{id}\""),
-            plain: s.status.name().into(),
-        });
-        let progress = progress_text(s.progress.as_ref());
-        cells.push(Cell {
-            html: esc(&progress),
-            attrs: format!(" data-progress-of=\"{id}\""),
-            plain: progress,
-            ..Cell::default()
-        });
-        let mut why = Cell::text(match s.status {
-            Status::Cached => "",
-            Status::Failed => s.failure.as_deref().unwrap_or(""),
-            _ => &s.reason,
-        });
-        why.attrs = format!(" data-why-of=\"{id}\"");
-        cells.push(why);
+        cells.extend(live_cells(s));
         rows.push((format!(" data-id=\"{id}\""), cells));
     }
     paged_table(base, "instances", &columns, rows, q)
+}
+
+/// The first cells of an instance's row: its pick box, its number and its stage (a link to
+/// its page).
+fn identity_cells(state: &PipelineState, base: &str, id: usize, stage: &str) -> Vec<Cell> {
+    let mut cells = vec![
+        Cell {
+            html: format!(
+                "<input type=\"checkbox\" class=\"pick\" value=\"{id}\" aria-label=\"pick {}\">",
+                esc(&state.label(id))
+            ),
+            ..Cell::default()
+        },
+        Cell {
+            html: id.to_string(),
+            sort: Some(id.to_string()),
+            class: "num".into(),
+            ..Cell::default()
+        },
+        Cell {
+            html: format!("<a href=\"{base}/i/{id}\">{}</a>", esc(stage)),
+            sort: Some(stage.to_string()),
+            plain: stage.to_string(),
+            ..Cell::default()
+        },
+    ];
+    cells[1].plain = id.to_string();
+    cells
+}
+
+/// The last cells of an instance's row, which the page's script updates: its status, its
+/// progress and why it runs (or why it failed).
+fn live_cells(s: &InstanceState) -> [Cell; 3] {
+    let id = s.index;
+    let status = Cell {
+        html: s.status.name().into(),
+        sort: Some(s.status.name().into()),
+        class: format!("st-{}", s.status.name()),
+        attrs: format!(" data-status-of=\"{id}\""),
+        plain: s.status.name().into(),
+    };
+    let progress = progress_text(s.progress.as_ref());
+    let progress = Cell {
+        html: esc(&progress),
+        attrs: format!(" data-progress-of=\"{id}\""),
+        plain: progress,
+        ..Cell::default()
+    };
+    let mut why = Cell::text(match s.status {
+        Status::Cached => "",
+        Status::Failed => s.failure.as_deref().unwrap_or(""),
+        _ => &s.reason,
+    });
+    why.attrs = format!(" data-why-of=\"{id}\"");
+    [status, progress, why]
 }
 
 /// A table row (attributes, cells) with its position before sorting.
@@ -427,38 +453,18 @@ pub(crate) fn groups_over(state: &PipelineState, over: &str) -> Vec<Vec<usize>> 
     out
 }
 
+/// The table aggregated over `over`: one row per group of instances that differ only in it,
+/// each metric the mean ± std of the group, and how many of the group are cached.
 fn aggregated_table(state: &PipelineState, base: &str, over: &str, q: &TableQuery) -> String {
     let axes: Vec<String> = state.axes().into_iter().filter(|a| a != over).collect();
     let groups = groups_over(state, over);
-    // Parameters shown are those that are one value inside every group.
-    let params: Vec<String> = state
-        .key_params()
-        .into_iter()
-        .filter(|p| p != over)
-        .filter(|p| {
-            groups.iter().all(|members| {
-                let values: std::collections::BTreeSet<String> = members
-                    .iter()
-                    .map(|&i| state.param(i, p).map(Value::to_string).unwrap_or_default())
-                    .collect();
-                values.len() <= 1
-            })
-        })
-        .collect();
+    let params = uniform_params(state, &groups, over);
     let metrics = shown_metrics(state, q);
     let mut columns = vec![Column {
         label: "stage".into(),
         class: "stage",
     }];
-    columns.extend(axes.iter().map(|a| Column {
-        label: a.clone(),
-        class: "axis",
-    }));
-    columns.extend(params.iter().map(|p| param_column(p, &metrics)));
-    columns.extend(metrics.iter().map(|m| Column {
-        label: m.clone(),
-        class: "metric",
-    }));
+    columns.extend(value_columns(&axes, &params, &metrics));
     columns.push(Column {
         label: format!("{over} values"),
         class: "status",
@@ -476,46 +482,13 @@ fn aggregated_table(state: &PipelineState, base: &str, over: &str, q: &TableQuer
             ..Cell::default()
         }];
         for a in &axes {
-            cells.push(match first.binding.get(a) {
-                Some(Value::Number(n)) => Cell::number(n.as_f64().unwrap_or(f64::NAN)),
-                Some(v) => Cell::text(&value_text(v)),
-                None => Cell::default(),
-            });
+            cells.push(value_cell(first.binding.get(a)));
         }
         for p in &params {
-            cells.push(match first.params.0.get(p) {
-                Some(Value::Number(n)) => Cell::number(n.as_f64().unwrap_or(f64::NAN)),
-                Some(v) => Cell::text(&value_text(v)),
-                None => Cell::default(),
-            });
+            cells.push(value_cell(first.params.0.get(p)));
         }
         for m in &metrics {
-            let values: Vec<f64> = members
-                .iter()
-                .filter_map(|&i| state.instances[i].record.as_ref()?.metrics.get(m).copied())
-                .collect();
-            let agg = Agg {
-                metric: m.clone(),
-                values,
-                expected: members.len(),
-                format: NumberFormat::default_for(m, NumberFormat::Fixed(4)),
-                ci: None,
-                paired: false,
-                bootstrap: None,
-            };
-            let class = if agg.is_missing() {
-                "missing"
-            } else if agg.is_partial() {
-                "num partial"
-            } else {
-                "num"
-            };
-            cells.push(Cell {
-                html: esc(&agg.text(crate::report::cell::CellStyle::PLAIN)),
-                sort: agg.mean().map(|v| v.to_string()),
-                class: class.into(),
-                ..Cell::default()
-            });
+            cells.push(aggregate_cell(state, members, m));
         }
         let c = Counts::of(members.iter().map(|&i| &state.instances[i]));
         cells.push(Cell {
@@ -533,6 +506,56 @@ fn aggregated_table(state: &PipelineState, base: &str, over: &str, q: &TableQuer
     );
     out.push_str(&grid("aggregated", &columns, &rows));
     out
+}
+
+/// The key parameters (but `over`) that are one value inside every group: those the
+/// aggregated table shows.
+fn uniform_params(state: &PipelineState, groups: &[Vec<usize>], over: &str) -> Vec<String> {
+    state
+        .key_params()
+        .into_iter()
+        .filter(|p| p != over)
+        .filter(|p| {
+            groups.iter().all(|members| {
+                let values: std::collections::BTreeSet<String> = members
+                    .iter()
+                    .map(|&i| state.param(i, p).map(Value::to_string).unwrap_or_default())
+                    .collect();
+                values.len() <= 1
+            })
+        })
+        .collect()
+}
+
+/// One metric over a group: mean ± std of the results that have it, marked partial or
+/// missing when some or all lack it.
+fn aggregate_cell(state: &PipelineState, members: &[usize], m: &str) -> Cell {
+    let values: Vec<f64> = members
+        .iter()
+        .filter_map(|&i| state.instances[i].record.as_ref()?.metrics.get(m).copied())
+        .collect();
+    let agg = Agg {
+        metric: m.to_string(),
+        values,
+        expected: members.len(),
+        format: NumberFormat::default_for(m, NumberFormat::Fixed(4)),
+        ci: None,
+        paired: false,
+        bootstrap: None,
+    };
+    let class = if agg.is_missing() {
+        "missing"
+    } else if agg.is_partial() {
+        "num partial"
+    } else {
+        "num"
+    };
+    Cell {
+        html: esc(&agg.text(crate::report::cell::CellStyle::PLAIN)),
+        sort: agg.mean().map(|v| v.to_string()),
+        class: class.into(),
+        ..Cell::default()
+    }
 }
 
 /// The live state the script polls: counts, each stage's status and counts, and the status,

@@ -41,23 +41,9 @@ fn trial_href(base: &str, search: &str, trial: usize) -> String {
     format!("{base}{}", q.to_url())
 }
 
-/// The page.
-pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
-    let search = find(state, name)?;
-    let base = format!("/p/{}", seg(&state.name));
-    let here = format!("{base}/search/{}", seg(name));
-    let higher = search.goal == "max";
-    let finished = search
-        .trials
-        .iter()
-        .filter(|t| t.objective.is_some())
-        .count();
-    let dims: Vec<String> = search
-        .trials
-        .first()
-        .map(|t| t.values.keys().cloned().collect())
-        .unwrap_or_default();
-    let best = search.best.or_else(|| {
+/// The trial with the best objective: the one the search recorded, else the best finished.
+fn best_trial(search: &SearchState, higher: bool) -> Option<usize> {
+    search.best.or_else(|| {
         search
             .trials
             .iter()
@@ -71,7 +57,17 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
                 }
             })
             .map(|(n, _)| n)
-    });
+    })
+}
+
+/// The page's opening paragraphs: the objective and sampler, how many trials finished, the
+/// best trial and what the winner waits for.
+fn summary(search: &SearchState, best: Option<usize>) -> String {
+    let finished = search
+        .trials
+        .iter()
+        .filter(|t| t.objective.is_some())
+        .count();
     let mut body = format!(
         "<p>Objective <code>{}</code> ({}), the mean over {}; sampler <code>{}</code>; \
          <b id=\"finished\">{finished}</b> of {} trials finished{}.</p>",
@@ -105,9 +101,21 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
             esc(&search.waiting.join(", "))
         );
     }
+    body
+}
 
+/// The trials section: one row per trial, ranked by objective, with its values, objective,
+/// rung (when the search prunes) and a link to its instances.
+fn trials_table(
+    body: &mut String,
+    search: &SearchState,
+    dims: &[String],
+    best: Option<usize>,
+    base: &str,
+    name: &str,
+) {
     body.push_str("<section><h2>Trials</h2><div class=\"scroll\"><table class=\"grid\" id=\"trials\"><thead><tr><th>rank</th><th>trial</th>");
-    for d in &dims {
+    for d in dims {
         let _ = write!(body, "<th class=\"param\">{}</th>", esc(d));
     }
     let _ = write!(
@@ -132,11 +140,11 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
             } else {
                 String::new()
             },
-            esc(&trial_href(&base, name, trial.number)),
+            esc(&trial_href(base, name, trial.number)),
             trial.number,
             if is_best { " <span class=\"badge st-cached\">best</span>" } else { "" }
         );
-        for d in &dims {
+        for d in dims {
             let v = trial.values.get(d).map(value_text).unwrap_or_default();
             let _ = write!(body, "<td class=\"num\">{}</td>", esc(&v));
         }
@@ -159,7 +167,18 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
         );
     }
     body.push_str("</tbody></table></div></section>\n");
+}
 
+/// The charts section, when a trial has finished: the objective by trial and the parallel
+/// coordinates of every finished trial.
+fn charts_section(
+    body: &mut String,
+    search: &SearchState,
+    dims: &[String],
+    higher: bool,
+    base: &str,
+    name: &str,
+) {
     let done: Vec<(usize, f64)> = search
         .trials
         .iter()
@@ -183,7 +202,7 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
                     .collect(),
                 y: t.objective,
                 label: format!("trial {}", t.number),
-                href: Some(trial_href(&base, name, t.number)),
+                href: Some(trial_href(base, name, t.number)),
             })
             .collect();
         let _ = writeln!(
@@ -191,9 +210,26 @@ pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
             "<section><h2>Parallel coordinates</h2><p class=\"muted\">One line per finished trial \
              across the search's dimensions and its objective, darker the better.</p>\
              <div class=\"plot-box\" id=\"parallel\">{}</div></section>",
-            charts::parallel(&points, &dims, &search.objective, higher)
+            charts::parallel(&points, dims, &search.objective, higher)
         );
     }
+}
+
+/// The page.
+pub fn render(state: &PipelineState, name: &str) -> Result<String, ServeError> {
+    let search = find(state, name)?;
+    let base = format!("/p/{}", seg(&state.name));
+    let here = format!("{base}/search/{}", seg(name));
+    let higher = search.goal == "max";
+    let dims: Vec<String> = search
+        .trials
+        .first()
+        .map(|t| t.values.keys().cloned().collect())
+        .unwrap_or_default();
+    let best = best_trial(search, higher);
+    let mut body = summary(search, best);
+    trials_table(&mut body, search, &dims, best, &base, name);
+    charts_section(&mut body, search, &dims, higher, &base, name);
     Ok(page(
         &format!("{}: search {name}", state.plan.spec().name),
         &[

@@ -120,40 +120,9 @@ pub fn render(state: &PipelineState, choice: &Choice) -> Result<String, ServeErr
         let body = "<p class=\"muted\">No result has recorded a metric yet: run the pipeline, and this page plots them.</p>";
         return Ok(page(&title, &crumbs, body, None));
     };
-    let metrics: Vec<String> = by_stage
-        .get(&stage)
-        .ok_or_else(|| {
-            ServeError::NotFound(format!(
-                "stage `{stage}` of `{}` has no results with metrics; stages with metrics: {}",
-                state.name,
-                stages.join(", ")
-            ))
-        })?
-        .iter()
-        .cloned()
-        .collect();
-    let metric = choice.metric.clone().unwrap_or_else(|| metrics[0].clone());
-    if !metrics.contains(&metric) {
-        return Err(ServeError::NotFound(format!(
-            "stage `{stage}` recorded no metric `{metric}`; it recorded: {}",
-            metrics.join(", ")
-        )));
-    }
+    let (metrics, metric) = choose_metric(state, &by_stage, &stages, &stage, choice)?;
     let params = swept(state, &stage);
-    let param = match &choice.param {
-        Some(p) if params.contains(p) => Some(p.clone()),
-        Some(p) => {
-            return Err(ServeError::NotFound(format!(
-                "stage `{stage}` is not swept over `{p}`; its swept parameters are: {}",
-                if params.is_empty() {
-                    "none".to_string()
-                } else {
-                    params.join(", ")
-                }
-            )))
-        }
-        None => params.first().cloned(),
-    };
+    let param = choose_param(&params, &stage, choice)?;
 
     let mut body = format!("<form method=\"get\" action=\"{here}\" class=\"choose\">");
     body.push_str(&select("stage", "stage", &stages, &stage));
@@ -198,6 +167,77 @@ pub fn render(state: &PipelineState, choice: &Choice) -> Result<String, ServeErr
         .iter()
         .map(|&i| point(i, vec![value_of(state, i, &param)]))
         .collect();
+    scatter_section(&mut body, state, &points, &params, &param, &metric);
+
+    let all: Vec<Point> = ids
+        .iter()
+        .map(|&i| point(i, params.iter().map(|p| value_of(state, i, p)).collect()))
+        .collect();
+    parallel_section(&mut body, &all, &params, &stage, &metric);
+    Ok(page(&title, &crumbs, &body, None))
+}
+
+/// The metrics `stage` recorded and the one the choice names (else its first), or a 404.
+fn choose_metric(
+    state: &PipelineState,
+    by_stage: &BTreeMap<String, BTreeSet<String>>,
+    stages: &[String],
+    stage: &str,
+    choice: &Choice,
+) -> Result<(Vec<String>, String), ServeError> {
+    let metrics: Vec<String> = by_stage
+        .get(stage)
+        .ok_or_else(|| {
+            ServeError::NotFound(format!(
+                "stage `{stage}` of `{}` has no results with metrics; stages with metrics: {}",
+                state.name,
+                stages.join(", ")
+            ))
+        })?
+        .iter()
+        .cloned()
+        .collect();
+    let metric = choice.metric.clone().unwrap_or_else(|| metrics[0].clone());
+    if !metrics.contains(&metric) {
+        return Err(ServeError::NotFound(format!(
+            "stage `{stage}` recorded no metric `{metric}`; it recorded: {}",
+            metrics.join(", ")
+        )));
+    }
+    Ok((metrics, metric))
+}
+
+/// The swept parameter on the horizontal axis: the one the choice names (a 404 when `stage`
+/// is not swept over it), else the first; none when the stage is not swept.
+fn choose_param(
+    params: &[String],
+    stage: &str,
+    choice: &Choice,
+) -> Result<Option<String>, ServeError> {
+    match &choice.param {
+        Some(p) if params.contains(p) => Ok(Some(p.clone())),
+        Some(p) => Err(ServeError::NotFound(format!(
+            "stage `{stage}` is not swept over `{p}`; its swept parameters are: {}",
+            if params.is_empty() {
+                "none".to_string()
+            } else {
+                params.join(", ")
+            }
+        ))),
+        None => Ok(params.first().cloned()),
+    }
+}
+
+/// The metric against one parameter: every result a dot with the means and their spread,
+/// and the same as a table.
+fn scatter_section(
+    body: &mut String,
+    state: &PipelineState,
+    points: &[Point],
+    params: &[String],
+    param: &str,
+    metric: &str,
+) {
     let axes = state.axes();
     let others: Vec<&String> = params
         .iter()
@@ -208,9 +248,9 @@ pub fn render(state: &PipelineState, choice: &Choice) -> Result<String, ServeErr
         "<section><h2>{} against {}</h2><p class=\"muted\">Each dot is one result; the line joins \
          the means at each value of <code>{}</code>, with a bar of ± one standard deviation over {}.</p>\
          <div class=\"plot-box\" id=\"scatter\">{}</div>",
-        esc(&metric),
-        esc(&param),
-        esc(&param),
+        esc(metric),
+        esc(param),
+        esc(param),
         if others.is_empty() {
             "the results that share it".to_string()
         } else {
@@ -223,27 +263,31 @@ pub fn render(state: &PipelineState, choice: &Choice) -> Result<String, ServeErr
                     .join(", ")
             )
         },
-        charts::scatter(&points, &param, &metric)
+        charts::scatter(points, param, metric)
     );
-    body.push_str(&summary_table(&points, &param, &metric));
+    body.push_str(&summary_table(points, param, metric));
     body.push_str("</section>\n");
+}
 
-    let all: Vec<Point> = ids
-        .iter()
-        .map(|&i| point(i, params.iter().map(|p| value_of(state, i, p)).collect()))
-        .collect();
-    let higher = higher_is_better(&metric);
+/// The parallel coordinates of every result of `stage` over all its swept parameters.
+fn parallel_section(
+    body: &mut String,
+    all: &[Point],
+    params: &[String],
+    stage: &str,
+    metric: &str,
+) {
+    let higher = higher_is_better(metric);
     let _ = writeln!(
         body,
         "<section><h2>Parallel coordinates</h2><p class=\"muted\">One line per result across every \
          swept parameter of <code>{}</code> and <code>{}</code>, darker the better ({} is better); \
          point at a line for its values, click it for its page.</p><div class=\"plot-box\" id=\"parallel\">{}</div></section>",
-        esc(&stage),
-        esc(&metric),
+        esc(stage),
+        esc(metric),
         if higher { "higher" } else { "lower" },
-        charts::parallel(&all, &params, &metric, higher)
+        charts::parallel(all, params, metric, higher)
     );
-    Ok(page(&title, &crumbs, &body, None))
 }
 
 /// Whether more of `metric` is better: not for losses, errors and times.
