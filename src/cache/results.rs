@@ -419,7 +419,11 @@ impl Index {
         while let Some(row) = rows.next()? {
             let digest = row_text(row, 0)?;
             let is_dir = row.get::<_, bool>(1)?;
-            let key = if with_key { Some(row_text(row, 2)?) } else { None };
+            let key = if with_key {
+                Some(row_text(row, 2)?)
+            } else {
+                None
+            };
             visit(key, digest, is_dir);
         }
         Ok(())
