@@ -326,6 +326,24 @@ fn verification(
         None => metrics::tar_at_far(query, db, far, size, sides.exclusion(), *rows),
     }
     .map_err(metrics_error)?;
+    let summary = format!(
+        "TAR {:.4} at FAR {far:e} ({} genuine, {} impostor pairs)",
+        t.tar, t.genuine, t.impostor
+    );
+    record_tar(ctx, details, far, &t, summary)?;
+    details.insert("template_size".into(), json!(size));
+    Ok(())
+}
+
+/// Records a TAR at FAR, whichever protocol measured it: the pair counts and the achieved FAR
+/// as metrics, the TAR (or why it is declined), and the same numbers in `details`.
+fn record_tar(
+    ctx: &mut StageContext<'_>,
+    details: &mut serde_json::Map<String, Value>,
+    far: f64,
+    t: &metrics::TarAtFar,
+    summary: String,
+) -> Result<(), StageError> {
     ctx.metric(GENUINE_PAIRS.name, t.genuine as f64);
     ctx.metric(IMPOSTOR_PAIRS.name, t.impostor as f64);
     ctx.metric(FAR_ACHIEVED.name, t.far);
@@ -339,20 +357,12 @@ fn verification(
         value: t.tar,
         resolvable: t.resolvable,
     }
-    .record(
-        ctx,
-        details,
-        format!(
-            "TAR {:.4} at FAR {far:e} ({} genuine, {} impostor pairs)",
-            t.tar, t.genuine, t.impostor
-        ),
-    )?;
+    .record(ctx, details, summary)?;
     details.insert("far_target".into(), json!(far));
     details.insert("far_achieved".into(), json!(t.far));
     details.insert("threshold".into(), json!(t.threshold));
     details.insert("genuine_pairs".into(), json!(t.genuine));
     details.insert("impostor_pairs".into(), json!(t.impostor));
-    details.insert("template_size".into(), json!(size));
     Ok(())
 }
 

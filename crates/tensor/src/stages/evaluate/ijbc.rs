@@ -130,33 +130,12 @@ pub(super) fn verification(
         far,
     )
     .map_err(metrics_error)?;
-    ctx.metric(GENUINE_PAIRS.name, t.genuine as f64);
-    ctx.metric(IMPOSTOR_PAIRS.name, t.impostor as f64);
-    ctx.metric(FAR_ACHIEVED.name, t.far);
-    OpenSetRate {
-        metric: &TAR_AT_FAR,
-        positive: "TAR",
-        rate: "FAR",
-        negatives: "impostor pairs",
-        target: far,
-        available: t.impostor as u64,
-        value: t.tar,
-        resolvable: t.resolvable,
-    }
-    .record(
-        ctx,
-        details,
-        format!(
-            "IJB-C TAR {:.4} at FAR {far:e} ({} genuine, {} impostor template pairs)",
-            t.tar, t.genuine, t.impostor
-        ),
-    )?;
+    let summary = format!(
+        "IJB-C TAR {:.4} at FAR {far:e} ({} genuine, {} impostor template pairs)",
+        t.tar, t.genuine, t.impostor
+    );
+    super::record_tar(ctx, details, far, &t, summary)?;
     details.insert("layout".into(), json!("ijbc"));
-    details.insert("far_target".into(), json!(far));
-    details.insert("far_achieved".into(), json!(t.far));
-    details.insert("threshold".into(), json!(t.threshold));
-    details.insert("genuine_pairs".into(), json!(t.genuine));
-    details.insert("impostor_pairs".into(), json!(t.impostor));
     Ok(())
 }
 
