@@ -23,12 +23,8 @@ what="${1:-all}"
 n="${2:-100000}"
 m="${3:-1000000}"
 exe="${ASYMFLOW_EXE:-${CARGO_TARGET_DIR:-$root/target}/release/asymflow}"
-build="cargo build --release --features test-kinds"
-[[ -x "$exe" ]] || { echo "build first: $build ($exe is missing)" >&2; exit 2; }
-if ! ASYMFLOW_TEST_KINDS=1 "$exe" kinds 2>/dev/null | grep -q '^test-echo'; then
-    echo "$exe has no test kinds (test-echo is missing from \`asymflow kinds\`): build it with \`$build\`" >&2
-    exit 2
-fi
+. "$root/benches/require-test-kinds.sh"
+require_test_kinds "$exe"
 gen="$root/benches/scale_gen.py"
 export ASYMFLOW_TEST_KINDS=1
 work="$(mktemp -d "${TMPDIR:-/tmp}/asymflow-scale.XXXXXX")"

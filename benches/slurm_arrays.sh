@@ -14,12 +14,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-500}"
 exe="${ASYMFLOW_EXE:-${CARGO_TARGET_DIR:-$root/target}/release/asymflow}"
-build="cargo build --release --features test-kinds"
-[[ -x "$exe" ]] || { echo "build first: $build ($exe is missing)" >&2; exit 2; }
-if ! ASYMFLOW_TEST_KINDS=1 "$exe" kinds 2>/dev/null | grep -q '^test-echo'; then
-    echo "$exe has no test kinds (test-echo is missing from \`asymflow kinds\`): build it with \`$build\`" >&2
-    exit 2
-fi
+. "$root/benches/require-test-kinds.sh"
+require_test_kinds "$exe"
 
 # The stand-in slurmd: runs PENDING jobs' scripts (array elements with their SLURM_ARRAY_*).
 slurmd() {
