@@ -197,21 +197,26 @@ pub fn partitions(expanded: &BTreeMap<String, Vec<asymflow::kind::Params>>) -> V
         .collect()
 }
 
+/// The keys of every successful result in the index of the cache at `cache`, read straight
+/// from SQLite.
+pub fn ok_keys(cache: &Path) -> Vec<String> {
+    let db = rusqlite::Connection::open(cache.join("index.sqlite")).unwrap();
+    let mut runs = db
+        .prepare("SELECT key FROM runs WHERE status = 'ok'")
+        .unwrap();
+    runs.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 /// Asserts that every metric each result in the cache at `cache` recorded is one its kind
 /// declares ([`asymflow::kind::Stage::records`]): the declarations are what plan-time report
 /// checks trust, so a kind that records a name it does not declare fails here. Returns how
 /// many results were checked.
 pub fn assert_recorded_metrics_are_declared(cache: &Path) -> usize {
     let registry = asymflow_tensor::stages::registry();
-    let db = rusqlite::Connection::open(cache.join("index.sqlite")).unwrap();
-    let mut runs = db
-        .prepare("SELECT key FROM runs WHERE status = 'ok'")
-        .unwrap();
-    let keys: Vec<String> = runs
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let keys = ok_keys(cache);
     let index = asymflow::cache::Cache::new(cache).index().unwrap();
     for key in &keys {
         let record = index.lookup(key).unwrap().expect("a successful run");
