@@ -20,8 +20,7 @@ use crate::metrics::media_templates::{tar_at_far_templates, tpir_at_fpir_templat
 use asymflow::data::listing::ijbc::IjbcProtocol;
 use asymflow::data::{DatasetKind, DatasetSource, SplitManifest};
 use asymflow::metrics::registry::{
-    FAR_ACHIEVED, FPIR_ACHIEVED, GENUINE_PAIRS, IMPOSTOR_PAIRS, MATED_PROBES, NON_MATED_PROBES,
-    RECALL_AT, TAR_AT_FAR, TPIR_AT_FPIR,
+    FPIR_ACHIEVED, MATED_PROBES, NON_MATED_PROBES, RECALL_AT, TPIR_AT_FPIR,
 };
 
 /// The protocol and each template's face rows in the embeddings.
