@@ -456,10 +456,7 @@ fn stage_dims(
     Ok(dims)
 }
 
-/// The most instances a pipeline may expand to. Sweeps are crossed as a grid, so a few
-/// long axes multiply into more instances than memory holds; past this the plan is refused
-/// before anything is allocated.
-pub const MAX_INSTANCES: usize = 100_000;
+pub use crate::spec::sweep::MAX_INSTANCES;
 
 /// Refuses a stage whose instances, counted before any is made, would take the pipeline past
 /// [`MAX_INSTANCES`]; the error names the axes and their lengths.

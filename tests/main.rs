@@ -19,6 +19,7 @@ mod docs;
 mod freshness;
 mod gem_p;
 mod gpu_check;
+mod house_plan;
 mod keyed_outputs;
 mod mining_pool;
 mod optim_schedules;

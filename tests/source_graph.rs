@@ -65,11 +65,15 @@ struct Module {
 }
 
 /// The workspace's module files and the walk over them.
+#[derive(Clone)]
 pub struct SourceGraph {
     root: PathBuf,
     crates: Vec<CrateSrc>,
     /// `Cargo.lock`'s packages: (name, version) -> dependency specs (`name` or `name version`).
     lock: BTreeMap<(String, String), Vec<String>>,
+    /// Folders paths do not resolve into ([`STORAGE`] for a kind's walk; none for
+    /// [`SourceGraph::imports`]).
+    skip: &'static [&'static str],
 }
 
 impl SourceGraph {
@@ -80,6 +84,7 @@ impl SourceGraph {
             root: root.to_path_buf(),
             crates,
             lock: parse_cargo_lock(&lock_text)?,
+            skip: STORAGE,
         })
     }
 
@@ -162,6 +167,48 @@ impl SourceGraph {
         Ok(reached)
     }
 
+    /// The files `file` (relative to the workspace root) names directly, in every folder
+    /// ([`STORAGE`] included), each path resolved as the walk resolves it: to the file that
+    /// defines the item, through re-exports; a `pub use` counts only where the file's own code
+    /// uses the name. Test modules and comment lines are not code, and a file never names
+    /// itself.
+    pub fn imports(&self, file: &str) -> Result<BTreeSet<String>, String> {
+        let everywhere = SourceGraph {
+            skip: &[],
+            ..self.clone()
+        };
+        let path = self.root.join(file);
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let Some(module) = self.module_of(&path) else {
+            return Ok(BTreeSet::new());
+        };
+        let mut out = BTreeSet::new();
+        for referenced in referenced_paths(&code_lines(&text)) {
+            for target in everywhere.resolve(&module, &referenced, 0)? {
+                let target = self.relative(&target);
+                if target != file {
+                    out.insert(target);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every `.rs` file of the workspace's crates, relative to the root, sorted.
+    pub fn rust_files(&self) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        for c in &self.crates {
+            for file in files_below(&self.root.join(&c.src))? {
+                if file.extension().is_some_and(|x| x == "rs") {
+                    out.push(self.relative(&file));
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     fn relative(&self, file: &Path) -> String {
         file.strip_prefix(&self.root)
             .unwrap_or(file)
@@ -235,7 +282,7 @@ impl SourceGraph {
         let Some(file) = self.file_of(&module) else {
             return Ok(Vec::new());
         };
-        if STORAGE.iter().any(|s| self.relative(&file).starts_with(s)) {
+        if self.skip.iter().any(|s| self.relative(&file).starts_with(s)) {
             return Ok(Vec::new());
         }
         // An item that the module only re-exports: follow the re-export.

@@ -237,11 +237,6 @@ pub trait Run: Send + Sync {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError>;
 }
 
-/// The names of registry entries, as [`Stage::records`] lists them.
-pub fn metric_names(defs: &[crate::metrics::registry::MetricDef]) -> Vec<String> {
-    defs.iter().map(|d| d.name.to_string()).collect()
-}
-
 /// `names` as [`Stage::records`] returns them.
 pub fn declared(names: &[&str]) -> Option<Vec<String>> {
     Some(names.iter().map(|n| n.to_string()).collect())

@@ -295,6 +295,11 @@ pub fn better(metric: &str) -> Option<Better> {
     lookup(metric).map(|(d, _)| d.better)
 }
 
+/// The names of registry entries, as a kind's `records` lists them.
+pub fn names(defs: &[MetricDef]) -> Vec<String> {
+    defs.iter().map(|d| d.name.to_string()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,7 +51,7 @@ impl HeatMap {
                     .any(|&r| table.cells[r][c].metric == metric)
             })
             .collect();
-        let label = |axis: &super::table::Axis, i: usize| -> String {
+        let label = |axis: &super::axis::Axis, i: usize| -> String {
             let parts: Vec<&String> = axis
                 .dims
                 .iter()
@@ -65,7 +65,7 @@ impl HeatMap {
                 .collect::<Vec<_>>()
                 .join(" / ")
         };
-        let title_of = |axis: &super::table::Axis| -> String {
+        let title_of = |axis: &super::axis::Axis| -> String {
             axis.dims
                 .iter()
                 .zip(&axis.headers)

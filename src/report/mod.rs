@@ -34,6 +34,7 @@
 //! - [`missing_instances`] (`missing.rs`): the instances that have not run, and the note that
 //!   says how to compute them.
 
+pub mod axis;
 pub mod bootstrap;
 pub mod cell;
 pub mod check;

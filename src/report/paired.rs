@@ -12,7 +12,7 @@
 //! cells empty with a footnote saying so.
 
 use super::layout::{Dimension, Paired};
-use super::table::{draw_text, Axis};
+use super::axis::{draw_text, Axis};
 use super::{provenance, Cell, Layout, ReportError};
 use crate::kind::{Draw, InputArtifact};
 

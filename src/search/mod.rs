@@ -7,8 +7,9 @@
 //! trials and finds them all in the cache. The run loop that turns proposals into pipeline
 //! instances is [`crate::exec::search`].
 //!
-//! - [`sampler`]: grid, random, and the dispatch; values rounded to six significant digits
-//!   (a key must not depend on the last bit of a platform's `exp`).
+//! - [`sampler`]: the grid, and the dispatch to the sampler a search names.
+//! - [`random`]: each trial's random stream and uniform draws; values rounded to six
+//!   significant digits (a key must not depend on the last bit of a platform's `exp`).
 //! - [`tpe`]: the tree-structured Parzen estimator as Optuna defines it.
 //! - [`state`]: where a search stands after replay (trials, objectives, winner).
 //! - [`asha`]: early stopping by asynchronous successive halving (which trial trains
@@ -17,9 +18,22 @@
 
 pub mod asha;
 pub mod parzen;
+pub mod random;
 pub mod sampler;
 pub mod state;
 pub mod tpe;
 
-pub use sampler::{propose, Observation};
+use serde_json::Value;
+
+pub use sampler::propose;
 pub use state::{PruneState, RungJob, SearchState, Trial};
+
+/// A finished trial as a sampler sees it: its values (in the order of the space) and its
+/// objective.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// One value per dimension.
+    pub values: Vec<Value>,
+    /// The objective (the mean over the instances the search does not own).
+    pub objective: f64,
+}

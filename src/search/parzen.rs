@@ -314,7 +314,7 @@ mod tests {
             .map(|i| p.log_pdf((i as f64 + 0.5) / n as f64).exp() / n as f64)
             .sum();
         assert!((integral - 1.0).abs() < 1e-3, "{integral}");
-        let mut rng = super::super::sampler::trial_rng(0, 0);
+        let mut rng = super::super::random::trial_rng(0, 0);
         for _ in 0..1000 {
             let x = p.sample(&mut rng);
             assert!((0.0..=1.0).contains(&x));

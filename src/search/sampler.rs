@@ -1,20 +1,11 @@
-//! Grid and random sampling, and [`propose`], which picks the sampler a search names.
+//! Grid sampling, and [`propose`], which picks the sampler a search names (random draws are
+//! [`super::random`]'s, TPE is [`super::tpe`]).
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use crate::spec::search::{Dim, Domain, SamplerKind, SearchSpec};
-
-/// A finished trial as a sampler sees it: its values (in the order of the space) and its
-/// objective.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observation {
-    /// One value per dimension.
-    pub values: Vec<Value>,
-    /// The objective (the mean over the instances the search does not own).
-    pub objective: f64,
-}
+use super::random::{sample_uniform, trial_rng};
+use super::Observation;
+use crate::spec::search::{Dim, SamplerKind, SearchSpec};
 
 /// The values of trial number `trial` (0-based), given the finished trials before its batch.
 pub fn propose(search: &SearchSpec, trial: usize, history: &[Observation]) -> Vec<Value> {
@@ -30,14 +21,6 @@ pub fn propose(search: &SearchSpec, trial: usize, history: &[Observation]) -> Ve
             super::tpe::propose(&search.space, search.objective.goal, history, &mut rng)
         }
     }
-}
-
-/// The random stream of one trial: its own, so a trial's values do not depend on how many
-/// trials were proposed before it in this process.
-pub(crate) fn trial_rng(seed: u64, trial: usize) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(trial as u64);
-    rng
 }
 
 /// The `n`-th point of the grid over `dims` (the last dimension varies fastest). Callers keep
@@ -59,56 +42,10 @@ fn grid_point(dims: &[Dim], n: usize) -> Vec<Value> {
     out
 }
 
-/// One value drawn uniformly from `domain` (log-uniformly for `log_uniform`).
-pub(crate) fn sample_uniform(domain: &Domain, rng: &mut impl Rng) -> Value {
-    match domain {
-        Domain::Uniform { lo, hi, step } => {
-            from_internal(domain, lo + rng.random::<f64>() * (hi - lo), *step)
-        }
-        Domain::LogUniform { lo, hi } => from_internal(
-            domain,
-            lo.ln() + rng.random::<f64>() * (hi.ln() - lo.ln()),
-            None,
-        ),
-        Domain::Int { .. } | Domain::Choice(_) => {
-            let points = domain.points().unwrap_or_default();
-            points[rng.random_range(0..points.len())].clone()
-        }
-    }
-}
-
-/// A dimension's value from its internal coordinate (the logarithm for `log_uniform`, the
-/// value for the others; an index for a choice).
-pub(crate) fn from_internal(domain: &Domain, x: f64, step: Option<f64>) -> Value {
-    match domain {
-        Domain::Uniform { lo, hi, .. } => {
-            let x = match step {
-                Some(s) => lo + ((x - lo) / s).round() * s,
-                None => x,
-            };
-            Value::from(round6(x.clamp(*lo, *hi)))
-        }
-        Domain::LogUniform { lo, hi } => Value::from(round6(x.exp()).clamp(*lo, *hi)),
-        Domain::Int { lo, hi, step } => {
-            let k = ((x - *lo as f64) / *step as f64).round() as i64;
-            Value::from((lo + k * step).clamp(*lo, *hi))
-        }
-        Domain::Choice(values) => values[(x as usize).min(values.len() - 1)].clone(),
-    }
-}
-
-/// `x` to six significant digits, so a trial's value (and so its key) is the same on every
-/// platform even when `exp` differs in its last bits, and labels stay readable.
-pub(crate) fn round6(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    format!("{x:.5e}").parse().unwrap_or(x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::search::Domain;
 
     fn dim(name: &str, domain: Domain) -> Dim {
         let file = std::sync::Arc::new(crate::spec::source::SourceFile {
@@ -143,31 +80,5 @@ mod tests {
             .map(|(a, b)| vec![Value::from(*a), Value::from(*b)])
             .collect();
         assert_eq!(points, expected);
-    }
-
-    #[test]
-    fn uniform_draws_stay_in_their_domain_and_respect_the_step() {
-        let mut rng = trial_rng(3, 0);
-        for _ in 0..200 {
-            let v = sample_uniform(&Domain::LogUniform { lo: 1e-4, hi: 1e-2 }, &mut rng);
-            let x = v.as_f64().unwrap();
-            assert!((1e-4..=1e-2).contains(&x), "{x}");
-            let v = sample_uniform(
-                &Domain::Uniform {
-                    lo: 0.0,
-                    hi: 1.0,
-                    step: Some(0.25),
-                },
-                &mut rng,
-            );
-            let x = v.as_f64().unwrap();
-            assert_eq!((x * 4.0).fract(), 0.0, "{x}");
-        }
-    }
-
-    #[test]
-    fn rounding_keeps_six_significant_digits() {
-        assert_eq!(round6(0.000123456789), 0.000123457);
-        assert_eq!(round6(1234567.0), 1234570.0);
     }
 }

@@ -13,13 +13,14 @@
 //! the cap on `gamma` to the caller, fixes `gamma` as a fraction without Optuna's cap of 25,
 //! and draws from `rand` 0.10's `StdRng`, whose algorithm `rand` does not promise to keep:
 //! a seed must replay the same trials for as long as a cache holds them. This module is
-//! Optuna's algorithm on a ChaCha8 stream per trial ([`super::sampler::trial_rng`]).
+//! Optuna's algorithm on a ChaCha8 stream per trial ([`super::random::trial_rng`]).
 
 use rand::Rng;
 use serde_json::Value;
 
 use super::parzen::{Parzen, Space};
-use super::sampler::{from_internal, sample_uniform, Observation};
+use super::random::{from_internal, sample_uniform};
+use super::Observation;
 use crate::spec::search::{Dim, Domain, Goal};
 
 /// Finished trials before TPE replaces uniform sampling (Optuna's `n_startup_trials`).
@@ -153,7 +154,7 @@ fn to_internal(domain: &Domain, value: &Value) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::sampler::trial_rng;
+    use crate::search::random::trial_rng;
 
     #[test]
     fn gamma_is_optunas() {

@@ -1,20 +1,23 @@
 //! `[search.NAME]`: a hyper-parameter search, as written and checked.
 //!
-//! A search owns named dimensions (`[search.NAME.space]`), each bound to one stage parameter
-//! (`param = "stages.STAGE.params.P"`) and drawn from a domain (`log_uniform`, `uniform`,
-//! `int`, `choice`, with an optional `step`). Its trials become ordinary instances (see
+//! A search owns named dimensions (`[search.NAME.space]`, read by [`super::search_space`]),
+//! each bound to one stage parameter, and optionally early stopping ([`super::search_prune`]).
+//! Its trials become ordinary instances (see
 //! [`crate::exec::search`]); this module only reads the table, so that every mistake (a bad
 //! range, an unknown parameter path, an unknown sampler) is an error at its place before
 //! anything runs.
 
-use serde_json::Value;
-
 use super::error::SpecError;
 use super::model::unknown_key;
+use super::search_space::read_dim;
 use super::source::Loc;
-use super::value::{SKey, SKind, SValue};
+use super::sweep::MAX_INSTANCES;
+use super::value::{SKey, SValue};
 use super::StageSpec;
-use crate::kind::{param_decl, ParamType, Registry};
+use crate::kind::Registry;
+
+pub use super::search_prune::{Asha, RESUME_SLOT};
+pub use super::search_space::{Dim, Domain};
 
 /// One `[search.NAME]` table.
 #[derive(Debug, Clone)]
@@ -39,44 +42,6 @@ pub struct SearchSpec {
     pub prune: Option<Asha>,
 }
 
-/// `prune = { kind = "asha", resource = "epochs", min = 2, max = 24, eta = 3 }`: asynchronous
-/// successive halving over one integer parameter of one searched stage (see
-/// [`crate::search::asha`]).
-#[derive(Debug, Clone)]
-pub struct Asha {
-    /// The stage whose parameter is the resource (it must have a `resume` input slot).
-    pub stage: String,
-    /// The resource parameter (`epochs`).
-    pub param: String,
-    /// The resource of the first rung.
-    pub min: i64,
-    /// The resource of the last rung.
-    pub max: i64,
-    /// The reduction factor: the best 1/eta of a rung is promoted to eta times the resource.
-    pub eta: i64,
-    /// Where it is written.
-    pub loc: Loc,
-}
-
-impl Asha {
-    /// The resource of each rung: `min * eta^k` while below `max`, then `max`
-    /// (2, 6, 18, 24 for min 2, eta 3, max 24), as Ray Tune's ASHA places its milestones.
-    pub fn rungs(&self) -> Vec<i64> {
-        let mut out = Vec::new();
-        let mut r = self.min;
-        while r < self.max {
-            out.push(r);
-            r = r.saturating_mul(self.eta);
-        }
-        out.push(self.max);
-        out
-    }
-}
-
-/// The slot through which a promoted trial continues from its lower rung's result (a kind
-/// that can resume declares it: `crate::stages::train_classifier::RESUME_INPUT`).
-pub const RESUME_SLOT: &str = "resume";
-
 /// An edge within one stage, across one dimension: the instance at coordinate `i` of
 /// `dimension` takes the instance of the same stage at coordinate `from[i]` (same coordinates
 /// otherwise) through input `slot`. ASHA's promotions are these ([`crate::exec::search`]); the
@@ -91,53 +56,6 @@ pub struct ResumeLink {
     pub dimension: String,
     /// Coordinate -> the coordinate it resumes from (`None`: starts fresh).
     pub from: Vec<Option<usize>>,
-}
-
-/// One dimension of a search space.
-#[derive(Debug, Clone)]
-pub struct Dim {
-    /// Its name in the space (`lr`).
-    pub name: String,
-    /// The stage whose parameter it sets.
-    pub stage: String,
-    /// The parameter it sets.
-    pub param: String,
-    /// The values it may take.
-    pub domain: Domain,
-    /// Where it is written.
-    pub loc: Loc,
-}
-
-/// The values a dimension may take.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Domain {
-    /// A float in `[lo, hi]`, uniform, quantised to `lo + k * step` when a step is given.
-    Uniform {
-        /// Lower end.
-        lo: f64,
-        /// Upper end.
-        hi: f64,
-        /// Quantum.
-        step: Option<f64>,
-    },
-    /// A positive float in `[lo, hi]`, uniform in its logarithm.
-    LogUniform {
-        /// Lower end (> 0).
-        lo: f64,
-        /// Upper end.
-        hi: f64,
-    },
-    /// An integer in `[lo, hi]` (both included), `lo + k * step`.
-    Int {
-        /// Lower end.
-        lo: i64,
-        /// Upper end.
-        hi: i64,
-        /// Step (>= 1).
-        step: i64,
-    },
-    /// One of the listed values.
-    Choice(Vec<Value>),
 }
 
 /// What a search optimises: one metric of one stage, reduced by the mean over the instances
@@ -203,31 +121,6 @@ impl Goal {
     }
 }
 
-impl Domain {
-    /// The points of a finite domain, in order (`None` for a continuous one).
-    pub fn points(&self) -> Option<Vec<Value>> {
-        match self {
-            Domain::Choice(values) => Some(values.clone()),
-            Domain::Int { lo, hi, step } => Some(
-                (0..)
-                    .map(|k| lo + k * step)
-                    .take_while(|v| v <= hi)
-                    .map(Value::from)
-                    .collect(),
-            ),
-            Domain::Uniform {
-                lo,
-                hi,
-                step: Some(step),
-            } => {
-                let n = ((hi - lo) / step + 1e-9).floor() as i64;
-                Some((0..=n).map(|k| Value::from(lo + k as f64 * step)).collect())
-            }
-            Domain::Uniform { step: None, .. } | Domain::LogUniform { .. } => None,
-        }
-    }
-}
-
 const SEARCH_KEYS: &[&str] = &[
     "objective",
     "sampler",
@@ -240,8 +133,6 @@ const SEARCH_KEYS: &[&str] = &[
 ];
 
 const OBJECTIVE_KEYS: &[&str] = &["stage", "metric", "goal"];
-const DIM_KEYS: &[&str] = &["param", "log_uniform", "uniform", "int", "choice", "step"];
-const DOMAIN_KEYS: &[&str] = &["log_uniform", "uniform", "int", "choice"];
 const SAMPLERS: &[&str] = &["grid", "random", "tpe"];
 
 /// Reads every `[search.NAME]` table, checked against the resolved stages.
@@ -301,9 +192,9 @@ fn read_search(
         match k.name.as_str() {
             "objective" => objective = Some(read_objective(v, stages, &what)?),
             "sampler" => sampler = read_sampler(v)?,
-            "seed" => seed = positive_int(v, "seed", 0)? as u64,
-            "trials" => trials = Some((positive_int(v, "trials", 1)? as usize, v.loc.clone())),
-            "parallel" => parallel = positive_int(v, "parallel", 1)? as usize,
+            "seed" => seed = v.expect_int_at_least("seed", 0)? as u64,
+            "trials" => trials = Some((v.expect_int_at_least("trials", 1)? as usize, v.loc.clone())),
+            "parallel" => parallel = v.expect_int_at_least("parallel", 1)? as usize,
             "space" => space = Some(v),
             "description" => {}
             "prune" => prune = Some(v),
@@ -392,24 +283,11 @@ fn check_grid(dims: &[Dim], size: Option<usize>, loc: &Loc) -> Result<(), SpecEr
         )
         .hint("give it a `step`, make it a `choice`, or use sampler = \"random\" or \"tpe\""));
     }
-    if size.is_none_or(|n| n > crate::graph::MAX_INSTANCES) {
+    if size.is_none_or(|n| n > MAX_INSTANCES) {
         return Err(SpecError::at(loc, "the grid of this search is too large")
             .hint("use fewer values, or sampler = \"tpe\""));
     }
     Ok(())
-}
-
-pub(super) fn positive_int(value: &SValue, what: &str, min: i64) -> Result<i64, SpecError> {
-    match value.kind {
-        SKind::Int(n) if n >= min => Ok(n),
-        _ => Err(SpecError::at(
-            &value.loc,
-            format!(
-                "`{what}` must be an integer of at least {min}, found {}",
-                value.to_json()
-            ),
-        )),
-    }
 }
 
 fn read_sampler(value: &SValue) -> Result<SamplerKind, SpecError> {
@@ -473,291 +351,4 @@ fn read_objective(
         goal,
         loc: value.loc.clone(),
     })
-}
-
-fn read_dim(
-    name: &SKey,
-    entry: &SValue,
-    stages: &[StageSpec],
-    registry: &Registry,
-) -> Result<Dim, SpecError> {
-    let place = format!("search dimension `{}`", name.name);
-    let mut param = None;
-    let mut domain: Option<(&SKey, &SValue)> = None;
-    let mut step = None;
-    for (k, v) in entry.expect_table(&place).map_err(|e| {
-        e.hint(format!(
-            "write `{} = {{ param = \"stages.STAGE.params.P\", uniform = [0.0, 1.0] }}`",
-            name.name
-        ))
-    })? {
-        match k.name.as_str() {
-            "param" => param = Some(v),
-            "step" => step = Some(v),
-            d if DOMAIN_KEYS.contains(&d) => {
-                if let Some((first, _)) = domain {
-                    return Err(SpecError::at(
-                        &k.loc,
-                        format!("{place} has both `{}` and `{d}`", first.name),
-                    )
-                    .hint("give one domain per dimension"));
-                }
-                domain = Some((k, v));
-            }
-            other => return Err(unknown_key(&k.loc, other, &place, DIM_KEYS)),
-        }
-    }
-    let param_value = param.ok_or_else(|| {
-        SpecError::at(&name.loc, format!("{place} has no `param`"))
-            .hint("add `param = \"stages.STAGE.params.NAME\"`, the parameter it sets")
-    })?;
-    let (stage, param_name, decl_ty, decl_range) = read_param_path(param_value, stages, registry)?;
-    let (domain_key, domain_value) = domain.ok_or_else(|| {
-        SpecError::at(&name.loc, format!("{place} has no domain")).hint(
-            "add one of `log_uniform = [LO, HI]`, `uniform = [LO, HI]`, `int = [LO, HI]`, \
-             `choice = [A, B, ...]`",
-        )
-    })?;
-    let domain = read_domain(domain_key, domain_value, step)?;
-    check_domain_fits(
-        &domain,
-        domain_value,
-        (&decl_ty, decl_range),
-        &stage,
-        &param_name,
-    )?;
-    Ok(Dim {
-        name: name.name.clone(),
-        stage,
-        param: param_name,
-        domain,
-        loc: name.loc.clone(),
-    })
-}
-
-/// `stages.STAGE.params.P` -> the stage, the parameter and its declared type and range.
-fn read_param_path(
-    value: &SValue,
-    stages: &[StageSpec],
-    registry: &Registry,
-) -> Result<(String, String, ParamType, Option<crate::kind::Range>), SpecError> {
-    let path = value.expect_str("param")?;
-    let parts: Vec<&str> = path.split('.').collect();
-    let ["stages", stage, "params", param] = parts.as_slice() else {
-        return Err(
-            SpecError::at(&value.loc, format!("`{path}` is not a parameter path"))
-                .hint("write `stages.STAGE.params.NAME`"),
-        );
-    };
-    let spec = stages.iter().find(|s| s.name == *stage).ok_or_else(|| {
-        SpecError::at(
-            &value.loc,
-            format!("`{path}` names unknown stage `{stage}`"),
-        )
-        .suggest(stage, stages.iter().map(|s| s.name.as_str()))
-    })?;
-    let kind = registry
-        .get(&spec.kind)
-        .ok_or_else(|| SpecError::at(&value.loc, format!("stage `{stage}` has unknown kind")))?;
-    let decl = param_decl(kind, param).ok_or_else(|| {
-        SpecError::at(
-            &value.loc,
-            format!("`{path}`: kind `{}` has no parameter `{param}`", spec.kind),
-        )
-        .suggest(param, kind.params().iter().map(|p| p.name))
-    })?;
-    let mut axes = std::collections::BTreeSet::new();
-    if let Some(t) = spec.params.get(*param) {
-        t.axes(&mut axes);
-    }
-    if let Some(axis) = axes.first() {
-        return Err(SpecError::at(
-            &value.loc,
-            format!("`{path}` is swept over `{axis}` already"),
-        )
-        .hint("a parameter is either swept or searched, not both"));
-    }
-    Ok((stage.to_string(), param.to_string(), decl.ty, decl.range))
-}
-
-/// The domain a `[search]` entry names (`uniform`, `log_uniform`, `int`, else `choice`), read
-/// from its value and its optional `step`.
-fn read_domain(key: &SKey, value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
-    match key.name.as_str() {
-        "uniform" => read_uniform(value, step),
-        "log_uniform" => read_log_uniform(value, step),
-        "int" => read_int(value, step),
-        _ => read_choice(value, step),
-    }
-}
-
-/// The two numbers `[LO, HI]`, LO < HI, of a `what` range.
-fn float_pair(value: &SValue, what: &str) -> Result<(f64, f64), SpecError> {
-    let bad = || {
-        SpecError::at(
-            &value.loc,
-            format!("`{what}` takes two numbers [LO, HI] with LO < HI"),
-        )
-    };
-    let SKind::Array(items) = &value.kind else {
-        return Err(bad());
-    };
-    let nums: Vec<f64> = items.iter().filter_map(|v| v.to_json().as_f64()).collect();
-    match nums.as_slice() {
-        [lo, hi] if items.len() == 2 && lo < hi => Ok((*lo, *hi)),
-        _ => Err(bad()),
-    }
-}
-
-/// A `uniform` domain, quantised by `step` when there is one.
-fn read_uniform(value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
-    let (lo, hi) = float_pair(value, "uniform")?;
-    let step = match step {
-        None => None,
-        Some(s) => match s.to_json().as_f64() {
-            Some(x) if x > 0.0 && x <= hi - lo => Some(x),
-            _ => {
-                return Err(SpecError::at(
-                    &s.loc,
-                    format!("`step` must be a number in (0, {}]", hi - lo),
-                ))
-            }
-        },
-    };
-    Ok(Domain::Uniform { lo, hi, step })
-}
-
-/// A `log_uniform` domain: a positive lower end, and no `step`.
-fn read_log_uniform(value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
-    let (lo, hi) = float_pair(value, "log_uniform")?;
-    if lo <= 0.0 {
-        return Err(SpecError::at(
-            &value.loc,
-            format!("`log_uniform` needs a positive lower end, found {lo}"),
-        )
-        .hint("use `uniform` for ranges that include zero"));
-    }
-    if let Some(s) = step {
-        return Err(SpecError::at(&s.loc, "`step` cannot quantise a log scale")
-            .hint("use `choice` for a few values, or `uniform` with a step"));
-    }
-    Ok(Domain::LogUniform { lo, hi })
-}
-
-/// An `int` domain: two integers `[LO, HI]`, both included, LO < HI, and a whole `step`.
-fn read_int(value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
-    let ints: Vec<i64> = match &value.kind {
-        SKind::Array(items) => items
-            .iter()
-            .filter_map(|v| match v.kind {
-                SKind::Int(i) => Some(i),
-                _ => None,
-            })
-            .collect(),
-        _ => vec![],
-    };
-    let [lo, hi] = ints.as_slice() else {
-        return Err(SpecError::at(
-            &value.loc,
-            "`int` takes two integers [LO, HI] (both included)",
-        ));
-    };
-    if lo >= hi {
-        return Err(SpecError::at(
-            &value.loc,
-            format!("`int` needs LO < HI, found [{lo}, {hi}]"),
-        ));
-    }
-    let step = match step {
-        None => 1,
-        Some(s) => match s.kind {
-            SKind::Int(n) if n >= 1 && n <= hi - lo => n,
-            _ => {
-                return Err(SpecError::at(
-                    &s.loc,
-                    format!(
-                        "`step` of an `int` range must be an integer in [1, {}]",
-                        hi - lo
-                    ),
-                ))
-            }
-        },
-    };
-    Ok(Domain::Int {
-        lo: *lo,
-        hi: *hi,
-        step,
-    })
-}
-
-/// A `choice` domain: a list of distinct values, and no `step`.
-fn read_choice(value: &SValue, step: Option<&SValue>) -> Result<Domain, SpecError> {
-    if let Some(s) = step {
-        return Err(SpecError::at(&s.loc, "`step` does not apply to a `choice`"));
-    }
-    let SKind::Array(items) = &value.kind else {
-        return Err(SpecError::at(&value.loc, "`choice` takes a list of values"));
-    };
-    if items.is_empty() {
-        return Err(SpecError::at(&value.loc, "`choice` has no values"));
-    }
-    let values: Vec<Value> = items.iter().map(SValue::to_json).collect();
-    for (i, v) in values.iter().enumerate() {
-        if values[..i].contains(v) {
-            return Err(SpecError::at(
-                &items[i].loc,
-                format!("`choice` lists {v} twice"),
-            ));
-        }
-    }
-    Ok(Domain::Choice(values))
-}
-
-/// Every value the domain may give is of the parameter's type and in its range.
-fn check_domain_fits(
-    domain: &Domain,
-    value: &SValue,
-    (ty, range): (&ParamType, Option<crate::kind::Range>),
-    stage: &str,
-    param: &str,
-) -> Result<(), SpecError> {
-    let ends: Vec<Value> = match domain {
-        Domain::Choice(values) => values.clone(),
-        Domain::Int { lo, hi, .. } => vec![Value::from(*lo), Value::from(*hi)],
-        Domain::Uniform { lo, hi, .. } | Domain::LogUniform { lo, hi } => {
-            if *ty == ParamType::Int {
-                return Err(SpecError::at(
-                    &value.loc,
-                    format!(
-                        "stages.{stage}.params.{param} is an integer; this domain gives floats"
-                    ),
-                )
-                .hint("use `int = [LO, HI]` (with a `step` if needed) or a `choice`"));
-            }
-            vec![Value::from(*lo), Value::from(*hi)]
-        }
-    };
-    for v in &ends {
-        if !ty.accepts(v) {
-            return Err(SpecError::at(
-                &value.loc,
-                format!(
-                    "stages.{stage}.params.{param} expects {}, and this domain gives {v}",
-                    ty.describe()
-                ),
-            ));
-        }
-        if let (Some(range), Some(x)) = (range, v.as_f64()) {
-            if !range.contains(x) {
-                return Err(SpecError::at(
-                    &value.loc,
-                    format!(
-                        "stages.{stage}.params.{param} must be {}, and this domain reaches {x}",
-                        range.describe()
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
 }

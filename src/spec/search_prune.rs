@@ -9,13 +9,52 @@
 
 use super::error::SpecError;
 use super::model::unknown_key;
-use super::search::{positive_int, Asha, Dim, RESUME_SLOT};
+use super::search_space::Dim;
+use super::source::Loc;
 use super::value::SValue;
 use super::StageSpec;
 use crate::kind::{param_decl, ParamType, Registry};
 
 const PRUNE_KEYS: &[&str] = &["kind", "resource", "min", "max", "eta"];
 const PRUNERS: &[&str] = &["asha"];
+
+/// `prune = { kind = "asha", resource = "epochs", min = 2, max = 24, eta = 3 }`: asynchronous
+/// successive halving over one integer parameter of one searched stage (see
+/// [`crate::search::asha`]).
+#[derive(Debug, Clone)]
+pub struct Asha {
+    /// The stage whose parameter is the resource (it must have a `resume` input slot).
+    pub stage: String,
+    /// The resource parameter (`epochs`).
+    pub param: String,
+    /// The resource of the first rung.
+    pub min: i64,
+    /// The resource of the last rung.
+    pub max: i64,
+    /// The reduction factor: the best 1/eta of a rung is promoted to eta times the resource.
+    pub eta: i64,
+    /// Where it is written.
+    pub loc: Loc,
+}
+
+impl Asha {
+    /// The resource of each rung: `min * eta^k` while below `max`, then `max`
+    /// (2, 6, 18, 24 for min 2, eta 3, max 24), as Ray Tune's ASHA places its milestones.
+    pub fn rungs(&self) -> Vec<i64> {
+        let mut out = Vec::new();
+        let mut r = self.min;
+        while r < self.max {
+            out.push(r);
+            r = r.saturating_mul(self.eta);
+        }
+        out.push(self.max);
+        out
+    }
+}
+
+/// The slot through which a promoted trial continues from its lower rung's result (a kind
+/// that can resume declares it: `crate::stages::train_classifier::RESUME_INPUT`).
+pub const RESUME_SLOT: &str = "resume";
 
 /// Reads and checks a search's `prune` table against its space and the stages.
 pub(super) fn read_prune(
@@ -33,9 +72,9 @@ pub(super) fn read_prune(
         match k.name.as_str() {
             "kind" => kind = Some(v),
             "resource" => resource = Some(v),
-            "min" => min = Some(positive_int(v, "min", 1)?),
-            "max" => max = Some((positive_int(v, "max", 1)?, v)),
-            "eta" => eta = positive_int(v, "eta", 2)?,
+            "min" => min = Some(v.expect_int_at_least("min", 1)?),
+            "max" => max = Some((v.expect_int_at_least("max", 1)?, v)),
+            "eta" => eta = v.expect_int_at_least("eta", 2)?,
             other => return Err(unknown_key(&k.loc, other, &place, PRUNE_KEYS)),
         }
     }

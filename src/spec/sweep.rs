@@ -11,6 +11,11 @@ use super::error::SpecError;
 use super::source::Loc;
 use super::value::{SKey, SKind, SValue};
 
+/// The most instances a pipeline may expand to. Sweeps are crossed as a grid, so a few
+/// long axes multiply into more instances than memory holds; past this the plan is refused
+/// before anything is allocated.
+pub const MAX_INSTANCES: usize = 100_000;
+
 /// One sweep axis.
 #[derive(Debug, Clone)]
 pub struct Axis {

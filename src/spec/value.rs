@@ -71,6 +71,20 @@ impl SValue {
         }
     }
 
+    /// The integer, or an error saying an integer of at least `min` was expected for `what`.
+    pub fn expect_int_at_least(&self, what: &str, min: i64) -> Result<i64, SpecError> {
+        match self.kind {
+            SKind::Int(n) if n >= min => Ok(n),
+            _ => Err(SpecError::at(
+                &self.loc,
+                format!(
+                    "`{what}` must be an integer of at least {min}, found {}",
+                    self.to_json()
+                ),
+            )),
+        }
+    }
+
     /// The table entries, or an error saying a table was expected for `what`.
     pub fn expect_table(&self, what: &str) -> Result<&[(SKey, SValue)], SpecError> {
         match &self.kind {

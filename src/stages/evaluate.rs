@@ -23,8 +23,9 @@
 
 use super::outputs;
 use crate::kind::{
-    metric_names, Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage, StageError,
+    Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Stage, StageError,
 };
+use crate::metrics::registry::names as metric_names;
 
 pub use super::embed::EMBEDDINGS_OUTPUT;
 

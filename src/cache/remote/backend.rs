@@ -8,11 +8,8 @@
 //! Some servers (s3rver, some MinIO set-ups) ignore `If-None-Match`; [`Backend::create_only_holds`]
 //! finds out, once, by writing a probe object twice.
 //!
-//! Every request has a limit sized for what it does, so a remote that stops answering costs
-//! seconds, not minutes: [`CONNECT`] to connect; [`SMALL`] for a HEAD, a record, a listing
-//! page, a delete; a small upload gets [`SMALL`] plus time for its bytes at a slow link's
-//! speed; a download or a part of a large upload is limited by its progress ([`STALL`] without
-//! a byte), not by its length, so a large model on a slow link still comes down.
+//! Every request has a limit sized for what it does ([`super::limits`]), so a remote that
+//! stops answering costs seconds, not minutes.
 
 use std::future::Future;
 use std::io::Write;
@@ -24,6 +21,7 @@ use futures::StreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
+use super::limits::{upload_limit, CONNECT, SMALL, STALL};
 use super::uploads::{S3Uploads, Unfinished, Upload};
 use super::RemoteError;
 
@@ -33,23 +31,6 @@ pub(crate) const MULTIPART_FROM: u64 = 16 << 20;
 
 /// The size of one uploaded part.
 const PART_SIZE: usize = 8 << 20;
-
-/// The limit on connecting.
-pub(crate) const CONNECT: Duration = Duration::from_secs(3);
-
-/// The limit on a small request (a HEAD, a record, a listing page, a delete), retries included.
-pub(crate) const SMALL: Duration = Duration::from_secs(10);
-
-/// The limit on a download or upload making no progress.
-pub(crate) const STALL: Duration = Duration::from_secs(30);
-
-/// The slowest link an upload's limit allows for, in bytes per second.
-const SLOW_LINK: u64 = 256 << 10;
-
-/// The limit on uploading `bytes` in one request.
-fn upload_limit(bytes: u64) -> Duration {
-    SMALL + Duration::from_secs(bytes / SLOW_LINK)
-}
 
 /// `fut`, or a timeout error after `limit`.
 async fn within<T>(

@@ -36,6 +36,7 @@ pub mod bundle;
 mod content;
 mod credentials;
 mod download;
+mod limits;
 pub mod gc;
 mod push;
 pub mod record;

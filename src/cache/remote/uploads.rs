@@ -16,7 +16,7 @@ use object_store::client::{HttpRequest, HttpRequestBody};
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 
-use super::backend::{CONNECT, SMALL, STALL};
+use super::limits::{CONNECT, SMALL, STALL};
 
 /// One upload that was started and neither completed nor aborted.
 #[derive(Debug, Clone, PartialEq)]
