@@ -18,6 +18,7 @@ pub mod objects;
 pub mod provenance;
 pub mod remote;
 pub mod results;
+mod shard_dirs;
 pub mod store;
 pub mod verify;
 pub mod why;

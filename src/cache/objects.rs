@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::shard_dirs::ShardDirs;
+
 /// Why reading an object failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ObjectError {
@@ -147,6 +149,13 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
 
     /// The object's size in bytes, if it exists.
     fn size_of(&self, digest: &str) -> Option<u64>;
+
+    /// A value that changes whenever an object is added to or removed from the store, read
+    /// without listing it; `None` when the store cannot tell (then nothing may be assumed
+    /// unchanged).
+    fn change_stamp(&self) -> Option<[u8; 32]> {
+        None
+    }
 
     /// Where the object can be opened on this machine, to show a user (`show`), if the store
     /// is local and holds it. Readers that use the content go through [`Self::open_verified`].
@@ -283,6 +292,8 @@ const MANIFEST_HEAD: &[u8] = b"{\"entries\":[";
 #[derive(Debug, Clone)]
 pub struct LocalObjectStore {
     root: PathBuf,
+    /// Its shard folders, held open for presence checks.
+    shards: std::sync::Arc<ShardDirs>,
 }
 
 /// blake3 of a file's content, streamed.
@@ -305,8 +316,10 @@ pub(crate) fn hash_file(path: &Path) -> io::Result<(String, u64)> {
 impl LocalObjectStore {
     /// The store in `cache_dir/objects` (created on first write).
     pub fn new(cache_dir: &Path) -> Self {
+        let root = cache_dir.join("objects");
         LocalObjectStore {
-            root: cache_dir.join("objects"),
+            shards: std::sync::Arc::new(ShardDirs::new(&root)),
+            root,
         }
     }
 
@@ -333,11 +346,37 @@ impl LocalObjectStore {
 
 impl ObjectStore for LocalObjectStore {
     fn contains(&self, digest: &str) -> bool {
-        self.path(digest).is_ok_and(|p| p.is_file())
+        check_digest(digest).is_ok() && self.shards.has_file(&digest[..2], &digest[2..])
     }
 
     fn size_of(&self, digest: &str) -> Option<u64> {
         fs::metadata(self.path(digest).ok()?).ok().map(|m| m.len())
+    }
+
+    /// The identity and change times of the store's folder and of its 256 shard folders: an
+    /// object put or removed changes its shard folder's, a shard folder made or removed the
+    /// store's.
+    fn change_stamp(&self) -> Option<[u8; 32]> {
+        use std::os::unix::fs::MetadataExt;
+        let mut stamp = blake3::Hasher::new();
+        let shards = (0..=255u8).map(|b| self.root.join(format!("{b:02x}")));
+        for dir in std::iter::once(self.root.clone()).chain(shards) {
+            match fs::metadata(&dir) {
+                Ok(m) => {
+                    for n in [m.dev(), m.ino()] {
+                        stamp.update(&n.to_le_bytes());
+                    }
+                    for n in [m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()] {
+                        stamp.update(&n.to_le_bytes());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    stamp.update(b"absent");
+                }
+                Err(_) => return None,
+            }
+        }
+        Some(*stamp.finalize().as_bytes())
     }
 
     fn local_path(&self, digest: &str) -> Option<PathBuf> {

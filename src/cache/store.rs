@@ -134,6 +134,31 @@ pub const MIGRATIONS: &[&str] = &[
     "CREATE INDEX runs_status ON runs(status);
      CREATE INDEX runs_finished ON runs(finished);
      CREATE INDEX objects_size ON objects(size);",
+    // 9: `plan` and the dashboard read a result's outputs (and its metrics) by key for every
+    // instance they show, 100,000 for a large sweep. Stored clustered by (key, name) (WITHOUT
+    // ROWID), one B-tree descent finds all of a result's rows, where the row-id tables took
+    // one more per row; `runs(key, status)` answers "is this a success" from the index alone.
+    "CREATE TABLE outputs_by_key (
+        key TEXT NOT NULL,
+        name TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        is_dir INTEGER NOT NULL,
+        PRIMARY KEY (key, name)
+    ) WITHOUT ROWID;
+    INSERT INTO outputs_by_key (key, name, digest, is_dir)
+        SELECT key, name, digest, is_dir FROM outputs;
+    DROP TABLE outputs;
+    ALTER TABLE outputs_by_key RENAME TO outputs;
+    CREATE TABLE metrics_by_key (
+        key TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (key, name)
+    ) WITHOUT ROWID;
+    INSERT INTO metrics_by_key (key, name, value) SELECT key, name, value FROM metrics;
+    DROP TABLE metrics;
+    ALTER TABLE metrics_by_key RENAME TO metrics;
+    CREATE INDEX runs_key_status ON runs(key, status);",
 ];
 
 /// The index connection. One per thread; SQLite serialises writers.
@@ -229,6 +254,14 @@ pub struct ReadSnapshot<'a> {
 }
 
 impl Index {
+    /// SQLite's `data_version`: it changes when any other connection commits to the index,
+    /// so two equal readings on one connection mean nothing was written in between.
+    pub fn data_version(&self) -> Result<i64, IndexError> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "data_version", |r| r.get(0))?)
+    }
+
     /// Starts a [`ReadSnapshot`]; for reads only (dropping it rolls back).
     pub fn read_snapshot(&self) -> Result<ReadSnapshot<'_>, IndexError> {
         Ok(ReadSnapshot {

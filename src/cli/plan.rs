@@ -64,16 +64,19 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     };
     if args.json {
         print_plan_json(&shown, scratch.is_none().then(|| cache.dir()))?;
-        return Ok(code);
+    } else {
+        if scratch.is_some() && !output::quiet() {
+            let wanted = cache_for(&args.cache, &shown.plan.spec().project_dir);
+            eprintln!(
+                "no cache at {} yet: every instance is new (use --cache to name another)",
+                wanted.dir().display()
+            );
+        }
+        print_plan_text(&shown)?;
     }
-    if scratch.is_some() && !output::quiet() {
-        let wanted = cache_for(&args.cache, &shown.plan.spec().project_dir);
-        eprintln!(
-            "no cache at {} yet: every instance is new (use --cache to name another)",
-            wanted.dir().display()
-        );
-    }
-    print_plan_text(&shown)?;
+    // The command ends here and its process with it: freeing a plan of 100,000 instances one
+    // allocation at a time was a tenth of `plan`'s time, memory the system takes back at once.
+    std::mem::forget(shown);
     Ok(code)
 }
 

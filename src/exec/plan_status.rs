@@ -8,12 +8,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use super::freshness::{
     fingerprint, instance_key, outputs_in_store, outputs_present, reasons_after_lookup,
 };
 use crate::cache::remote::Remote;
-use crate::cache::{Cache, IndexHasher, RunRecord};
+use crate::cache::{Cache, Index, IndexError, IndexHasher, RunRecord, StageKey};
 use crate::graph::Plan;
 use crate::kind::Registry;
 
@@ -90,7 +91,7 @@ pub fn plan_status(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,
-) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
+) -> Result<Vec<PlannedInstance>, IndexError> {
     statuses(plan, registry, cache, None, true)
 }
 
@@ -103,137 +104,284 @@ pub fn plan_status_with(
     registry: &Registry,
     cache: &Cache,
     remote: Option<&Remote>,
-) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
+) -> Result<Vec<PlannedInstance>, IndexError> {
     statuses(plan, registry, cache, remote, false)
 }
 
 /// The status of every instance, asking `remote` about local misses when given, each cached
 /// planned instance with its record when `keep_records`.
+///
+/// Instances are planned in waves: a wave holds the instances whose inputs were all planned in
+/// earlier waves, so its keys can all be computed before any is looked up, and the index is
+/// then read in key order. Keys are blake3 digests, so in plan order every lookup lands on a
+/// page of the index far from the last; in key order consecutive lookups share pages, and a
+/// 100,000-instance sweep reads each page once instead of once per instance.
 fn statuses(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,
     remote: Option<&Remote>,
     keep_records: bool,
-) -> Result<Vec<PlannedInstance>, crate::cache::IndexError> {
+) -> Result<Vec<PlannedInstance>, IndexError> {
     let index = cache.index()?;
     let _snapshot = index.read_snapshot()?;
     let hasher = IndexHasher::new(cache.index()?);
-    let pipeline = &plan.spec().name;
-    // Which instances have a result (cached or on the remote), and that result where an
-    // instance downstream needs it to compute its key: a sweep of 100,000 leaves has no
-    // consumer, and a copy of every record beside the one each planned instance holds doubled
-    // what `plan` of it kept in memory.
-    let consumed = consumed(plan);
-    let mut known = vec![false; plan.instances().len()];
-    let mut records: Vec<Option<Box<RunRecord>>> = vec![None; plan.instances().len()];
-    let mut out: Vec<Option<PlannedInstance>> = vec![None; plan.instances().len()];
-    let mut names = Names::default();
-    for &i in plan.order() {
-        let inst = &plan.instances()[i];
-        let missing: Vec<usize> = inst
-            .inputs
-            .values()
-            .flatten()
-            .copied()
-            .filter(|&u| !known[u])
-            .collect();
-        let planned = PlannedInstance::of(inst, &mut names);
-        let planned = if let Some(&u) = missing.first() {
-            PlannedInstance {
-                reason: format!("input {} runs first", plan.instances()[u].label()),
-                ..planned
-            }
-        } else {
-            match fingerprint(plan, inst, registry, &hasher) {
-                Err(e) => PlannedInstance {
-                    reason: format!("{FINGERPRINT_FAILED}: {e}"),
-                    ..planned
-                },
-                Ok(fp) => {
-                    let upstream = |u: usize| records[u].as_deref().cloned();
-                    let key = instance_key(plan, inst, registry, &upstream, fp)
-                        .expect("inputs are known and the kind is registered");
-                    let digest = key.digest();
-                    // Whether a result is recorded, and then whether its outputs are in the
-                    // store; the record itself only where it is kept or keys an instance
-                    // downstream (otherwise its outputs are all that is read).
-                    let (present, record) = if keep_records || consumed[i] {
-                        match index.lookup(&digest)? {
-                            Some(record) => (
-                                Some(outputs_present(cache, &record)),
-                                Some(Box::new(record)),
-                            ),
-                            None => (None, None),
-                        }
-                    } else {
-                        let outputs = index.outputs_of(&digest)?;
-                        (outputs.map(|o| outputs_in_store(cache, &o)), None)
-                    };
-                    match present {
-                        Some(true) => {
-                            known[i] = true;
-                            let record = match (consumed[i], keep_records, record) {
-                                (true, true, Some(record)) => {
-                                    records[i] = Some(record.clone());
-                                    Some(record)
-                                }
-                                (true, false, record) => {
-                                    records[i] = record;
-                                    None
-                                }
-                                (_, keep, record) => record.filter(|_| keep),
-                            };
-                            PlannedInstance {
-                                key: Some(digest),
-                                status: "cached",
-                                record,
-                                ..planned
-                            }
-                        }
-                        _ => match remote.map(|r| r.lookup(&digest)).transpose() {
-                            Err(e) => PlannedInstance {
-                                key: Some(digest),
-                                reason: format!("warning: the remote's record is not used ({e}); run computes it"),
-                                ..planned
-                            },
-                            Ok(Some(Some(record))) => {
-                                known[i] = true;
-                                records[i] = Some(Box::new(record));
-                                PlannedInstance {
-                                    key: Some(digest),
-                                    status: "on-remote",
-                                    reason: "on the team's remote: `run` pulls it".into(),
-                                    ..planned
-                                }
-                            }
-                            Ok(_) => {
-                                let reasons = reasons_after_lookup(
-                                    &index,
-                                    pipeline,
-                                    inst,
-                                    &key,
-                                    &digest,
-                                    present == Some(false),
-                                );
-                                PlannedInstance {
-                                    key: Some(digest),
-                                    reason: crate::cache::why::join(&reasons),
-                                    reasons,
-                                    ..planned
-                                }
-                            }
-                        },
-                    }
-                }
-            }
-        };
-        out[i] = Some(planned);
+    let planner = Planner {
+        plan,
+        registry,
+        cache,
+        remote,
+        keep_records,
+        index: &index,
+        hasher: &hasher,
+        consumed: consumed(plan),
+    };
+    let mut so_far = SoFar::new(plan.instances().len());
+    for wave in waves(plan) {
+        let keyings: Vec<Keying> = wave.iter().map(|&i| planner.keying(i, &so_far)).collect();
+        let lookups = planner.look_up_in_key_order(&wave, &keyings)?;
+        for ((&i, keying), lookup) in wave.iter().zip(keyings).zip(lookups) {
+            let planned = planner.decide(i, keying, lookup, &mut so_far)?;
+            so_far.out[i] = Some(planned);
+        }
     }
-    Ok(out
+    Ok(so_far
+        .out
         .into_iter()
         .map(|p| p.expect("every instance planned"))
         .collect())
+}
+
+/// The instances in waves: each instance comes one wave after the latest of its inputs, in
+/// plan order within a wave.
+fn waves(plan: &Plan) -> Vec<Vec<usize>> {
+    let mut level = vec![0usize; plan.instances().len()];
+    let mut waves: Vec<Vec<usize>> = Vec::new();
+    for &i in plan.order() {
+        let inst = &plan.instances()[i];
+        let at = inst
+            .inputs
+            .values()
+            .flatten()
+            .map(|&u| level[u] + 1)
+            .max()
+            .unwrap_or(0);
+        level[i] = at;
+        if waves.len() <= at {
+            waves.resize_with(at + 1, Vec::new);
+        }
+        waves[at].push(i);
+    }
+    waves
+}
+
+/// What one planning pass reads from.
+struct Planner<'a> {
+    plan: &'a Plan,
+    registry: &'a Registry,
+    cache: &'a Cache,
+    remote: Option<&'a Remote>,
+    keep_records: bool,
+    index: &'a Index,
+    hasher: &'a IndexHasher,
+    /// Whether each instance is an input of another.
+    consumed: Vec<bool>,
+}
+
+/// What the planning knows so far, instance by instance.
+struct SoFar {
+    /// Which instances have a result (cached or on the remote).
+    known: Vec<bool>,
+    /// That result, where an instance downstream needs it to compute its key: a sweep of
+    /// 100,000 leaves has no consumer, and a copy of every record beside the one each planned
+    /// instance holds doubled what `plan` of it kept in memory.
+    records: Vec<Option<Box<RunRecord>>>,
+    /// The planned instances.
+    out: Vec<Option<PlannedInstance>>,
+    names: Names,
+}
+
+impl SoFar {
+    fn new(n: usize) -> Self {
+        SoFar {
+            known: vec![false; n],
+            records: vec![None; n],
+            out: vec![None; n],
+            names: Names::default(),
+        }
+    }
+}
+
+/// An instance's key, or why it has none yet.
+enum Keying {
+    /// No key: an input runs first, or the external data cannot be fingerprinted.
+    Unkeyed(String),
+    /// The key's digest, and the fingerprint it was made with (a miss makes the key again to
+    /// say why it runs; a wave holds digests, not keys).
+    Keyed { digest: String, fingerprint: Value },
+}
+
+/// What the index holds for a key.
+struct Lookup {
+    /// Whether a result is recorded and then whether its outputs are in the store.
+    present: Option<bool>,
+    /// The record, where it is kept or keys an instance downstream.
+    record: Option<Box<RunRecord>>,
+}
+
+impl Planner<'_> {
+    /// Instance `i`'s key, its inputs having been planned.
+    fn keying(&self, i: usize, so_far: &SoFar) -> Keying {
+        let inst = &self.plan.instances()[i];
+        let missing = inst.inputs.values().flatten().find(|&&u| !so_far.known[u]);
+        if let Some(&u) = missing {
+            return Keying::Unkeyed(format!(
+                "input {} runs first",
+                self.plan.instances()[u].label()
+            ));
+        }
+        match fingerprint(self.plan, inst, self.registry, self.hasher) {
+            Err(e) => Keying::Unkeyed(format!("{FINGERPRINT_FAILED}: {e}")),
+            Ok(fingerprint) => {
+                let digest = self.key(i, so_far, fingerprint.clone()).digest();
+                Keying::Keyed {
+                    digest,
+                    fingerprint,
+                }
+            }
+        }
+    }
+
+    /// Instance `i`'s key, its inputs known.
+    fn key(&self, i: usize, so_far: &SoFar, fingerprint: Value) -> StageKey {
+        let upstream = |u: usize| so_far.records[u].as_deref().cloned();
+        instance_key(
+            self.plan,
+            &self.plan.instances()[i],
+            self.registry,
+            &upstream,
+            fingerprint,
+        )
+        .expect("inputs are known and the kind is registered")
+    }
+
+    /// The index's answer for each keyed instance of `wave` (`None` for the others), read in
+    /// the order of the keys.
+    fn look_up_in_key_order(
+        &self,
+        wave: &[usize],
+        keyings: &[Keying],
+    ) -> Result<Vec<Option<Lookup>>, IndexError> {
+        let mut keyed: Vec<(&str, usize)> = keyings
+            .iter()
+            .enumerate()
+            .filter_map(|(at, k)| match k {
+                Keying::Keyed { digest, .. } => Some((digest.as_str(), at)),
+                Keying::Unkeyed(_) => None,
+            })
+            .collect();
+        keyed.sort_unstable();
+        let mut found: Vec<Option<Lookup>> = keyings.iter().map(|_| None).collect();
+        for (digest, at) in keyed {
+            found[at] = Some(self.look_up(wave[at], digest)?);
+        }
+        Ok(found)
+    }
+
+    /// Whether a result of `digest` is recorded and its outputs are in the store; the record
+    /// itself only where it is kept or keys an instance downstream (otherwise its outputs are
+    /// all that is read).
+    fn look_up(&self, i: usize, digest: &str) -> Result<Lookup, IndexError> {
+        if self.keep_records || self.consumed[i] {
+            let record = self.index.lookup(digest)?;
+            return Ok(Lookup {
+                present: record.as_ref().map(|r| outputs_present(self.cache, r)),
+                record: record.map(Box::new),
+            });
+        }
+        let outputs = self.index.outputs_of(digest)?;
+        Ok(Lookup {
+            present: outputs.map(|o| outputs_in_store(self.cache, &o)),
+            record: None,
+        })
+    }
+
+    /// Instance `i` planned from its key and the index's answer, asking the remote about a
+    /// miss.
+    fn decide(
+        &self,
+        i: usize,
+        keying: Keying,
+        lookup: Option<Lookup>,
+        so_far: &mut SoFar,
+    ) -> Result<PlannedInstance, IndexError> {
+        let inst = &self.plan.instances()[i];
+        let planned = PlannedInstance::of(inst, &mut so_far.names);
+        let (digest, fingerprint) = match keying {
+            Keying::Unkeyed(reason) => return Ok(PlannedInstance { reason, ..planned }),
+            Keying::Keyed {
+                digest,
+                fingerprint,
+            } => (digest, fingerprint),
+        };
+        let Lookup { present, record } = lookup.expect("a keyed instance was looked up");
+        if present == Some(true) {
+            so_far.known[i] = true;
+            let record = match (self.consumed[i], self.keep_records, record) {
+                (true, true, Some(record)) => {
+                    so_far.records[i] = Some(record.clone());
+                    Some(record)
+                }
+                (true, false, record) => {
+                    so_far.records[i] = record;
+                    None
+                }
+                (_, keep, record) => record.filter(|_| keep),
+            };
+            return Ok(PlannedInstance {
+                key: Some(digest),
+                status: "cached",
+                record,
+                ..planned
+            });
+        }
+        Ok(match self.remote.map(|r| r.lookup(&digest)).transpose() {
+            Err(e) => PlannedInstance {
+                key: Some(digest),
+                reason: format!(
+                    "warning: the remote's record is not used ({e}); run computes it"
+                ),
+                ..planned
+            },
+            Ok(Some(Some(record))) => {
+                so_far.known[i] = true;
+                so_far.records[i] = Some(Box::new(record));
+                PlannedInstance {
+                    key: Some(digest),
+                    status: "on-remote",
+                    reason: "on the team's remote: `run` pulls it".into(),
+                    ..planned
+                }
+            }
+            Ok(_) => {
+                let key = self.key(i, so_far, fingerprint);
+                let reasons = reasons_after_lookup(
+                    self.index,
+                    &self.plan.spec().name,
+                    inst,
+                    &key,
+                    &digest,
+                    present == Some(false),
+                );
+                PlannedInstance {
+                    key: Some(digest),
+                    reason: crate::cache::why::join(&reasons),
+                    reasons,
+                    ..planned
+                }
+            }
+        })
+    }
 }
 
 /// Whether each instance is an input of another.
