@@ -5,7 +5,8 @@
 //! need the cache as it is now, not as it was when a report was rendered. Every page is built
 //! per request from the pipeline files and the cache through their public APIs
 //! ([`crate::spec`], [`crate::graph`], [`crate::exec::plan_status`],
-//! [`crate::exec::freshness`], [`crate::cache`], [`crate::report`]); nothing is precomputed.
+//! [`crate::exec::freshness`], [`crate::cache`], [`crate::report`]); nothing is precomputed, and
+//! a pipeline's state is computed again whenever anything it rests on may have changed.
 //!
 //! How the parts fit (one concept per file):
 //! - [`site`]: the project being served: its pipeline files, the cache, the stage registry.
@@ -13,6 +14,8 @@
 //!   its record, and the live progress of a running stage ([`live`]).
 //! - [`live`]: what another process's running stages show from outside: leases in the index,
 //!   the progress file and the log in their scratch folders.
+//! - [`memo`]: pipeline states kept between requests while everything they were computed
+//!   from is checked to be unchanged.
 //! - [`html`]: escaping and the page shell; every string from a pipeline file or the cache
 //!   goes through [`html::esc`].
 //! - [`pages`]: one file per page; [`dag`] draws the stage graph as SVG; [`charts`] draws a
@@ -36,6 +39,7 @@ pub mod dag;
 pub mod host;
 pub mod html;
 pub mod live;
+mod memo;
 pub mod objects;
 pub mod pages;
 pub mod query;

@@ -8,9 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::memo::StateMemo;
 use super::ServeError;
 use crate::cache::{Cache, Index};
 use crate::graph::Plan;
+use crate::spec::PipelineSpec;
 use crate::kind::Registry;
 
 /// A project and its cache, read-only.
@@ -19,6 +21,8 @@ pub struct Site {
     project_dir: PathBuf,
     cache: Cache,
     registry: Arc<Registry>,
+    /// Pipeline states kept between requests.
+    memo: Arc<StateMemo>,
 }
 
 /// A pipeline file under `pipelines/`.
@@ -37,7 +41,13 @@ impl Site {
             project_dir: std::path::absolute(project_dir).unwrap_or_else(|_| project_dir.into()),
             cache: Cache::new(cache_dir),
             registry,
+            memo: Arc::new(StateMemo::default()),
         }
+    }
+
+    /// The pipeline states kept between requests.
+    pub(crate) fn memo(&self) -> &StateMemo {
+        &self.memo
     }
 
     /// The project folder.
@@ -88,9 +98,18 @@ impl Site {
     /// The pipeline called `name`, read, resolved and expanded, its searches replayed against
     /// the cache as `plan` replays them (the trials known so far and the next batch).
     pub fn load(&self, name: &str) -> Result<Plan, ServeError> {
+        self.expand(self.spec(name)?)
+    }
+
+    /// The pipeline called `name`, read and resolved (not expanded).
+    pub(crate) fn spec(&self, name: &str) -> Result<PipelineSpec, ServeError> {
         let file = self.pipeline_file(name)?;
-        let spec = crate::spec::load(&file.path, &[], &self.registry)
-            .map_err(|e| ServeError::Pipeline(e.to_string()))?;
+        crate::spec::load(&file.path, &[], &self.registry)
+            .map_err(|e| ServeError::Pipeline(e.to_string()))
+    }
+
+    /// `spec` expanded, its searches replayed against the cache.
+    pub(crate) fn expand(&self, spec: PipelineSpec) -> Result<Plan, ServeError> {
         let has_index = self.cache.dir().join("index.sqlite").is_file();
         crate::exec::search::replay(&spec, &self.registry, has_index.then_some(&self.cache))
             .map_err(|e| ServeError::Pipeline(e.to_string()))

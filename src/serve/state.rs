@@ -7,6 +7,7 @@
 //! is: every instance is to run, and no index is created.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -16,6 +17,7 @@ use super::{ServeError, Site};
 use crate::cache::RunRecord;
 use crate::exec::plan_status;
 use crate::graph::Plan;
+use crate::spec::PipelineSpec;
 
 /// An instance's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -70,6 +72,17 @@ pub struct PipelineState {
     pub plan: Plan,
     /// One per instance, indexed like `plan.instances()`.
     pub instances: Vec<InstanceState>,
+    /// Lists derived from every instance, made once per state (a kept state serves many
+    /// pages, and each list walks 100,000 instances in a large sweep).
+    derived: Derived,
+}
+
+/// [`PipelineState`]'s derived lists, each made on first use.
+#[derive(Default)]
+struct Derived {
+    axes: OnceLock<Vec<String>>,
+    key_params: OnceLock<Vec<String>>,
+    metrics: OnceLock<Vec<String>>,
 }
 
 /// Status counts: (cached, to run, running, failed).
@@ -114,9 +127,26 @@ impl Counts {
     }
 }
 
-/// The pipeline `name` with every instance's state.
-pub(crate) fn pipeline_state(site: &Site, name: &str) -> Result<PipelineState, ServeError> {
-    let plan = site.load(name)?;
+/// The pipeline `name` with every instance's state: the state kept from an earlier request
+/// when nothing it was computed from changed ([`super::memo`]), else computed now.
+pub(crate) fn pipeline_state(site: &Site, name: &str) -> Result<Arc<PipelineState>, ServeError> {
+    let spec = site.spec(name)?;
+    let (cache, registry) = (site.cache(), site.registry());
+    let Some(sources) = site.memo().sources(&spec, cache) else {
+        return Ok(Arc::new(compute(site, name, spec)?));
+    };
+    if let Some(kept) = site.memo().get(name, &sources, cache, registry) {
+        return Ok(kept);
+    }
+    let state = Arc::new(compute(site, name, spec)?);
+    site.memo()
+        .keep(name, sources, state.clone(), cache, registry);
+    Ok(state)
+}
+
+/// The pipeline `name` (resolved as `spec`) with every instance's state, computed now.
+fn compute(site: &Site, name: &str, spec: PipelineSpec) -> Result<PipelineState, ServeError> {
+    let plan = site.expand(spec)?;
     let Some(index) = site.index()? else {
         let instances = (0..plan.instances().len())
             .map(|i| InstanceState {
@@ -133,6 +163,7 @@ pub(crate) fn pipeline_state(site: &Site, name: &str) -> Result<PipelineState, S
             name: name.to_string(),
             plan,
             instances,
+            derived: Derived::default(),
         });
     };
     let planned = plan_status(&plan, site.registry(), site.cache())?;
@@ -169,6 +200,7 @@ pub(crate) fn pipeline_state(site: &Site, name: &str) -> Result<PipelineState, S
         name: name.to_string(),
         plan,
         instances,
+        derived: Derived::default(),
     })
 }
 
@@ -189,6 +221,10 @@ impl PipelineState {
 
     /// The sweep axes any instance is bound on, in the pipeline's order.
     pub fn axes(&self) -> Vec<String> {
+        self.derived.axes.get_or_init(|| self.find_axes()).clone()
+    }
+
+    fn find_axes(&self) -> Vec<String> {
         let bound: BTreeSet<&String> = self
             .plan
             .instances()
@@ -207,6 +243,13 @@ impl PipelineState {
     /// Parameters whose value differs between instances of one stage (the swept ones), in
     /// name order, leaving out those named like an axis.
     pub(crate) fn key_params(&self) -> Vec<String> {
+        self.derived
+            .key_params
+            .get_or_init(|| self.find_key_params())
+            .clone()
+    }
+
+    fn find_key_params(&self) -> Vec<String> {
         let axes = self.axes();
         let mut seen: BTreeMap<(&str, &str), BTreeSet<String>> = BTreeMap::new();
         for inst in self.plan.instances() {
@@ -227,13 +270,18 @@ impl PipelineState {
 
     /// Every metric any cached instance recorded, in name order.
     pub fn metrics(&self) -> Vec<String> {
-        let names: BTreeSet<&String> = self
-            .instances
-            .iter()
-            .filter_map(|s| s.record.as_ref())
-            .flat_map(|r| r.metrics.keys())
-            .collect();
-        names.into_iter().cloned().collect()
+        self.derived
+            .metrics
+            .get_or_init(|| {
+                let names: BTreeSet<&String> = self
+                    .instances
+                    .iter()
+                    .filter_map(|s| s.record.as_ref())
+                    .flat_map(|r| r.metrics.keys())
+                    .collect();
+                names.into_iter().cloned().collect()
+            })
+            .clone()
     }
 
     /// `stage[axis=v,...]` of instance `i`.

@@ -230,9 +230,8 @@ fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
         label: "why it runs".into(),
         class: "why",
     });
-    let mut rows = Vec::with_capacity(state.instances.len());
-    for (s, inst) in state.instances.iter().zip(state.plan.instances()) {
-        let id = s.index;
+    let row = |id: usize| {
+        let (s, inst) = (&state.instances[id], &state.plan.instances()[id]);
         let mut cells = identity_cells(state, base, id, &inst.stage);
         for a in &axes {
             cells.push(value_cell(inst.binding.get(a)));
@@ -249,9 +248,9 @@ fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
             cells.push(cell);
         }
         cells.extend(live_cells(s));
-        rows.push((format!(" data-id=\"{id}\""), cells));
-    }
-    paged_table(base, "instances", &columns, rows, q)
+        (format!(" data-id=\"{id}\""), cells)
+    };
+    paged_table(base, "instances", &columns, state.instances.len(), row, q)
 }
 
 /// The first cells of an instance's row: its pick box, its number and its stage (a link to
@@ -313,15 +312,17 @@ fn live_cells(s: &InstanceState) -> [Cell; 3] {
 type Numbered = (usize, (String, Vec<Cell>));
 
 /// The rows `q` asks for: filtered, sorted, and the page of them, with the tools above the
-/// table (how many rows, the pages) and the table, whose sort and filters show `q`'s.
+/// table (how many rows, the pages) and the table, whose sort and filters show `q`'s. `row(i)`
+/// makes row `i`; without a filter or a sort only the page's rows are made (a page of a
+/// 100,000-instance sweep shows 50 of them).
 fn paged_table(
     base: &str,
     id: &str,
     columns: &[Column],
-    rows: Vec<(String, Vec<Cell>)>,
+    total: usize,
+    row: impl Fn(usize) -> (String, Vec<Cell>),
     q: &TableQuery,
 ) -> String {
-    let total = rows.len();
     let position = |name: &str| {
         columns
             .iter()
@@ -332,56 +333,25 @@ fn paged_table(
         .iter()
         .filter_map(|(c, e)| Some((position(c)?, e.as_str())))
         .collect();
-    let value =
-        |cell: &Cell| -> (String, Option<String>) { (cell.plain.clone(), cell.sort.clone()) };
-    let mut kept: Vec<Numbered> = rows
-        .into_iter()
-        .enumerate()
-        .filter(|(_, (_, cells))| {
-            filters.iter().all(|&(c, expr)| {
-                let (text, sort) = value(&cells[c]);
-                query::passes(
-                    expr,
-                    &query::Value {
-                        text: &text,
-                        sort: sort.as_deref(),
-                    },
-                )
-            })
-        })
-        .collect();
     let sort = q.sort.as_deref().and_then(position);
-    if let Some(c) = sort {
-        let values: Vec<query::Value<'_>> = kept
-            .iter()
-            .map(|(_, (_, cells))| query::Value {
-                text: &cells[c].plain,
-                sort: cells[c].sort.as_deref(),
-            })
+    let (shown, page, pages, rows) = if filters.is_empty() && sort.is_none() {
+        let (page, pages, start) = page_of(total, q);
+        let rows: Vec<(String, Vec<Cell>)> =
+            (start..total.min(start + q.per)).map(&row).collect();
+        (total, page, pages, rows)
+    } else {
+        let kept = filtered_and_sorted((0..total).map(&row).enumerate(), &filters, sort, q);
+        let shown = kept.len();
+        let (page, pages, start) = page_of(shown, q);
+        let rows = kept
+            .into_iter()
+            .skip(start)
+            .take(q.per)
+            .map(|(_, row)| row)
             .collect();
-        let numeric = query::is_numeric(values.iter());
-        let mut order: Vec<usize> = (0..kept.len()).collect();
-        order.sort_by(|&a, &b| {
-            query::order(
-                (&values[a], kept[a].0),
-                (&values[b], kept[b].0),
-                numeric,
-                q.desc,
-            )
-        });
-        let mut slots: Vec<Option<Numbered>> = kept.into_iter().map(Some).collect();
-        kept = order.into_iter().filter_map(|i| slots[i].take()).collect();
-    }
-    let shown = kept.len();
-    let pages = shown.div_ceil(q.per).max(1);
-    let page = q.page.min(pages);
+        (shown, page, pages, rows)
+    };
     let start = (page - 1) * q.per;
-    let rows: Vec<(String, Vec<Cell>)> = kept
-        .into_iter()
-        .skip(start)
-        .take(q.per)
-        .map(|(_, row)| row)
-        .collect();
     let count = if shown == total {
         format!("{total} rows")
     } else {
@@ -404,6 +374,59 @@ fn paged_table(
     };
     out.push_str(&table(id, columns, &rows, &state));
     out
+}
+
+/// The page `q` asks for among `shown` rows (the last one when it asks past the end), the
+/// number of pages, and the page's first row.
+fn page_of(shown: usize, q: &TableQuery) -> (usize, usize, usize) {
+    let pages = shown.div_ceil(q.per).max(1);
+    let page = q.page.min(pages);
+    (page, pages, (page - 1) * q.per)
+}
+
+/// The rows that pass every filter, in the order of the sort column (`desc` as `q` says),
+/// each with its number.
+fn filtered_and_sorted(
+    rows: impl Iterator<Item = Numbered>,
+    filters: &[(usize, &str)],
+    sort: Option<usize>,
+    q: &TableQuery,
+) -> Vec<Numbered> {
+    let mut kept: Vec<Numbered> = rows
+        .filter(|(_, (_, cells))| {
+            filters.iter().all(|&(c, expr)| {
+                query::passes(
+                    expr,
+                    &query::Value {
+                        text: &cells[c].plain,
+                        sort: cells[c].sort.as_deref(),
+                    },
+                )
+            })
+        })
+        .collect();
+    if let Some(c) = sort {
+        let values: Vec<query::Value<'_>> = kept
+            .iter()
+            .map(|(_, (_, cells))| query::Value {
+                text: &cells[c].plain,
+                sort: cells[c].sort.as_deref(),
+            })
+            .collect();
+        let numeric = query::is_numeric(values.iter());
+        let mut order: Vec<usize> = (0..kept.len()).collect();
+        order.sort_by(|&a, &b| {
+            query::order(
+                (&values[a], kept[a].0),
+                (&values[b], kept[b].0),
+                numeric,
+                q.desc,
+            )
+        });
+        let mut slots: Vec<Option<Numbered>> = kept.into_iter().map(Some).collect();
+        kept = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    }
+    kept
 }
 
 /// Links to the first, previous, next and last page (nothing when there is one page).
