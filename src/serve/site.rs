@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::ServeError;
+use super::error::ServeError;
 use crate::cache::{Cache, Index};
 use crate::graph::Plan;
 use crate::kind::Registry;

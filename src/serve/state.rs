@@ -11,8 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::error::ServeError;
 use super::live::{self, Progress};
-use super::{ServeError, Site};
+use super::site::Site;
 use crate::cache::RunRecord;
 use crate::exec::plan_status;
 use crate::graph::Plan;

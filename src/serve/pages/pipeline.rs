@@ -16,10 +16,10 @@ use serde_json::{json, Value};
 
 use super::{grid, progress_text, table, Cell, Column, GridState};
 use crate::report::{Cell as Agg, NumberFormat};
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, page, seg, value_text};
 use crate::serve::query::{self, TableQuery};
 use crate::serve::state::{Counts, InstanceState, PipelineState, Status};
-use crate::serve::ServeError;
 
 fn counts_html(c: &Counts) -> String {
     format!(

@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, page, seg};
+use crate::serve::site::Site;
 use crate::serve::state::{pipeline_state, Counts};
-use crate::serve::{ServeError, Site};
 
 /// The page.
 pub fn render(site: &Site) -> Result<String, ServeError> {
