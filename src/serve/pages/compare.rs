@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::badge;
+use super::status::badge;
 use crate::graph::Instance;
 use crate::serve::error::ServeError;
 use crate::serve::html::{esc, num, page, seg, value_text};

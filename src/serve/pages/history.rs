@@ -13,7 +13,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{grid, time, Cell, Column};
+use super::grid::{grid, Cell, Column};
+use super::time::time;
 use crate::cache::{RunRecord, StageKey};
 use crate::kind::LOG_OUTPUT;
 use crate::serve::error::ServeError;

@@ -13,7 +13,9 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::{badge, pairs, progress_text, time};
+use super::pairs::pairs;
+use super::status::{badge, progress_text};
+use super::time::time;
 use crate::cache::{IndexHasher, RunRecord, StageKey};
 use crate::exec::freshness::{dirty_reasons, fingerprint, instance_key};
 use crate::graph::Instance;
