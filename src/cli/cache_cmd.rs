@@ -3,9 +3,9 @@
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 
+use super::args::CacheArgs;
 use super::common::cache_here;
 use super::status::human_bytes;
-use super::CacheArgs;
 use crate::cache::gc::GcRequest;
 use crate::cache::short_key;
 
@@ -129,11 +129,11 @@ fn keys_used_by(
     let registry = super::common::registry();
     let mut keys = BTreeSet::new();
     for file in files {
-        let args = super::PipelineArgs {
+        let args = super::args::PipelineArgs {
             file: file.clone(),
             overrides: Default::default(),
             json: false,
-            cache: super::CacheArgs { cache: None },
+            cache: super::args::CacheArgs { cache: None },
         };
         let plan = super::common::load_plan(&args, &registry)?;
         for planned in crate::exec::plan_status(&plan, &registry, cache)? {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 
-use super::{CacheArgs, OverrideArgs, PipelineArgs};
+use super::args::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::Cache;
 use crate::exec::load::PlanSource;
 use crate::graph::Plan;

@@ -11,8 +11,8 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{anyhow, bail, Context};
 
+use super::args::PipelineArgs;
 use super::common::{load_plan, print_json, registry};
-use super::PipelineArgs;
 use crate::data::{export_image_folder, SplitManifest};
 use crate::kind::StageContext;
 

@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::Args;
 
+use super::args::{CacheArgs, OverrideArgs, PipelineArgs};
 use super::common::{cache_for, label, load_plan, registry};
-use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::remote::bundle;
 use crate::config::ProjectConfig;
 use crate::exec::publish::publish;

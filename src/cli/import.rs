@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::args::CacheArgs;
 use super::common::{cache_here, registry};
-use super::CacheArgs;
 use crate::cache::remote::bundle;
 use crate::config::ProjectConfig;
 

@@ -15,8 +15,9 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
+use super::args::PipelineArgs;
 use super::common::{cache_for, existing_cache, load_plan, print_json, registry};
-use super::{output, PipelineArgs};
+use super::output;
 use crate::exec::plan_status;
 use crate::report::value_text;
 use crate::spec::SpecError;

@@ -6,7 +6,7 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use super::{ColorChoice, OutputArgs};
+use super::args::{ColorChoice, OutputArgs};
 
 static LEVEL: AtomicU8 = AtomicU8::new(NORMAL);
 static COLOR_OUT: AtomicBool = AtomicBool::new(false);

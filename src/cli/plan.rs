@@ -21,10 +21,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use super::args::PlanArgs;
 use super::common::{cache_for, load_plan_of, planning_cache, print_json, registry};
 use super::output::count;
 use super::plan_memory as memory;
-use super::{exit, output, PlanArgs};
+use super::{exit, output};
 use crate::exec::choice::Placement;
 use crate::exec::estimate;
 use crate::exec::plan_status::{cannot_run, PlannedInstance};

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::args::{CacheArgs, OverrideArgs, PipelineArgs};
 use super::common::{cache_for, load_plan, print_json, registry};
-use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::remote::{Fetched, RemoteError};
 use crate::exec::resolve::walk;
 use crate::kind::Registry;

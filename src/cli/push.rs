@@ -8,8 +8,8 @@
 use std::process::ExitCode;
 use std::sync::Mutex;
 
+use super::args::PipelineArgs;
 use super::common::{cache_for, load_plan, overrides_text, print_json, registry};
-use super::PipelineArgs;
 use crate::cache::remote::{PushStats, RemoteError};
 use crate::cache::RunRecord;
 use crate::exec::resolve::walk;

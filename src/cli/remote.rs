@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use super::args::{CacheArgs, OverrideArgs, PipelineArgs};
 use super::common::{cache_for, load_plan, print_json, project_here, registry, required_remote};
-use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::remote::RemoteSummary;
 use crate::exec::resolve::{remote_states, RemoteState};
 

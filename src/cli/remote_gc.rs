@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
+use super::args::{CacheArgs, OverrideArgs, PipelineArgs};
 use super::common::{cache_for, load_plan, print_json, registry};
-use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::remote::gc::{GcOptions, GcReport};
 use crate::cache::remote::Remote;
 use crate::exec::resolve::walk;

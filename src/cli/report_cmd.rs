@@ -9,11 +9,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use super::args::PipelineArgs;
 use super::common::{
     cache_for, existing_cache, load_plan, overrides_text, plan_source, print_json, registry,
     shell_quote,
 };
-use super::PipelineArgs;
 use crate::exec::publish;
 use crate::exec::render::render;
 use crate::exec::reports_root::ReportsRoot;

@@ -14,8 +14,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::args::RunArgs;
 use super::common::{label, plan_source, print_json, registry};
-use super::{exit, failure, output, RunArgs};
+use super::{exit, failure, output};
 use crate::exec::choice::ExecutorSettings;
 use crate::exec::run::{RunOutcome, RunRequest};
 use crate::exec::{self, RunSummary, Status};

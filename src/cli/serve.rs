@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
+use super::args::CacheArgs;
 use super::common::registry;
-use super::CacheArgs;
 use crate::serve::{serve as run_server, Site};
 
 /// `asymflow serve`.

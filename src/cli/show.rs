@@ -10,11 +10,11 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail};
 
+use super::args::{CacheArgs, OverrideArgs, PipelineArgs};
 use super::common::{
     cache_for, cache_here, existing_cache, load_plan, planning_cache, print_json, registry,
 };
 use super::status::human_bytes;
-use super::{CacheArgs, OverrideArgs, PipelineArgs};
 use crate::cache::{Cache, RunRecord, StageKey};
 use crate::exec::plan_status;
 

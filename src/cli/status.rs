@@ -5,9 +5,9 @@
 
 use std::process::ExitCode;
 
+use super::args::CacheArgs;
 use super::common::{cache_here, existing_cache};
 use super::output::count;
-use super::CacheArgs;
 use crate::cache::leases::lease_is_stale;
 use crate::cache::store::now;
 

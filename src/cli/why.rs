@@ -3,8 +3,9 @@
 
 use std::process::ExitCode;
 
+use super::args::PipelineArgs;
 use super::common::{cache_for, load_plan, planning_cache, registry};
-use super::{output, PipelineArgs};
+use super::output;
 use crate::exec::plan_status;
 
 /// Explains each instance of `stage`.

@@ -82,7 +82,11 @@ pub(super) fn value_order(layout: &Layout, dim: &Dimension, seen: Vec<String>) -
     values
 }
 
-pub(super) fn build_axis(layout: &Layout, dims: &[Dimension], artifacts: &[&InputArtifact]) -> Axis {
+pub(super) fn build_axis(
+    layout: &Layout,
+    dims: &[Dimension],
+    artifacts: &[&InputArtifact],
+) -> Axis {
     let plain: Vec<&Dimension> = dims.iter().filter(|d| **d != Dimension::Metric).collect();
     // Distinct combinations in first-appearance order, and each dimension's value order.
     let mut combos: Vec<Vec<String>> = Vec::new();

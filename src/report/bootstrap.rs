@@ -20,7 +20,7 @@
 
 use serde_json::Value;
 
-use super::ReportError;
+use super::error::ReportError;
 
 /// The bootstrap of one-draw cells (`bootstrap`). See the module docs.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -12,8 +12,8 @@
 
 use std::collections::BTreeSet;
 
+use super::error::ReportError;
 use super::layout::{Dimension, Layout};
-use super::ReportError;
 use crate::graph::{Instance, Plan};
 use crate::kind::{declares_metric, Registry};
 use crate::spec::{Loc, PipelineSpec, SpecError, StageSpec};

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use plotters::style::FontStyle;
 
-use super::ReportError;
+use super::error::ReportError;
 
 /// The family name plots ask for.
 pub const FAMILY: &str = "sans-serif";

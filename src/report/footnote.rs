@@ -10,7 +10,7 @@
 
 use crate::kind::InputArtifact;
 
-use super::has_run;
+use super::missing::has_run;
 
 /// One instance of a cell, as [`reasons`] reads it.
 pub(crate) struct Declined<'a> {

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use super::ReportError;
+use super::error::ReportError;
 use crate::metrics::registry;
 
 /// How a metric's mean and standard deviation are printed.

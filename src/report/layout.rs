@@ -25,7 +25,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::bootstrap::Bootstrap;
-use super::{value_text, NumberFormat, ReportError};
+use super::error::ReportError;
+use super::sweep_value::value_text;
+use super::NumberFormat;
 use crate::kind::{InputArtifact, ParamDecl, ParamType, Params, Range};
 
 /// The parameters of the `report` kind, with their defaults. [`Layout::from_params`] fills in

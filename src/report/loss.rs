@@ -17,8 +17,9 @@
 
 use serde_json::Value;
 
+use super::error::ReportError;
 use super::plot::{safe_stem, Corner, Figure, Series};
-use super::{value_text, ReportError};
+use super::sweep_value::value_text;
 use crate::kind::InputArtifact;
 
 /// The output name training stages write their per-epoch losses to.

@@ -8,8 +8,14 @@
 
 use std::fmt;
 
-use super::{has_run, value_text};
+use super::sweep_value::value_text;
 use crate::kind::InputArtifact;
+
+/// Whether `artifact` stands for an instance that has not run: `asymflow report` passes those
+/// with no metrics and no outputs.
+pub fn has_run(artifact: &InputArtifact) -> bool {
+    !(artifact.metrics.is_empty() && artifact.outputs.is_empty())
+}
 
 /// One instance that has not run: its stage and sweep binding.
 #[derive(Debug, Clone, PartialEq, Eq)]

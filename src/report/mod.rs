@@ -31,14 +31,17 @@
 //!   compatibility matrix) and training-loss curves, each as SVG and PNG.
 //! - [`check::check_reports`] (`check.rs`): the names a user wrote in a layout (dimensions,
 //!   metrics, plotted metrics) checked against the inputs before anything runs.
-//! - [`missing_instances`] (`missing.rs`): the instances that have not run, and the note that
-//!   says how to compute them.
+//! - [`missing_instances`] (`missing.rs`): the instances that have not run ([`has_run`]), and the
+//!   note that says how to compute them.
+//! - [`ReportError`] (`error.rs`): why a report cannot be built; [`value_text`]
+//!   (`sweep_value.rs`): a sweep value as every table, plot and label writes it.
 
 pub mod axis;
 pub mod bootstrap;
 pub mod cell;
 pub mod check;
 pub mod csv;
+pub mod error;
 pub mod font;
 pub mod footnote;
 pub mod format;
@@ -54,92 +57,15 @@ pub mod plot;
 pub mod provenance;
 pub mod search;
 pub mod student_t;
+pub mod sweep_value;
 pub mod table;
 
 pub use cell::Cell;
+pub use error::ReportError;
 pub use footnote::Footnotes;
 pub use format::NumberFormat;
 pub use layout::{Dimension, Layout};
-pub use missing::{missing_hint, missing_instances, MissingInstance};
+pub use missing::{has_run, missing_hint, missing_instances, MissingInstance};
 pub use plot::{Corner, Figure, Series};
+pub use sweep_value::value_text;
 pub use table::Table;
-
-use crate::kind::InputArtifact;
-
-/// A report cannot be built: a layout parameter that does not fit the results, or a plot that
-/// could not be drawn. Every message says what is wrong and how to fix it.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// A layout parameter has the wrong shape or an unusable value.
-    #[error("parameter `{name}`: {message}")]
-    Layout {
-        /// The parameter.
-        name: String,
-        /// What is wrong and how to fix it.
-        message: String,
-    },
-    /// Two results land in the same cell for the same value of the aggregated axis.
-    #[error("{0}")]
-    Ambiguous(String),
-    /// A plot could not be drawn or encoded.
-    #[error("plot `{name}`: {message}")]
-    Plot {
-        /// The plot's file stem.
-        name: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A `reasons.json` output could not be read.
-    #[error("stage `{stage}`: its reasons for missing metrics are unreadable: {message}")]
-    Reasons {
-        /// The upstream stage.
-        stage: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A `per_query.json` output could not be read.
-    #[error("stage `{stage}`: its per-query scores are unreadable: {message}")]
-    PerQuery {
-        /// The upstream stage.
-        stage: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A `loss.json` output is not in a shape this module reads.
-    #[error("{path}: {message}")]
-    Loss {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl ReportError {
-    /// A layout error on parameter `name`.
-    pub fn layout(name: &str, message: impl Into<String>) -> Self {
-        ReportError::Layout {
-            name: name.to_string(),
-            message: message.into(),
-        }
-    }
-}
-
-/// Whether `artifact` stands for an instance that has not run: `asymflow report` passes those
-/// with no metrics and no outputs.
-pub fn has_run(artifact: &InputArtifact) -> bool {
-    !(artifact.metrics.is_empty() && artifact.outputs.is_empty())
-}
-
-/// A sweep value as text: strings without quotes, numbers and booleans as JSON writes them,
-/// lists as their items joined by `+` (a `losses = ["abs", "rel_ts"]` axis value reads
-/// `abs+rel_ts`, which is also the key `labels` uses for it).
-pub fn value_text(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(items) => {
-            items.iter().map(value_text).collect::<Vec<_>>().join("+")
-        }
-        other => other.to_string(),
-    }
-}

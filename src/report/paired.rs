@@ -11,9 +11,10 @@
 //! A side that is not an input (a template whose stages a pipeline renamed) leaves the row's
 //! cells empty with a footnote saying so.
 
-use super::layout::{Dimension, Paired};
 use super::axis::{draw_text, Axis};
-use super::{provenance, Cell, Layout, ReportError};
+use super::error::ReportError;
+use super::layout::{Dimension, Paired};
+use super::{provenance, Cell, Layout};
 use crate::kind::{Draw, InputArtifact};
 
 /// The confidence level of a paired row when the table sets none.
@@ -208,7 +209,7 @@ fn describe(a: &InputArtifact) -> String {
     let binding: Vec<String> = a
         .binding
         .iter()
-        .map(|(k, v)| format!("{k}={}", super::value_text(v)))
+        .map(|(k, v)| format!("{k}={}", super::sweep_value::value_text(v)))
         .collect();
     format!("[{}]", binding.join(", "))
 }

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::error::ReportError;
 use super::font::{ensure_registered, FAMILY};
 use super::layout::Dimension;
-use super::{Layout, NumberFormat, ReportError};
+use super::{Layout, NumberFormat};
 use crate::kind::InputArtifact;
 
 /// Something drawable into any plotters backend.

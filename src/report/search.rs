@@ -12,9 +12,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde_json::Value;
 
+use super::error::ReportError;
 use super::font::{ensure_registered, FAMILY};
 use super::plot::{write_both, Corner, Drawing, Figure, Series};
-use super::ReportError;
 use crate::search::{SearchState, Trial};
 
 /// Writes the report of `state` into `dir` (which exists); returns the files written.

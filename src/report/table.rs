@@ -13,9 +13,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::axis::{build_axis, draw_text, key_of, split_metric, value_order, Axis};
 use super::bootstrap::Bootstrap;
+use super::error::ReportError;
 use super::footnote::{self, Footnotes};
 use super::layout::Dimension;
-use super::{has_run, paired, provenance, Cell, Layout, ReportError};
+use super::missing::has_run;
+use super::{paired, provenance, Cell, Layout};
 use crate::kind::{Draw, InputArtifact};
 use crate::metrics::per_query::{PerQuery, PER_QUERY_OUTPUT};
 use crate::metrics::registry;
@@ -52,7 +54,7 @@ fn describe(artifact: &InputArtifact) -> String {
     let binding: Vec<String> = artifact
         .binding
         .iter()
-        .map(|(k, v)| format!("{k}={}", super::value_text(v)))
+        .map(|(k, v)| format!("{k}={}", super::sweep_value::value_text(v)))
         .collect();
     if binding.is_empty() {
         format!("`{}`", artifact.stage)

@@ -9,11 +9,13 @@
 //! a pipeline's state is computed again whenever anything it rests on may have changed.
 //!
 //! How the parts fit (one concept per file):
+//! - [`error`]: [`ServeError`], why the dashboard could not serve or a page could not be built.
 //! - [`site`]: the project being served: its pipeline files, the cache, the stage registry.
 //! - [`state`]: every instance of a pipeline with its status (cached, to run, running, failed),
 //!   its record, and the live progress of a running stage ([`live`]).
 //! - [`live`]: what another process's running stages show from outside: leases in the index,
 //!   the progress file and the log in their scratch folders.
+//! - [`compute`]: a pipeline's state for a request, kept or computed now.
 //! - [`memo`]: pipeline states kept between requests while everything they were computed
 //!   from is checked to be unchanged.
 //! - [`html`]: escaping and the page shell; every string from a pipeline file or the cache
@@ -35,7 +37,9 @@
 
 pub mod assets;
 pub mod charts;
+mod compute;
 pub mod dag;
+pub mod error;
 pub mod host;
 pub mod html;
 pub mod live;
@@ -48,64 +52,6 @@ pub mod routes;
 pub mod site;
 pub mod state;
 
-use std::net::SocketAddr;
-
+pub use error::ServeError;
+pub use routes::serve;
 pub use site::Site;
-
-/// Why the dashboard could not serve, or a page could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// The page or resource does not exist (an unknown pipeline, instance, output or route).
-    #[error("{0}")]
-    NotFound(String),
-    /// A pipeline file does not load (its error, with file and line, is shown on the page).
-    #[error("{0}")]
-    Pipeline(String),
-    /// The cache index could not be read.
-    #[error("reading the cache index: {0}")]
-    Index(#[from] crate::cache::IndexError),
-    /// A file in the cache could not be read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// An object's content does not match its digest.
-    #[error("object {0} is corrupt (its content does not match its digest); run `asymflow cache verify`")]
-    Corrupt(String),
-    /// The address could not be bound.
-    #[error("cannot listen on {addr}: {source}; pick another port with --port")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The server stopped with an error.
-    #[error("server: {0}")]
-    Server(std::io::Error),
-}
-
-impl ServeError {
-    /// An I/O error on `path`.
-    pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
-        ServeError::Io {
-            path: path.as_ref().display().to_string(),
-            source,
-        }
-    }
-}
-
-/// Serves `site` on `addr` until the process is stopped, to requests addressed to a loopback
-/// name, to `addr` or to one of `allow_hosts` ([`host`]). `ready` is called with the bound
-/// address (port 0 picks a free one) before the first request is accepted.
-pub fn serve(
-    site: Site,
-    addr: SocketAddr,
-    allow_hosts: &[String],
-    ready: impl FnOnce(SocketAddr),
-) -> Result<(), ServeError> {
-    routes::serve(site, addr, allow_hosts, ready)
-}

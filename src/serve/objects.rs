@@ -5,7 +5,7 @@
 //! (the page says to run `asymflow cache verify`) rather than quarantined, since the dashboard
 //! never changes the cache.
 
-use super::ServeError;
+use super::error::ServeError;
 use crate::cache::objects::Manifest;
 use crate::cache::Cache;
 

@@ -35,13 +35,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use super::error::ServeError;
 use super::host::HostCheck;
 use super::pages::{
     compare, curves, history, instance, not_found, pipeline, pipelines, reports, search, sweep,
 };
 use super::query::TableQuery;
-use super::state::pipeline_state;
-use super::{assets, objects, ServeError, Site};
+use super::site::Site;
+use super::compute::pipeline_state;
+use super::{assets, objects};
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
 img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -475,8 +477,9 @@ pub(crate) fn router(site: Site, hosts: HostCheck) -> Router {
         .with_state(Arc::new(site))
 }
 
-/// Binds `addr` and serves until the process ends, answering requests addressed to a
-/// loopback name, to `addr` or to one of `allow_hosts`.
+/// Binds `addr` and serves `site` until the process ends, answering requests addressed to a
+/// loopback name, to `addr` or to one of `allow_hosts` ([`super::host`]). `ready` is called
+/// with the bound address (port 0 picks a free one) before the first request is accepted.
 pub fn serve(
     site: Site,
     addr: SocketAddr,

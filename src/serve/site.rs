@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::error::ServeError;
 use super::memo::StateMemo;
-use super::ServeError;
 use crate::cache::{Cache, Index};
 use crate::graph::Plan;
 use crate::spec::PipelineSpec;

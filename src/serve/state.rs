@@ -7,17 +7,15 @@
 //! is: every instance is to run, and no index is created.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::live::{self, Progress};
-use super::{ServeError, Site};
+use super::error::ServeError;
+use super::live::Progress;
 use crate::cache::RunRecord;
-use crate::exec::plan_status;
 use crate::graph::Plan;
-use crate::spec::PipelineSpec;
 
 /// An instance's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -127,84 +125,17 @@ impl Counts {
     }
 }
 
-/// The pipeline `name` with every instance's state: the state kept from an earlier request
-/// when nothing it was computed from changed ([`super::memo`]), else computed now.
-pub(crate) fn pipeline_state(site: &Site, name: &str) -> Result<Arc<PipelineState>, ServeError> {
-    let spec = site.spec(name)?;
-    let (cache, registry) = (site.cache(), site.registry());
-    let Some(sources) = site.memo().sources(&spec, cache) else {
-        return Ok(Arc::new(compute(site, name, spec)?));
-    };
-    if let Some(kept) = site.memo().get(name, &sources, cache, registry) {
-        return Ok(kept);
-    }
-    let state = Arc::new(compute(site, name, spec)?);
-    site.memo()
-        .keep(name, sources, state.clone(), cache, registry);
-    Ok(state)
-}
-
-/// The pipeline `name` (resolved as `spec`) with every instance's state, computed now.
-fn compute(site: &Site, name: &str, spec: PipelineSpec) -> Result<PipelineState, ServeError> {
-    let plan = site.expand(spec)?;
-    let Some(index) = site.index()? else {
-        let instances = (0..plan.instances().len())
-            .map(|i| InstanceState {
-                index: i,
-                status: Status::ToRun,
-                key: None,
-                reason: "never ran (the cache is empty)".into(),
-                record: None,
-                failure: None,
-                progress: None,
-            })
-            .collect();
-        return Ok(PipelineState {
+impl PipelineState {
+    /// The state of pipeline `name`: `plan` with one state per instance.
+    pub(crate) fn new(name: &str, plan: Plan, instances: Vec<InstanceState>) -> Self {
+        PipelineState {
             name: name.to_string(),
             plan,
             instances,
             derived: Derived::default(),
-        });
-    };
-    let planned = plan_status(&plan, site.registry(), site.cache())?;
-    let running = live::running_keys(&index)?;
-    let mut instances = Vec::with_capacity(planned.len());
-    for (i, p) in planned.into_iter().enumerate() {
-        let mut state = InstanceState {
-            index: i,
-            status: if p.status == "cached" {
-                Status::Cached
-            } else {
-                Status::ToRun
-            },
-            key: p.key,
-            reason: p.reason,
-            record: p.record.map(|r| *r),
-            failure: None,
-            progress: None,
-        };
-        if state.status == Status::ToRun {
-            if let Some(key) = state.key.clone() {
-                if running.contains(&key) {
-                    state.status = Status::Running;
-                    state.progress = live::progress(site.cache(), &key);
-                } else if let Some(error) = index.failure(&key)? {
-                    state.status = Status::Failed;
-                    state.failure = Some(error);
-                }
-            }
         }
-        instances.push(state);
     }
-    Ok(PipelineState {
-        name: name.to_string(),
-        plan,
-        instances,
-        derived: Derived::default(),
-    })
-}
 
-impl PipelineState {
     /// The instance with id `id` (a decimal index), or a 404.
     pub fn instance(&self, id: &str) -> Result<&InstanceState, ServeError> {
         id.parse::<usize>()

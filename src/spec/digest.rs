@@ -7,9 +7,10 @@
 
 use serde_json::{json, Value};
 
+use super::pipeline::PipelineSpec;
 use super::search::SearchSpec;
+use super::stage::StageSpec;
 use super::template::{Piece, Tpl};
-use super::{PipelineSpec, StageSpec};
 
 /// The blake3 hex digest of `spec` as resolved.
 pub fn resolved_digest(spec: &PipelineSpec) -> String {

@@ -12,12 +12,13 @@ use super::error::SpecError;
 use super::model::{string_list, RawPipeline, RawStage};
 use super::names::check_name;
 use super::overrides::Override;
+use super::pipeline::PipelineSpec;
 use super::read::{describe_file_type, ReadError};
 use super::source::{Loc, SourceFile};
+use super::stage::{InputRef, StageSpec};
 use super::sweep::read_axes;
 use super::template::{Tpl, Vars};
 use super::value::{parse_document, SKey, SKind, SValue};
-use super::{InputRef, PipelineSpec, StageSpec};
 use crate::kind::{describe_artifacts, fits, param_decl, Registry};
 
 /// How many templates may extend each other in a chain.

@@ -11,9 +11,9 @@ use super::error::SpecError;
 use super::model::unknown_key;
 use super::search_space::read_dim;
 use super::source::Loc;
+use super::stage::StageSpec;
 use super::sweep::MAX_INSTANCES;
 use super::value::{SKey, SValue};
-use super::StageSpec;
 use crate::kind::Registry;
 
 pub use super::search_prune::{Asha, RESUME_SLOT};
@@ -193,7 +193,9 @@ fn read_search(
             "objective" => objective = Some(read_objective(v, stages, &what)?),
             "sampler" => sampler = read_sampler(v)?,
             "seed" => seed = v.expect_int_at_least("seed", 0)? as u64,
-            "trials" => trials = Some((v.expect_int_at_least("trials", 1)? as usize, v.loc.clone())),
+            "trials" => {
+                trials = Some((v.expect_int_at_least("trials", 1)? as usize, v.loc.clone()))
+            }
             "parallel" => parallel = v.expect_int_at_least("parallel", 1)? as usize,
             "space" => space = Some(v),
             "description" => {}

@@ -11,8 +11,8 @@ use super::error::SpecError;
 use super::model::unknown_key;
 use super::search_space::Dim;
 use super::source::Loc;
+use super::stage::StageSpec;
 use super::value::SValue;
-use super::StageSpec;
 use crate::kind::{param_decl, ParamType, Registry};
 
 const PRUNE_KEYS: &[&str] = &["kind", "resource", "min", "max", "eta"];

@@ -7,8 +7,8 @@ use serde_json::Value;
 use super::error::SpecError;
 use super::model::unknown_key;
 use super::source::Loc;
+use super::stage::StageSpec;
 use super::value::{SKey, SKind, SValue};
-use super::StageSpec;
 use crate::kind::{param_decl, ParamType, Registry};
 
 const DIM_KEYS: &[&str] = &["param", "log_uniform", "uniform", "int", "choice", "step"];

@@ -21,9 +21,9 @@ use futures::StreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
+use super::error::RemoteError;
 use super::limits::{upload_limit, CONNECT, SMALL, STALL};
 use super::uploads::{S3Uploads, Unfinished, Upload};
-use super::RemoteError;
 
 /// Objects at least this large are uploaded in parts, so an interrupted upload leaves nothing
 /// visible and a retry resends a part, not the whole file.

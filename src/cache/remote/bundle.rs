@@ -13,9 +13,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use super::error::RemoteError;
 use super::push::blobs_of;
 use super::record::{is_digest, Envelope, RecordBody};
-use super::{Remote, RemoteError};
+use super::Remote;
 use crate::cache::{Cache, RunRecord};
 use crate::kind::Registry;
 

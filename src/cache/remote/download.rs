@@ -11,8 +11,8 @@
 use std::io::Write;
 
 use super::backend::Backend;
+use super::error::RemoteError;
 use super::record::{check_manifest, read_metrics, Invalid, RecordBody};
-use super::RemoteError;
 use crate::cache::{Cache, RunRecord};
 
 /// What a fetch brought in.

@@ -14,9 +14,10 @@
 use std::collections::BTreeSet;
 
 use super::backend::Listed;
+use super::error::RemoteError;
 use super::record::{is_digest, Envelope};
 use super::uploads::{Unfinished, Upload};
-use super::{Remote, RemoteError};
+use super::Remote;
 use crate::cache::objects::Manifest;
 
 /// The default [`GcOptions::min_age`]: a day.

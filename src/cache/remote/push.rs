@@ -10,8 +10,8 @@
 //! keeps the first record in place (see [`super::Remote::create_only_holds`]).
 
 use super::backend::Backend;
+use super::error::RemoteError;
 use super::record::{Envelope, RecordBody};
-use super::RemoteError;
 use crate::cache::{Cache, RunRecord};
 use crate::kind::Registry;
 

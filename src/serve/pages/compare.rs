@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::badge;
+use super::status::badge;
 use crate::graph::Instance;
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, num, page, seg, value_text};
 use crate::serve::state::PipelineState;
-use crate::serve::ServeError;
 
 /// The instance ids in `ids` (`3,7,12`): at least two, each an instance of the pipeline.
 pub(crate) fn parse_ids(state: &PipelineState, ids: &str) -> Result<Vec<usize>, ServeError> {

@@ -7,9 +7,10 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, json_block, page, seg};
+use crate::serve::site::Site;
 use crate::serve::state::PipelineState;
-use crate::serve::{ServeError, Site};
 
 /// The instance ids in `ids` (`3,7,12`): at least one, each an instance of the pipeline.
 pub(crate) fn parse_ids(state: &PipelineState, ids: &str) -> Result<Vec<usize>, ServeError> {

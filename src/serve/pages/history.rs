@@ -13,12 +13,14 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{grid, time, Cell, Column};
+use super::grid::{grid, Cell, Column};
+use super::time::time;
 use crate::cache::{RunRecord, StageKey};
 use crate::kind::LOG_OUTPUT;
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, label, page, seg, value_text};
+use crate::serve::site::Site;
 use crate::serve::state::PipelineState;
-use crate::serve::{ServeError, Site};
 
 /// One result of the pipeline that the file no longer has.
 pub(crate) struct Past {

@@ -13,15 +13,19 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::{badge, pairs, progress_text, time};
+use super::pairs::pairs;
+use super::status::{badge, progress_text};
+use super::time::time;
 use crate::cache::{IndexHasher, RunRecord, StageKey};
 use crate::exec::freshness::{dirty_reasons, fingerprint, instance_key};
 use crate::graph::Instance;
 use crate::kind::LOG_OUTPUT;
 use crate::report::loss::{parse_curves, LOSS_OUTPUT};
+use crate::serve::error::ServeError;
 use crate::serve::html::{bytes, esc, json_block, label, num, page, seg, value_text};
+use crate::serve::site::Site;
 use crate::serve::state::{InstanceState, PipelineState, Status};
-use crate::serve::{live, objects, reason, ServeError, Site};
+use crate::serve::{live, objects, reason};
 
 /// Why the instance would run now, as the engine explains it (empty when cached).
 pub(crate) fn why_rerun(

@@ -1,5 +1,6 @@
-//! The pages, one file each, and the pieces they share: a sortable, filterable grid, status
-//! badges and progress text.
+//! The pages, one file each, and the pieces they share, each in its own file: a sortable,
+//! filterable grid ([`grid`]), status badges and progress text ([`status`]), a table of
+//! name-value pairs ([`pairs`]) and dates ([`time`]).
 //!
 //! Pages are plain server-rendered HTML; the script (`assets/serve/app.js`) adds sorting,
 //! filtering, picking rows to compare, live updates and charts on top, so every page is
@@ -7,217 +8,18 @@
 
 pub mod compare;
 pub mod curves;
+pub mod grid;
 pub mod history;
 pub mod instance;
 pub mod not_found;
+pub mod pairs;
 pub mod pipeline;
 pub mod pipelines;
 pub mod reports;
 pub mod search;
+pub mod status;
 pub mod sweep;
+pub mod time;
 
-use std::fmt::Write;
-
-use super::html::esc;
-use super::live::Progress;
-use super::state::Status;
-
-/// One column of a [`grid`].
-pub(crate) struct Column {
-    /// The header text (escaped when rendered).
-    pub label: String,
-    /// CSS class of the header and its cells (`axis`, `param`, `metric`, ...).
-    pub class: &'static str,
-}
-
-/// One cell of a [`grid`]: HTML content, the value it sorts by, and extra attributes.
-#[derive(Default)]
-pub(crate) struct Cell {
-    /// The content, already HTML.
-    pub html: String,
-    /// The sort value (a number sorts numerically); the text when absent.
-    pub sort: Option<String>,
-    /// Extra attributes, already escaped (` data-status-of="3"`).
-    pub attrs: String,
-    /// Extra CSS classes.
-    pub class: String,
-    /// The text filters match (what the cell shows, without markup).
-    pub plain: String,
-}
-
-impl Cell {
-    /// A cell showing `text` (escaped here).
-    pub fn text(text: &str) -> Cell {
-        Cell {
-            html: esc(text),
-            plain: text.to_string(),
-            ..Cell::default()
-        }
-    }
-
-    /// A cell showing a number, sorting by its exact value.
-    pub fn number(value: f64) -> Cell {
-        let shown = super::html::num(value);
-        Cell {
-            plain: shown.clone(),
-            html: shown,
-            sort: Some(value.to_string()),
-            class: "num".into(),
-            ..Cell::default()
-        }
-    }
-}
-
-/// A table with a header row of sort buttons and a row of filter boxes (the script makes
-/// them work). `rows` are (row attributes, cells).
-pub(crate) fn grid(id: &str, columns: &[Column], rows: &[(String, Vec<Cell>)]) -> String {
-    let tools = format!(
-        "<div class=\"grid-tools\"><span class=\"shown\" data-for=\"{id}\">{} rows</span> \
-         <button type=\"button\" class=\"clear-filters\" data-for=\"{id}\">Clear filters</button></div>\n",
-        rows.len()
-    );
-    tools + &table(id, columns, rows, &GridState::default())
-}
-
-/// What a server-sorted, server-filtered table shows of its state: the column sorted by
-/// (its position, descending) and each filter box's text by column position.
-#[derive(Default)]
-pub(crate) struct GridState {
-    /// The sorted column and whether descending.
-    pub sort: Option<(usize, bool)>,
-    /// Filter box texts, by column position.
-    pub filters: std::collections::BTreeMap<usize, String>,
-    /// Whether the server sorts and filters (`data-server` on the table).
-    pub server: bool,
-}
-
-/// The `<table>` of a [`grid`], with `state`'s sort marked and filter boxes filled in.
-pub(crate) fn table(
-    id: &str,
-    columns: &[Column],
-    rows: &[(String, Vec<Cell>)],
-    state: &GridState,
-) -> String {
-    let mut out = format!(
-        "<div class=\"scroll\"><table class=\"grid\" id=\"{id}\"{}>\n<thead><tr>",
-        if state.server {
-            " data-server=\"1\""
-        } else {
-            ""
-        }
-    );
-    for (c, col) in columns.iter().enumerate() {
-        if col.class == "pick" {
-            let _ = write!(out, "<th class=\"pick\" data-col=\"{c}\"></th>");
-            continue;
-        }
-        let sort = match state.sort {
-            Some((s, desc)) if s == c => format!(
-                " aria-sort=\"{}\"",
-                if desc { "descending" } else { "ascending" }
-            ),
-            _ => String::new(),
-        };
-        let _ = write!(
-            out,
-            "<th class=\"{}\" data-col=\"{c}\"{sort}><button type=\"button\" class=\"sort\">{}</button></th>",
-            col.class,
-            esc(&col.label)
-        );
-    }
-    out.push_str("</tr>\n<tr class=\"filters\">");
-    for (c, col) in columns.iter().enumerate() {
-        if col.class == "pick" {
-            out.push_str("<th></th>");
-        } else {
-            let value = state
-                .filters
-                .get(&c)
-                .map(|v| format!(" value=\"{}\"", esc(v)))
-                .unwrap_or_default();
-            let _ = write!(
-                out,
-                "<th><input type=\"search\" class=\"filter\" data-col=\"{c}\" data-name=\"{}\" placeholder=\"filter\" aria-label=\"filter {}\"{value}></th>",
-                esc(&col.label),
-                esc(&col.label)
-            );
-        }
-    }
-    out.push_str("</tr></thead>\n<tbody>\n");
-    for (attrs, cells) in rows {
-        let _ = write!(out, "<tr{attrs}>");
-        for (cell, col) in cells.iter().zip(columns) {
-            let sort = cell
-                .sort
-                .as_ref()
-                .map(|s| format!(" data-v=\"{}\"", esc(s)))
-                .unwrap_or_default();
-            let _ = write!(
-                out,
-                "<td class=\"{} {}\"{sort}{}>{}</td>",
-                col.class, cell.class, cell.attrs, cell.html
-            );
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody></table></div>\n");
-    out
-}
-
-/// A status badge.
-pub(crate) fn badge(status: Status) -> String {
-    format!(
-        "<span class=\"badge st-{}\">{}</span>",
-        status.name(),
-        status.name()
-    )
-}
-
-/// `3/10 epochs`, or nothing.
-pub(crate) fn progress_text(progress: Option<&Progress>) -> String {
-    progress
-        .map(|p| format!("{}/{} {}", p.pos, p.len, p.unit))
-        .unwrap_or_default()
-}
-
-/// A two-column table of (name, HTML value) pairs.
-pub fn pairs(rows: &[(String, String)]) -> String {
-    let mut out = String::from("<table class=\"pairs\"><tbody>");
-    for (k, v) in rows {
-        let _ = write!(out, "<tr><th>{}</th><td>{v}</td></tr>", esc(k));
-    }
-    out.push_str("</tbody></table>");
-    out
-}
-
-/// A date and time (UTC) from seconds since the epoch.
-pub fn time(seconds: f64) -> String {
-    let secs = seconds as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn times_are_civil_utc() {
-        assert_eq!(super::time(0.0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(super::time(1_700_000_000.0), "2023-11-14 22:13:20 UTC");
-    }
-}
+pub use pairs::pairs;
+pub use time::time;

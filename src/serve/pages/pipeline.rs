@@ -14,12 +14,13 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::{grid, progress_text, table, Cell, Column, GridState};
+use super::grid::{grid, table, Cell, Column, GridState};
+use super::status::progress_text;
 use crate::report::{Cell as Agg, NumberFormat};
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, page, seg, value_text};
 use crate::serve::query::{self, TableQuery};
 use crate::serve::state::{Counts, InstanceState, PipelineState, Status};
-use crate::serve::ServeError;
 
 fn counts_html(c: &Counts) -> String {
     format!(

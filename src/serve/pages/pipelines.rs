@@ -3,9 +3,11 @@
 
 use std::fmt::Write;
 
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, page, seg};
-use crate::serve::state::{pipeline_state, Counts};
-use crate::serve::{ServeError, Site};
+use crate::serve::site::Site;
+use crate::serve::compute::pipeline_state;
+use crate::serve::state::Counts;
 
 /// The page.
 pub fn render(site: &Site) -> Result<String, ServeError> {

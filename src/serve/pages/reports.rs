@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::badge;
+use super::status::badge;
 use crate::kind::InputArtifact;
 use crate::report::cell::CellStyle;
 use crate::report::heatmap::HeatMap;

@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use crate::search::SearchState;
 use crate::serve::charts::{self, Point};
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, num, page, seg, value_text};
 use crate::serve::query::TableQuery;
 use crate::serve::state::PipelineState;
-use crate::serve::ServeError;
 
 /// The search called `name` of the pipeline, or a 404 naming those that exist.
 fn find<'a>(state: &'a PipelineState, name: &str) -> Result<&'a SearchState, ServeError> {

@@ -10,9 +10,9 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::serve::charts::{self, Point, Scale};
+use crate::serve::error::ServeError;
 use crate::serve::html::{esc, num, page, seg, value_text};
 use crate::serve::state::PipelineState;
-use crate::serve::ServeError;
 
 /// What the page shows.
 #[derive(Debug, Clone, Default)]

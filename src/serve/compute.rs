@@ -1,0 +1,81 @@
+//! A pipeline's state for a request: the one kept from an earlier request when nothing it
+//! was computed from changed ([`super::memo`]), else computed now from the plan, the cache's
+//! statuses ([`crate::exec::plan_status`], as `asymflow plan` has them) and what running
+//! processes show ([`super::live`]). Apart from the state's data ([`super::state`]), so the
+//! memo can hold states without importing the site that holds the memo.
+
+use std::sync::Arc;
+
+use super::error::ServeError;
+use super::live;
+use super::site::Site;
+use super::state::{InstanceState, PipelineState, Status};
+use crate::exec::plan_status;
+use crate::spec::PipelineSpec;
+
+/// The pipeline `name` with every instance's state: the state kept from an earlier request
+/// when nothing it was computed from changed ([`super::memo`]), else computed now.
+pub(crate) fn pipeline_state(site: &Site, name: &str) -> Result<Arc<PipelineState>, ServeError> {
+    let spec = site.spec(name)?;
+    let (cache, registry) = (site.cache(), site.registry());
+    let Some(sources) = site.memo().sources(&spec, cache) else {
+        return Ok(Arc::new(compute(site, name, spec)?));
+    };
+    if let Some(kept) = site.memo().get(name, &sources, cache, registry) {
+        return Ok(kept);
+    }
+    let state = Arc::new(compute(site, name, spec)?);
+    site.memo()
+        .keep(name, sources, state.clone(), cache, registry);
+    Ok(state)
+}
+
+/// The pipeline `name` (resolved as `spec`) with every instance's state, computed now.
+fn compute(site: &Site, name: &str, spec: PipelineSpec) -> Result<PipelineState, ServeError> {
+    let plan = site.expand(spec)?;
+    let Some(index) = site.index()? else {
+        let instances = (0..plan.instances().len())
+            .map(|i| InstanceState {
+                index: i,
+                status: Status::ToRun,
+                key: None,
+                reason: "never ran (the cache is empty)".into(),
+                record: None,
+                failure: None,
+                progress: None,
+            })
+            .collect();
+        return Ok(PipelineState::new(name, plan, instances));
+    };
+    let planned = plan_status(&plan, site.registry(), site.cache())?;
+    let running = live::running_keys(&index)?;
+    let mut instances = Vec::with_capacity(planned.len());
+    for (i, p) in planned.into_iter().enumerate() {
+        let mut state = InstanceState {
+            index: i,
+            status: if p.status == "cached" {
+                Status::Cached
+            } else {
+                Status::ToRun
+            },
+            key: p.key,
+            reason: p.reason,
+            record: p.record.map(|r| *r),
+            failure: None,
+            progress: None,
+        };
+        if state.status == Status::ToRun {
+            if let Some(key) = state.key.clone() {
+                if running.contains(&key) {
+                    state.status = Status::Running;
+                    state.progress = live::progress(site.cache(), &key);
+                } else if let Some(error) = index.failure(&key)? {
+                    state.status = Status::Failed;
+                    state.failure = Some(error);
+                }
+            }
+        }
+        instances.push(state);
+    }
+    Ok(PipelineState::new(name, plan, instances))
+}
