@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use super::{Device, ParamError, Params};
+use super::{Device, ParamError, Params, LOG_OUTPUT, REASONS_OUTPUT};
 
 /// Where a running stage's progress goes: a terminal bar in the engine, protocol messages in a
 /// worker.
@@ -396,16 +396,6 @@ impl LiveProgress {
         guard.1 = Some(std::time::Instant::now());
     }
 }
-
-/// The output every stage gets: its log.
-pub const LOG_OUTPUT: &str = "log.txt";
-
-/// The output holding the metrics a stage recorded (written only when it recorded some).
-pub const METRICS_OUTPUT: &str = "metrics.json";
-
-/// The output of a stage that declined some metrics ([`StageContext::decline`]): metric name ->
-/// why it has no number.
-pub const REASONS_OUTPUT: &str = "reasons.json";
 
 /// Reads a JSON file written by another stage.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, StageError> {

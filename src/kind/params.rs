@@ -447,7 +447,7 @@ impl Params {
 
     /// The raw value, if present.
     pub fn get(&self, name: &str) -> Option<&Value> {
-        super::typed::note_read(name);
+        super::param_reads::note_read(name);
         self.0.get(name)
     }
 

@@ -13,8 +13,9 @@
 
 use std::path::Path;
 
-use super::mat::MatValue;
-use super::{read_mat, require_file, require_images, require_root, Entry, Listing, Part};
+use super::checks::{require_file, require_images, require_root};
+use super::entry::{Entry, Listing, Part};
+use super::mat::{read_mat, MatValue};
 use crate::data::DataError;
 
 const HINT: &str = "set `root` to the folder holding cars_annos.mat and car_ims/ (the \

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{require_root, Entry, Listing, Part};
+use super::checks::{check_link, require_root};
+use super::entry::{Entry, Listing, Part};
 use crate::data::DataError;
 
 const HINT: &str = "set `root` to a folder with one sub-folder of images per class";
@@ -67,25 +68,6 @@ fn walk(
         }
     }
     Ok(())
-}
-
-/// Refuses a symbolic link whose target is missing or lies outside the real `root`.
-pub(crate) fn check_link(root: &Path, link: &Path) -> Result<(), DataError> {
-    let target = std::fs::canonicalize(link).map_err(|e| DataError::BadFile {
-        path: link.to_path_buf(),
-        message: format!("symbolic link cannot be followed ({e}); remove it or fix its target"),
-    })?;
-    if target.starts_with(root) {
-        return Ok(());
-    }
-    Err(DataError::BadFile {
-        path: link.to_path_buf(),
-        message: format!(
-            "symbolic link leads outside the data set root, to {}; copy the files into the root, \
-             or point `root` at the folder that holds them",
-            target.display()
-        ),
-    })
 }
 
 /// Lists an ImageFolder tree at `root`.

@@ -20,10 +20,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{
-    int_field, read_lines, read_mat, require_file, require_images, require_root, Entry, Listing,
-    MatValue, Part,
-};
+use super::checks::{int_field, read_lines, require_file, require_images, require_root};
+use super::entry::{Entry, Listing, Part};
+use super::mat::{read_mat, MatValue};
 use crate::data::DataError;
 
 const HINT: &str = "set `root` to the ILSVRC-2012 folder holding `train/` (one folder per \

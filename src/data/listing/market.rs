@@ -10,7 +10,8 @@
 
 use std::path::Path;
 
-use super::{require_root, Entry, Listing, Part};
+use super::checks::require_root;
+use super::entry::{Entry, Listing, Part};
 use crate::data::DataError;
 
 const HINT: &str = "set `root` to the Market-1501 folder (holding bounding_box_train, \
@@ -35,7 +36,7 @@ pub fn market1501(root: &Path) -> Result<Listing, DataError> {
         ("query", Part::Query),
     ] {
         let dir = root.join(folder);
-        super::require_root("market1501", &dir, HINT)?;
+        super::checks::require_root("market1501", &dir, HINT)?;
         let mut names: Vec<String> = std::fs::read_dir(&dir)
             .map_err(|e| DataError::io(&dir, e))?
             .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))

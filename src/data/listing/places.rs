@@ -11,9 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{
-    int_field, read_lines, require_file, require_images, require_root, Entry, Listing, Part,
-};
+use super::checks::{int_field, read_lines, require_file, require_images, require_root};
+use super::entry::{Entry, Listing, Part};
 use crate::data::DataError;
 
 const HINT: &str = "set `root` to the Places365 folder holding categories_places365.txt, \

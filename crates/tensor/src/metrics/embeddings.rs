@@ -14,7 +14,7 @@ use std::path::Path;
 
 use tch::{Kind, Tensor};
 
-use super::MetricsError;
+use super::error::MetricsError;
 
 /// Embeddings (row-major, `len() x dim`), labels and cameras of one image set.
 #[derive(Debug, Clone, PartialEq)]

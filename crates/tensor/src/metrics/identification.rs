@@ -9,10 +9,11 @@
 
 use rayon::prelude::*;
 
+use super::error::MetricsError;
 use super::operating_point::{accept_rate, NegativeTail};
 use super::ranking::top1;
 use super::scores::for_each_block;
-use super::{EmbeddingSet, Exclusion, MetricsError, Templates};
+use super::{EmbeddingSet, Exclusion, Templates};
 
 /// TPIR at an FPIR, with what it was computed from.
 #[derive(Debug, Clone, Copy, PartialEq)]

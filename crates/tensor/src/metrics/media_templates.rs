@@ -15,7 +15,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{tar_at_far_from_scores, tpir_at_fpir, EmbeddingSet, Exclusion, MetricsError};
+use super::error::MetricsError;
+use super::{tar_at_far_from_scores, tpir_at_fpir, EmbeddingSet, Exclusion};
 use super::{TarAtFar, TpirAtFpir};
 
 /// The faces of one template: `(row, media)` per face.

@@ -16,6 +16,7 @@
 //!   camera in re-identification) are removed before ranking ([`Exclusion`]).
 
 mod embeddings;
+mod error;
 mod exclusion;
 mod identification;
 pub mod media_templates;
@@ -28,6 +29,7 @@ mod templates;
 mod verification;
 
 pub use embeddings::{item_id, EmbeddingSet};
+pub use error::MetricsError;
 pub use exclusion::Exclusion;
 pub use identification::{tpir_at_fpir, TpirAtFpir};
 pub use operating_point::{operating_point, OperatingPoint};
@@ -35,33 +37,3 @@ pub use reid::{reid, ReidResult};
 pub use retrieval::{retrieval, QueryScore, RetrievalResult};
 pub use templates::Templates;
 pub use verification::{tar_at_far, tar_at_far_from_scores, tar_at_far_pairs, TarAtFar};
-
-/// Why a metric could not be computed.
-#[derive(Debug, thiserror::Error)]
-pub enum MetricsError {
-    /// Query and database embeddings have different sizes.
-    #[error(
-        "query embeddings are {query}-dimensional but database embeddings are {database}-dimensional; \
-         embed both with models of the same output size (or a compatible model pair)"
-    )]
-    DimensionMismatch {
-        /// The query dimension.
-        query: usize,
-        /// The database dimension.
-        database: usize,
-    },
-    /// An embeddings file is missing a tensor or holds one of the wrong shape or type.
-    #[error("{path}: {message}")]
-    BadFile {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The protocol needs something the data does not have (cameras, impostor pairs, ...).
-    #[error("{0}")]
-    Unsupported(String),
-    /// libtorch reported an error.
-    #[error("libtorch: {0}")]
-    Torch(#[from] tch::TchError),
-}

@@ -2,7 +2,8 @@
 //! identity, with gallery images of the same identity taken by the query's camera excluded
 //! (they are "junk": trivially easy matches). Reports mAP and rank-1 like retrieval.
 
-use super::{retrieval, EmbeddingSet, Exclusion, MetricsError, RetrievalResult};
+use super::error::MetricsError;
+use super::{retrieval, EmbeddingSet, Exclusion, RetrievalResult};
 
 /// Re-identification results: retrieval metrics under the same-camera exclusion.
 pub type ReidResult = RetrievalResult;

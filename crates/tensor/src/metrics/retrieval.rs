@@ -16,9 +16,10 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
+use super::error::MetricsError;
 use super::ranking::{positive_ranks, Role, Scratch};
 use super::scores::for_each_block;
-use super::{EmbeddingSet, Exclusion, MetricsError};
+use super::{EmbeddingSet, Exclusion};
 
 /// Retrieval results averaged over the queries that have at least one positive.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,8 @@
 
 use tch::Tensor;
 
-use super::{EmbeddingSet, MetricsError};
+use super::error::MetricsError;
+use super::EmbeddingSet;
 
 /// The default memory budget for one block of scores.
 pub const DEFAULT_BLOCK_BYTES: usize = 64 << 20;

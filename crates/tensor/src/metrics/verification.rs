@@ -9,9 +9,10 @@
 //! Memory stays bounded: scores are computed a block of query templates at a time, genuine
 //! scores are kept (one per genuine pair), impostors only as far as they decide the threshold.
 
+use super::error::MetricsError;
 use super::operating_point::{accept_rate, NegativeTail};
 use super::scores::for_each_block;
-use super::{EmbeddingSet, Exclusion, MetricsError, Templates};
+use super::{EmbeddingSet, Exclusion, Templates};
 
 /// TAR at a FAR, with what it was computed from.
 #[derive(Debug, Clone, Copy, PartialEq)]

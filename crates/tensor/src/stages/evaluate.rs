@@ -21,43 +21,25 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use crate::kind::{Run, StageContext, StageError};
-use crate::metrics::scores::{block_rows, DEFAULT_BLOCK_BYTES};
-use crate::metrics::{self, EmbeddingSet, Exclusion, MetricsError};
+use crate::metrics::{self, EmbeddingSet};
 use asymflow::metrics::per_query::{self, PerQuery};
 use asymflow::metrics::registry::{
-    MetricDef, FAR_ACHIEVED, FPIR_ACHIEVED, GENUINE_PAIRS, IMPOSTOR_PAIRS, MAP, MAP_NONINTERP,
-    MAP_STD, MATED_PROBES, NON_MATED_PROBES, NO_POSITIVE, QUERIES, QUERY_GFLOPS, RECALL_AT,
-    TAR_AT_FAR, TPIR_AT_FPIR,
+    FPIR_ACHIEVED, MAP, MAP_NONINTERP, MAP_STD, MATED_PROBES, NON_MATED_PROBES, NO_POSITIVE,
+    QUERIES, QUERY_GFLOPS, RECALL_AT, TPIR_AT_FPIR,
 };
 use asymflow::stages::evaluate::*;
 
 mod ijbc;
+mod metrics_error;
+mod open_set_rate;
+mod sides;
+
+use metrics_error::metrics_error;
+use open_set_rate::{rate, record_tar, OpenSetRate};
+use sides::Sides;
 
 /// The `evaluate` kind.
 pub(crate) struct Evaluate;
-
-/// The fewest negatives at which a rate target can be met: one negative above the threshold
-/// must be within the rate.
-fn needed(rate: f64) -> u64 {
-    (1.0 / rate - 1e-6).ceil().max(1.0) as u64
-}
-
-fn metrics_error(e: MetricsError) -> StageError {
-    StageError::Other(e.to_string())
-}
-
-fn read_side(
-    ctx: &StageContext<'_>,
-    slot: &str,
-) -> Result<(EmbeddingSet, Option<f64>, String), StageError> {
-    let input = ctx.input(slot)?;
-    let path = input.output(EMBEDDINGS_OUTPUT)?;
-    let set = EmbeddingSet::read(path).map_err(|e| StageError::Input {
-        slot: slot.to_string(),
-        message: e.to_string(),
-    })?;
-    Ok((set, input.metrics.get("gflops").copied(), input.key.clone()))
-}
 
 impl Run for Evaluate {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
@@ -93,90 +75,6 @@ impl Run for Evaluate {
             EvalProtocol::Identification => identification(ctx, &params, &sides, &mut details)?,
         }
         ctx.write_json(EVALUATION_OUTPUT, &Value::Object(details))
-    }
-}
-
-/// The two sides of one evaluation, as every protocol reads them.
-struct Sides {
-    query: EmbeddingSet,
-    db: EmbeddingSet,
-    /// Whether each query is left out of its own database (`exclude_self`).
-    self_match: bool,
-    /// Database rows scored per block.
-    rows: usize,
-}
-
-impl Sides {
-    /// Both inputs (truncated to a common size when `truncate` says so), whether they are the
-    /// same images, and the query model's GFLOPs per image when its embed stage measured them.
-    fn read(
-        ctx: &mut StageContext<'_>,
-        params: &EvaluateParams,
-    ) -> Result<(Sides, Option<f64>), StageError> {
-        let (mut query, gflops, query_key) = read_side(ctx, "query")?;
-        let (mut db, _, db_key) = read_side(ctx, "database")?;
-        if query.dim != db.dim && params.truncate {
-            let dim = query.dim.min(db.dim);
-            ctx.log(format!(
-                "truncating {}-d and {}-d embeddings to their first {dim} components",
-                query.dim, db.dim
-            ));
-            query = query.truncated(dim);
-            db = db.truncated(dim);
-        }
-        if query.dim != db.dim {
-            return Err(metrics_error(MetricsError::DimensionMismatch {
-                query: query.dim,
-                database: db.dim,
-            }));
-        }
-        let exclude = ExcludeSelf::parse(&params.exclude_self).ok_or_else(|| {
-            StageError::bad_param(
-                "exclude_self",
-                format!("use one of {}", ExcludeSelf::NAMES.join(", ")),
-            )
-        })?;
-        let same_images = query_key == db_key || query.same_items(&db);
-        if !same_images && query.looks_like(&db) && exclude == ExcludeSelf::Auto {
-            ctx.log(
-                "query and database have equal labels and cameras but no item ids to show they are \
-                 the same images: no query is excluded from the database; set \
-                 exclude_self = \"always\" if they are the same images",
-            );
-        }
-        let self_match = match exclude {
-            ExcludeSelf::Always => {
-                if query.len() != db.len() {
-                    return Err(StageError::bad_param(
-                        "exclude_self",
-                        format!(
-                            "\"always\" needs query and database of one size (the same images); got {} and {}",
-                            query.len(),
-                            db.len()
-                        ),
-                    ));
-                }
-                true
-            }
-            ExcludeSelf::Never => false,
-            ExcludeSelf::Auto => same_images,
-        };
-        let rows = block_rows(db.len(), DEFAULT_BLOCK_BYTES);
-        let sides = Sides {
-            query,
-            db,
-            self_match,
-            rows,
-        };
-        Ok((sides, gflops))
-    }
-
-    /// The exclusion rule of the protocols that score every pair (no camera rule).
-    fn exclusion(&self) -> Exclusion {
-        Exclusion {
-            self_match: self.self_match,
-            same_camera: false,
-        }
     }
 }
 
@@ -335,37 +233,6 @@ fn verification(
     Ok(())
 }
 
-/// Records a TAR at FAR, whichever protocol measured it: the pair counts and the achieved FAR
-/// as metrics, the TAR (or why it is declined), and the same numbers in `details`.
-fn record_tar(
-    ctx: &mut StageContext<'_>,
-    details: &mut serde_json::Map<String, Value>,
-    far: f64,
-    t: &metrics::TarAtFar,
-    summary: String,
-) -> Result<(), StageError> {
-    ctx.metric(GENUINE_PAIRS.name, t.genuine as f64);
-    ctx.metric(IMPOSTOR_PAIRS.name, t.impostor as f64);
-    ctx.metric(FAR_ACHIEVED.name, t.far);
-    OpenSetRate {
-        metric: &TAR_AT_FAR,
-        positive: "TAR",
-        rate: "FAR",
-        negatives: "impostor pairs",
-        target: far,
-        available: t.impostor as u64,
-        value: t.tar,
-        resolvable: t.resolvable,
-    }
-    .record(ctx, details, summary)?;
-    details.insert("far_target".into(), json!(far));
-    details.insert("far_achieved".into(), json!(t.far));
-    details.insert("threshold".into(), json!(t.threshold));
-    details.insert("genuine_pairs".into(), json!(t.genuine));
-    details.insert("impostor_pairs".into(), json!(t.impostor));
-    Ok(())
-}
-
 /// `identification`: open-set TPIR at FPIR and closed-set rank-1; TPIR declined with the
 /// reason when the FPIR is below one over the non-mated probes.
 fn identification(
@@ -418,63 +285,6 @@ fn identification(
     details.insert("non_mated_probes".into(), json!(t.non_mated));
     details.insert("template_size".into(), json!(size));
     Ok(())
-}
-
-/// A positive rate at a target rate of negatives (TAR at FAR, TPIR at FPIR), recorded alike by
-/// both protocols: the metric when the target is measurable with the negatives there are,
-/// otherwise declined with the reason (and the rate at 0 in the log and `evaluation.json`).
-struct OpenSetRate {
-    metric: &'static MetricDef,
-    /// The positive rate's name (`TAR`), the target's (`FAR`), and what the negatives are.
-    positive: &'static str,
-    rate: &'static str,
-    negatives: &'static str,
-    target: f64,
-    available: u64,
-    value: f64,
-    resolvable: bool,
-}
-
-impl OpenSetRate {
-    /// Records the metric (logging `measured`) or declines it; writes it to `details` either
-    /// way (`null` when declined).
-    fn record(
-        &self,
-        ctx: &mut StageContext<'_>,
-        details: &mut serde_json::Map<String, Value>,
-        measured: String,
-    ) -> Result<(), StageError> {
-        let (name, target) = (self.metric.name, self.target);
-        if self.resolvable {
-            ctx.metric(name, self.value);
-            ctx.log(measured);
-        } else {
-            let note = format!(
-                "{} {target:e} is below 1 / {} {}: not measurable here, no {name} recorded \
-                 ({} at {} 0 is {:.4})",
-                self.rate, self.available, self.negatives, self.positive, self.rate, self.value
-            );
-            ctx.log(&note);
-            details.insert("note".into(), json!(note));
-            ctx.decline(
-                name,
-                format!(
-                    "{} {target:e} needs at least {} {}; there are {}",
-                    self.rate,
-                    needed(target),
-                    self.negatives,
-                    self.available
-                ),
-            )?;
-        }
-        let value = if self.resolvable {
-            json!(self.value)
-        } else {
-            Value::Null
-        };
-        details.insert(name.into(), value);
-        Ok(())
-    }
 }
 
 /// One verification pair: `(query row, database row, genuine)`.
@@ -539,17 +349,6 @@ fn positive_ks(ks: &[i64]) -> Result<Vec<usize>, StageError> {
         ));
     }
     Ok(ks.iter().map(|&k| k as usize).collect())
-}
-
-/// `v`, the value of rate parameter `name`, checked.
-fn rate(v: f64, name: &str) -> Result<f64, StageError> {
-    if v.is_nan() || v <= 0.0 || v > 1.0 {
-        return Err(StageError::bad_param(
-            name,
-            format!("{v}: a rate in (0, 1], e.g. 1e-4"),
-        ));
-    }
-    Ok(v)
 }
 
 /// `layout`: where the face protocols' templates, pairs and galleries come from.

@@ -13,7 +13,9 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{metrics_error, rate, EvaluateParams, OpenSetRate, Sides};
+use super::metrics_error::metrics_error;
+use super::open_set_rate::{rate, record_tar, OpenSetRate};
+use super::sides::Sides;
 use crate::kind::{StageContext, StageError};
 use crate::metrics;
 use crate::metrics::media_templates::{tar_at_far_templates, tpir_at_fpir_templates, TemplateMap};
@@ -22,6 +24,7 @@ use asymflow::data::{DatasetKind, DatasetSource, SplitManifest};
 use asymflow::metrics::registry::{
     FPIR_ACHIEVED, MATED_PROBES, NON_MATED_PROBES, RECALL_AT, TPIR_AT_FPIR,
 };
+use asymflow::stages::evaluate::EvaluateParams;
 
 /// The protocol and each template's face rows in the embeddings.
 struct Protocol {
@@ -133,7 +136,7 @@ pub(super) fn verification(
         "IJB-C TAR {:.4} at FAR {far:e} ({} genuine, {} impostor template pairs)",
         t.tar, t.genuine, t.impostor
     );
-    super::record_tar(ctx, details, far, &t, summary)?;
+    record_tar(ctx, details, far, &t, summary)?;
     details.insert("layout".into(), json!("ijbc"));
     Ok(())
 }
