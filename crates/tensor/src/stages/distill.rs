@@ -334,7 +334,8 @@ mod tests {
 
     #[test]
     fn precision_defaults_to_fp32_and_unknown_spellings_are_refused() {
-        use crate::nn::precision::{precision_param, Precision};
+        use crate::nn::precision::precision_param;
+        use crate::nn::Precision;
         let p = params(json!(["abs"]));
         assert_eq!(precision_param(&p.precision).unwrap(), Precision::Fp32);
         assert_eq!(precision_param("bf16").unwrap(), Precision::Bf16);

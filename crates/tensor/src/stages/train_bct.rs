@@ -34,6 +34,7 @@ use tch::{Kind, Tensor};
 use super::train_classifier::{finish, init_seed, train, training_items, ClassList, Setup};
 use crate::data::{EvalLoader, EvalView};
 use crate::kind::{read_json, Run, StageContext, StageError};
+use crate::nn::precision::Autocast;
 use crate::nn::{l2n, Classifier, ClassifierConfig, Model};
 use asymflow::stages::train_bct::{Compatibility, TrainBctParams};
 use asymflow::stages::train_classifier::CLASSES_OUTPUT;

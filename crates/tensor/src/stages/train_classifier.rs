@@ -25,10 +25,11 @@ use crate::data::{
     TrainConfig, TrainLoader,
 };
 use crate::kind::{read_json, Params, Run, StageContext, StageError};
-use crate::nn::precision::{precision_param, Precision};
+use crate::nn::precision::{precision_param, Autocast};
 use crate::nn::timing::{RunTimes, StepTimes};
 use crate::nn::{
     gflops, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig, Pool,
+    Precision,
 };
 use crate::TorchResult;
 use asymflow::stages::groups::optim;

@@ -10,7 +10,8 @@ use asymflow::stages::groups::network::NetworkParams;
 use asymflow::stages::groups::optim::{OptimParams, Optimizer, Schedule};
 
 use crate::kind::{StageContext, StageError};
-use crate::nn::precision::Precision;
+use crate::nn::precision::Autocast;
+use crate::nn::Precision;
 use crate::nn::{Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, ScheduleConfig, Stem};
 
 /// The optimiser group ([`OptimParams`]) as the optimiser's configuration.
@@ -55,7 +56,7 @@ pub fn gem_group(optim: Optim, net: &NetConfig, gem: GemParams) -> Optim {
 }
 
 /// Logs, when the stage starts, that `precision` runs slowly on this stage's device
-/// ([`Precision::note`]: bf16 on a CPU without bf16 instructions).
+/// ([`Autocast::note`]: bf16 on a CPU without bf16 instructions).
 pub fn note_precision(ctx: &mut StageContext<'_>, precision: Precision) {
     if let Some(note) = precision.note(crate::worker::torch_device(ctx.device())) {
         ctx.log(note);
