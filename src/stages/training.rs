@@ -1,6 +1,6 @@
 //! What the network stages (`train-teacher`, `distill`, `embed`) share besides the parameter
-//! groups of [`super::groups`]: the single shared parameters (`precision`, `accumulate`, GeM's
-//! learning rate), opening the split, fingerprinting weight files, and the per-epoch loss
+//! groups of [`super::groups`]: the single shared parameters (`accumulate`, GeM's learning
+//! rate; `precision` is [`super::groups::precision`]'s, re-exported here), opening the split, fingerprinting weight files, and the per-epoch loss
 //! curve written as `loss.json`, with the bookkeeping of one epoch ([`Epoch`]: the batches'
 //! means, a non-finite loss refused) that `train-teacher` and `distill` share.
 //!
@@ -25,15 +25,6 @@ use crate::kind::{
 
 /// The loss-curve output of the training stages.
 pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;
-
-/// `precision`, shared by the kinds that run a network: `fp32`, or `bf16` autocast on CUDA and
-/// CPU (see asymflow-tensor's `nn::precision`).
-pub const PRECISION: ParamDecl = ParamDecl::optional(
-    "precision",
-    ParamType::Choice(&["fp32", "bf16"]),
-    "\"fp32\"",
-    "fp32, or bf16: bfloat16 autocast of the forward pass (fast on GPUs and on CPUs with AVX512-BF16 or AMX)",
-);
 
 /// `gem_p_lr_scale`, shared by the kinds that train a GeM network: GeM's exponent `p` learns
 /// at this multiple of the learning rate (the resolution-asymmetry reference uses 10).
@@ -68,6 +59,7 @@ pub const POOLS: &[&str] = &["gem", "avg"];
 
 pub use super::groups::augment::augment_config;
 pub use super::groups::network::{ARCHS, STEMS};
+pub use super::groups::precision::PRECISION;
 
 /// `gem_p_lr_scale` and `gem_p_decay`, read and checked.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -15,7 +15,8 @@
 //! tests would add to it. Linux only (procfs); elsewhere the test says so and passes nothing
 //! off as measured.
 
-use asymflow::exec::memory::{Frozen, NetShape, Precision, Step, Trained};
+use asymflow::exec::memory::{Frozen, NetShape, Step, Trained};
+use asymflow::stages::groups::precision::Precision;
 use asymflow_tensor::nn::checkpoint::{copy_vars, Model, ModelMeta};
 use asymflow_tensor::nn::train::{DistillStep, TeacherLoss, TeacherStep};
 use asymflow_tensor::nn::{
@@ -75,7 +76,7 @@ struct Case {
     stem: Stem,
     res: i64,
     images: i64,
-    precision: asymflow_tensor::nn::precision::Precision,
+    precision: Precision,
 }
 
 fn net_config(c: &Case) -> NetConfig {
@@ -116,13 +117,6 @@ fn arch_name(a: Arch) -> &'static str {
         Arch::Resnet50 => "resnet50",
         Arch::Resnet101 => "resnet101",
         Arch::Resnet152 => "resnet152",
-    }
-}
-
-fn precision(c: &Case) -> Precision {
-    match c.precision {
-        asymflow_tensor::nn::precision::Precision::Fp32 => Precision::Fp32,
-        asymflow_tensor::nn::precision::Precision::Bf16 => Precision::Bf16,
     }
 }
 
@@ -194,7 +188,7 @@ fn estimate_teacher(c: &Case) -> u64 {
         rows,
         input_pixels: rows * side * side,
         frozen: None,
-        precision: precision(c),
+        precision: c.precision,
     }
     .estimate()
     .expect("a measured architecture")
@@ -219,7 +213,7 @@ fn estimate_distill(c: &Case, views: i64, chunks: i64) -> u64 {
             input: (side, side),
             rows,
         }),
-        precision: precision(c),
+        precision: c.precision,
     }
     .estimate()
     .expect("a measured architecture")
@@ -242,7 +236,6 @@ fn estimates_match_measured_cpu_peaks() {
         return;
     }
     exact_allocator();
-    use asymflow_tensor::nn::precision::Precision as P;
     let case = |arch, precision, images| Case {
         arch,
         width: 24,
@@ -257,14 +250,14 @@ fn estimates_match_measured_cpu_peaks() {
         width: 8,
         res: 32,
         images: 8,
-        ..case(Arch::Resnet18, P::Bf16, 8)
+        ..case(Arch::Resnet18, Precision::Bf16, 8)
     });
     let mut failures = Vec::new();
     for (arch, precision) in [
-        (Arch::Resnet18, P::Fp32),
-        (Arch::Resnet50, P::Fp32),
-        (Arch::Resnet50, P::Bf16),
-        (Arch::Resnet101, P::Fp32),
+        (Arch::Resnet18, Precision::Fp32),
+        (Arch::Resnet50, Precision::Fp32),
+        (Arch::Resnet50, Precision::Bf16),
+        (Arch::Resnet101, Precision::Fp32),
     ] {
         let c = case(arch, precision, 16);
         let model = Model::new(ModelMeta::new(net_config(&c), None), Device::Cpu);
@@ -292,7 +285,11 @@ fn estimates_match_measured_cpu_peaks() {
             failures.push(format!("teacher {arch:?} {precision:?}: {r:.2}"));
         }
     }
-    for (chunks, precision) in [(1, P::Fp32), (4, P::Fp32), (2, P::Bf16)] {
+    for (chunks, precision) in [
+        (1, Precision::Fp32),
+        (4, Precision::Fp32),
+        (2, Precision::Bf16),
+    ] {
         let c = case(Arch::Resnet50, precision, 8);
         let measured = measure_distill(&c, 4, chunks);
         let estimated = estimate_distill(&c, 4, chunks);

@@ -2,9 +2,10 @@
 //! what a kind takes from upstream (the distillation's teacher, BCT's old model), the
 //! parameters of the instance on that input. Kinds that train nothing have no estimate.
 
-use super::{Frozen, NetShape, Precision, Step, StepMemory, Trained};
+use super::{Frozen, NetShape, Step, StepMemory, Trained};
 use crate::graph::{Instance, Plan};
 use crate::kind::Params;
+use crate::stages::groups::precision::Precision;
 
 /// The kinds with an estimate.
 pub const KINDS: &[&str] = &["train-teacher", "distill", "train-classifier", "train-bct"];

@@ -32,6 +32,8 @@ pub mod network;
 
 use serde::Serialize;
 
+use crate::stages::groups::precision::Precision;
+
 pub use network::NetShape;
 
 /// Bytes held through a training step (forward, then backward) per value a convolution
@@ -59,42 +61,6 @@ pub const TRAIN_BYTES_PER_VALUE: &[(&str, f64, f64)] = &[
 /// of the network's largest convolution output, fp32 and bf16; measured by the same script
 /// (ResNet-50, its growth from 16 to 32 images at 128 px and width 16).
 pub const NOGRAD_BYTES_PER_LARGEST: (f64, f64) = (16.94, 10.00);
-
-/// The forward pass's precision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// fp32 throughout.
-    Fp32,
-    /// bf16 autocast of the forward pass; weights, gradients and optimiser stay fp32.
-    Bf16,
-}
-
-impl Precision {
-    /// `precision`'s value; `None` for another spelling.
-    pub fn parse(name: &str) -> Option<Precision> {
-        match name {
-            "fp32" => Some(Precision::Fp32),
-            "bf16" => Some(Precision::Bf16),
-            _ => None,
-        }
-    }
-
-    /// The pipeline spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::Fp32 => "fp32",
-            Precision::Bf16 => "bf16",
-        }
-    }
-
-    fn column(self, row: (f64, f64)) -> f64 {
-        match self {
-            Precision::Fp32 => row.0,
-            Precision::Bf16 => row.1,
-        }
-    }
-}
 
 /// A network trained with gradients in a step: its shape and optimiser.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,9 +133,7 @@ impl Step {
         let (values, _) = net
             .conv_outputs(self.input.0, self.input.1)
             .ok_or_else(unknown)?;
-        let per_value = self
-            .precision
-            .column(train_bytes(&net.arch).ok_or_else(unknown)?);
+        let per_value = column(self.precision, train_bytes(&net.arch).ok_or_else(unknown)?);
         let activations = (self.rows as f64 * values as f64 * per_value) as u64;
         let mut parts = vec![
             ("weights, gradients, optimiser", training),
@@ -183,7 +147,7 @@ impl Step {
                 .net
                 .conv_outputs(frozen.input.0, frozen.input.1)
                 .ok_or_else(unknown)?;
-            let per_value = self.precision.column(NOGRAD_BYTES_PER_LARGEST);
+            let per_value = column(self.precision, NOGRAD_BYTES_PER_LARGEST);
             let forward = (frozen.rows as f64 * largest as f64 * per_value) as u64;
             parts.push(("frozen weights", weights));
             // The frozen forward ends before the trained one starts: the larger one counts.
@@ -198,6 +162,14 @@ impl Step {
             images: self.rows,
             parts,
         })
+    }
+}
+
+/// The value of a measured `(fp32, bf16)` row for `precision`.
+fn column(precision: Precision, row: (f64, f64)) -> f64 {
+    match precision {
+        Precision::Fp32 => row.0,
+        Precision::Bf16 => row.1,
     }
 }
 

@@ -10,9 +10,14 @@
 //! its name. Names that changed when the groups were unified keep working as [`Alias`]es,
 //! rewritten by the resolver with a warning (`augment`, `one_cycle`).
 //!
+//! One shared parameter lives here too, as a file of its own, because a layer above the
+//! stages reads its value: [`precision`] (the memory estimate of `crate::exec::memory` sizes a
+//! step by it).
+//!
 //! [`Alias`]: crate::kind::Alias
 
 pub mod augment;
 pub mod batching;
 pub mod network;
 pub mod optim;
+pub mod precision;

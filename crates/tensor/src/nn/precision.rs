@@ -1,4 +1,7 @@
-//! The numeric precision of a training or embedding run (`precision = "fp32" | "bf16"`).
+//! Running a forward pass in a [`Precision`] (`precision = "fp32" | "bf16"`): the
+//! [`Autocast`] extension of the engine's enum (`asymflow::stages::groups::precision`, where
+//! the parameter and its spellings are declared once for the kinds and the memory estimate),
+//! with what needs libtorch.
 //!
 //! `fp32` runs every operation in single precision, exactly as before the parameter existed.
 //! `bf16` runs the forward pass under libtorch's autocast in bfloat16, on CUDA and on CPU alike:
@@ -11,28 +14,16 @@
 //! Rapids and later): measured on the 2-core VM (Xeon with AMX), a width-16 ResNet-18 training
 //! step at 64 px took 2.74 ms per image against 6.66 in fp32, and an eval forward 0.63 against
 //! 1.65 (PyTorch 2.11, the same kernels). Elsewhere oneDNN emulates it and it is slower than
-//! fp32, which a stage says in its log when it starts ([`Precision::note`]). The computation a
+//! fp32, which a stage says in its log when it starts ([`Autocast::note`]). The computation a
 //! key names is the same on both (bf16 autocast); only the speed differs.
 //!
 //! tch's own `autocast` only covers CUDA, in fp16, so the region is entered and left through a
 //! small C++ shim (`csrc/autocast.cpp`) compiled against libtorch's headers.
 
+use asymflow::stages::groups::precision::{Precision, PRECISIONS};
 use tch::{Device, Tensor};
 
-use super::NnError;
-
-/// The precision of the forward pass. See the module docs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Precision {
-    /// Single precision everywhere (the default).
-    #[default]
-    Fp32,
-    /// bfloat16 autocast (CUDA and CPU).
-    Bf16,
-}
-
-/// The spellings of [`Precision`] in pipeline files.
-pub const PRECISIONS: &[&str] = &["fp32", "bf16"];
+use super::error::NnError;
 
 #[cfg(asymflow_bf16)]
 extern "C" {
@@ -40,27 +31,28 @@ extern "C" {
     fn asymflow_autocast_bf16_exit(previous: std::os::raw::c_int);
 }
 
-impl Precision {
-    /// Parses a pipeline's spelling (`"fp32"`, `"bf16"`).
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "fp32" => Some(Precision::Fp32),
-            "bf16" => Some(Precision::Bf16),
-            _ => None,
-        }
-    }
-
-    /// The pipeline spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::Fp32 => "fp32",
-            Precision::Bf16 => "bf16",
-        }
-    }
-
+/// What a [`Precision`] does with libtorch: checked against this build, noted against the
+/// device, and run around a forward pass.
+pub trait Autocast: Sized {
     /// Checks that this precision can run here: bf16 needs a worker built with the autocast
     /// shim, which every build through `scripts/libtorch.sh` is.
-    pub fn check(self) -> Result<Self, NnError> {
+    fn check(self) -> Result<Self, NnError>;
+
+    /// A line for the stage's log when this precision runs slowly on `device`: bf16 on a CPU
+    /// without bf16 instructions.
+    fn note(self, device: Device) -> Option<&'static str>;
+
+    /// Runs `f` (a forward pass) in this precision. Gradients computed from the result flow
+    /// back through the autocast casts into the fp32 weights.
+    fn run<T>(self, f: impl FnOnce() -> T) -> T;
+
+    /// `x` as fp32 for what follows the forward pass (losses, metrics, saved embeddings): the
+    /// same tensor under fp32, a cast (which keeps the gradient path) under bf16.
+    fn fp32(self, x: &Tensor) -> Tensor;
+}
+
+impl Autocast for Precision {
+    fn check(self) -> Result<Self, NnError> {
         match self {
             Precision::Bf16 if !cfg!(asymflow_bf16) => Err(NnError::Precision(
                 "precision = \"bf16\": this worker was built without libtorch's headers \
@@ -72,18 +64,14 @@ impl Precision {
         }
     }
 
-    /// A line for the stage's log when this precision runs slowly on `device`: bf16 on a CPU
-    /// without bf16 instructions.
-    pub fn note(self, device: Device) -> Option<&'static str> {
+    fn note(self, device: Device) -> Option<&'static str> {
         (self == Precision::Bf16 && device == Device::Cpu && !cpu_has_bf16()).then_some(
             "precision = \"bf16\": this CPU has no bf16 instructions (AVX512-BF16 or AMX), so \
              bf16 is emulated and slower than fp32 here; the result is the same computation",
         )
     }
 
-    /// Runs `f` (a forward pass) in this precision. Gradients computed from the result flow
-    /// back through the autocast casts into the fp32 weights.
-    pub fn run<T>(self, f: impl FnOnce() -> T) -> T {
+    fn run<T>(self, f: impl FnOnce() -> T) -> T {
         match self {
             Precision::Fp32 => f(),
             Precision::Bf16 => {
@@ -93,9 +81,7 @@ impl Precision {
         }
     }
 
-    /// `x` as fp32 for what follows the forward pass (losses, metrics, saved embeddings): the
-    /// same tensor under fp32, a cast (which keeps the gradient path) under bf16.
-    pub fn fp32(self, x: &Tensor) -> Tensor {
+    fn fp32(self, x: &Tensor) -> Tensor {
         match self {
             Precision::Fp32 => x.shallow_clone(),
             Precision::Bf16 => x.to_kind(tch::Kind::Float),
@@ -189,15 +175,6 @@ mod tests {
             let _ = cuda;
             None
         }
-    }
-
-    #[test]
-    fn spellings_round_trip_and_unknown_ones_are_refused() {
-        for name in PRECISIONS {
-            assert_eq!(Precision::parse(name).unwrap().name(), *name);
-        }
-        assert_eq!(Precision::parse("fp16"), None);
-        assert_eq!(Precision::default(), Precision::Fp32);
     }
 
     #[test]

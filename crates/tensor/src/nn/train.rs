@@ -16,7 +16,7 @@
 //! training mode BatchNorm normalises each chunk with that chunk's statistics, as it does per
 //! GPU under data parallelism; with `freeze_bn` the result is exactly the unchunked one.
 //!
-//! Precision: forward passes run under [`Precision::run`]; the embeddings are cast back to fp32
+//! Precision: forward passes run under [`Autocast::run`]; the embeddings are cast back to fp32
 //! before any loss, so losses, gradients of the weights and the optimiser stay fp32.
 
 use tch::{Kind, Tensor};
@@ -24,10 +24,10 @@ use tch::{Kind, Tensor};
 use super::checkpoint::Model;
 use super::distill_loss::{DistillLoss, DistillTerms};
 use super::optim::Optim;
-use super::precision::Precision;
+use super::precision::Autocast;
 use super::timing::StepTimes;
 use super::triplet::{pool_triplet_loss, triplet_loss};
-use super::NnError;
+use super::{NnError, Precision};
 
 /// The teacher's loss.
 #[derive(Debug, Clone, Copy, PartialEq)]

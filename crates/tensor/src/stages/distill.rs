@@ -14,14 +14,13 @@
 //! one box for both, so R and r must share their aspect ratio; `resolution` (the metric) is
 //! r's height, as `embed` reports it.
 
-use super::training::{
-    gem_group, open_partition, optim_config, resolve, Batching, Epoch, LossCurve,
-};
-use crate::data::{device_feed, DistillConfig, DistillLoader};
+use tch::Device;
+
+use super::training::{gem_group, open_partition, optim_config, resolve, Batching, Epoch, Tally};
+use crate::data::{device_feed, DistillConfig, DistillLoader, Resolution};
 use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
 use crate::nn::precision::precision_param;
-use crate::nn::timing::RunTimes;
 use crate::nn::train::DistillStep;
 use crate::nn::{gflops, Arch, DistillLoss, NetConfig, Optim, Stem};
 use crate::TorchResult;
@@ -34,51 +33,15 @@ impl Run for Distill {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let p = DistillParams::from_params(ctx.params())?;
         let device = crate::worker::torch_device(ctx.device());
-        let seed = p.seed;
-        let Batching {
-            epochs,
-            batch_size,
-            images_per_epoch,
-        } = p.batching;
-        let accumulate = p.accumulate;
-        let resolution = p.resolution;
-        let augmentations = p.augmentations;
         let loss = distill_loss(&p)?;
         let precision = precision_param(&p.precision)?;
         super::training::note_precision(ctx, precision);
-        let chunks = p.chunks;
-        if chunks > batch_size {
-            return Err(StageError::bad_param(
-                "chunks",
-                format!(
-                    "{chunks} groups of whole images cannot be made from a batch of {batch_size} images; \
-                     use at most batch_size"
-                ),
-            ));
-        }
+        let chunks = checked_chunks(&p)?;
         if device.is_cuda() {
             tch::Cuda::cudnn_set_benchmark(true);
         }
 
-        let teacher_input = ctx.input("teacher")?.clone();
-        let teacher_resolution = match p.teacher_resolution {
-            None => teacher_resolution_of(&teacher_input).ok_or_else(|| {
-                StageError::bad_param(
-                    "teacher_resolution",
-                    format!(
-                        "stage `{}` has no `resolution` parameter; set it here",
-                        teacher_input.stage
-                    ),
-                )
-            })?,
-            Some(resolution) => resolution,
-        };
-        tch::manual_seed(seed);
-        let teacher = Model::load(
-            teacher_input.output(WEIGHTS_FILE)?,
-            teacher_input.output(META_FILE)?,
-            device,
-        )?;
+        let (teacher, teacher_resolution) = seeded_teacher(ctx, &p, device)?;
         let student = self.student(ctx, &p, &teacher)?;
         if student.meta.net.embed_dim != teacher.meta.net.embed_dim {
             return Err(StageError::Other(format!(
@@ -88,79 +51,27 @@ impl Run for Distill {
             )));
         }
 
-        let (dataset, items) = open_partition(ctx, "split", &p.partition)?;
-        let loader = DistillLoader::new(
-            dataset,
-            &items,
-            DistillConfig {
-                teacher_resolution,
-                student_resolution: resolution,
-                batch_size,
-                augmentations,
-                coupled: p.coupled,
-                augment: p.augment,
-                images_per_epoch,
-                seed: seed as u64,
-            },
-        )?;
+        let (loader, images) = distill_loader(ctx, &p, teacher_resolution)?;
         let batches = loader.batches_per_epoch();
-        if let Some(note) = loader.capped_epoch_note() {
-            ctx.log(note);
-        }
-        let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
-        if let Some(warning) = warning {
-            ctx.log(warning);
-        }
-        let steps_per_epoch = batches.div_ceil(accumulate);
         let net = student.meta.net.clone();
-        let optim = gem_group(
-            Optim::new(
-                &student.vs,
-                &optim_config(&p.optim),
-                epochs,
-                steps_per_epoch,
-            )
-            .torch()?,
-            &net,
-            p.gem,
-        );
-        let mut step = DistillStep::new(
-            student,
-            teacher,
-            optim,
-            loss,
-            augmentations as i64,
-            p.freeze_bn,
-            accumulate,
-        )
-        .with_chunks(chunks as i64)
-        .with_precision(precision);
+        let mut step = distill_step(ctx, &p, &loader, student, teacher, loss)?
+            .with_chunks(chunks as i64)
+            .with_precision(precision);
+        let Batching {
+            epochs, batch_size, ..
+        } = p.batching;
+        let (augmentations, resolution) = (p.augmentations, p.resolution);
         ctx.log(format!(
-            "distill: {} images, {batches} batches/epoch of {batch_size} x {augmentations} views, \
-             teacher {teacher_resolution} px -> student {resolution} px, {epochs} epochs",
-            items.len()
+            "distill: {images} images, {batches} batches/epoch of {batch_size} x {augmentations} views, \
+             teacher {teacher_resolution} px -> student {resolution} px, {epochs} epochs"
         ));
 
-        let mut curve = LossCurve::default();
-        let mut times = RunTimes::start();
-        let mut images = 0;
+        let mut tally = Tally::start();
         ctx.progress_start(epochs as u64, "epochs");
         for epoch in 0..epochs {
-            let mut record = Epoch::begin(epoch);
-            let mut batches = device_feed(loader.epoch(epoch as u64), device);
-            while let Some(batch) = times.data(|| batches.next()) {
-                ctx.check_cancelled()?;
-                let batch = batch?;
-                images += batch.indices.len();
-                let terms = step.batch(&batch.teacher, &batch.student);
-                let mut parts = Vec::with_capacity(3);
-                parts.extend(terms.abs.map(|v| ("abs", v)));
-                parts.extend(terms.rel_ts.map(|v| ("rel_ts", v)));
-                parts.extend(terms.rel_ss.map(|v| ("rel_ss", v)));
-                record.add(terms.total.double_value(&[]), &parts)?;
-            }
+            let record = distill_epoch(ctx, &mut step, &loader, epoch, device, &mut tally)?;
             step.flush();
-            let end = curve.end_epoch(record, step.lr());
+            let end = tally.curve.end_epoch(record, step.lr());
             ctx.log(format!(
                 "epoch {}: loss {:.5} in {:.1} s",
                 epoch + 1,
@@ -169,17 +80,170 @@ impl Run for Distill {
             ));
             ctx.progress_tick();
         }
-        curve.write(ctx)?;
-        step.student.save(ctx.out_dir())?;
-        ctx.log(times.line(&step.times(), images));
-        ctx.metric(
-            "final_loss",
-            curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN),
-        );
-        ctx.metric("gflops", gflops(&net, resolution));
-        ctx.metric("resolution", f64::from(resolution.height));
-        Ok(())
+        finish(ctx, &step, &tally, &net, resolution)
     }
+}
+
+/// `chunks`, which must not exceed the images of a batch (each chunk holds whole images).
+fn checked_chunks(p: &DistillParams) -> Result<usize, StageError> {
+    let (chunks, batch_size) = (p.chunks, p.batching.batch_size);
+    if chunks > batch_size {
+        return Err(StageError::bad_param(
+            "chunks",
+            format!(
+                "{chunks} groups of whole images cannot be made from a batch of {batch_size} images; \
+                 use at most batch_size"
+            ),
+        ));
+    }
+    Ok(chunks)
+}
+
+/// The frozen teacher from the `teacher` input, and the resolution its views are rendered at
+/// (`teacher_resolution`, or the teacher stage's own `resolution`). libtorch's generator is
+/// seeded with `seed` just before the teacher loads: the student's initial weights draw from
+/// it next.
+fn seeded_teacher(
+    ctx: &StageContext<'_>,
+    p: &DistillParams,
+    device: Device,
+) -> Result<(Model, Resolution), StageError> {
+    let teacher_input = ctx.input("teacher")?.clone();
+    let teacher_resolution = match p.teacher_resolution {
+        None => teacher_resolution_of(&teacher_input).ok_or_else(|| {
+            StageError::bad_param(
+                "teacher_resolution",
+                format!(
+                    "stage `{}` has no `resolution` parameter; set it here",
+                    teacher_input.stage
+                ),
+            )
+        })?,
+        Some(resolution) => resolution,
+    };
+    tch::manual_seed(p.seed);
+    let teacher = Model::load(
+        teacher_input.output(WEIGHTS_FILE)?,
+        teacher_input.output(META_FILE)?,
+        device,
+    )?;
+    Ok((teacher, teacher_resolution))
+}
+
+/// The loader of the training partition's paired views (teacher's at `teacher_resolution`,
+/// student's at `resolution`), with the partition's size.
+fn distill_loader(
+    ctx: &StageContext<'_>,
+    p: &DistillParams,
+    teacher_resolution: Resolution,
+) -> Result<(DistillLoader, usize), StageError> {
+    let (dataset, items) = open_partition(ctx, "split", &p.partition)?;
+    let loader = DistillLoader::new(
+        dataset,
+        &items,
+        DistillConfig {
+            teacher_resolution,
+            student_resolution: p.resolution,
+            batch_size: p.batching.batch_size,
+            augmentations: p.augmentations,
+            coupled: p.coupled,
+            augment: p.augment,
+            images_per_epoch: p.batching.images_per_epoch,
+            seed: p.seed as u64,
+        },
+    )?;
+    Ok((loader, items.len()))
+}
+
+/// The distillation step of `student` from `teacher`: `accumulate` clamped to the loader's
+/// batches, and the student's optimiser (with GeM's group) scheduled over the epochs' steps.
+fn distill_step(
+    ctx: &mut StageContext<'_>,
+    p: &DistillParams,
+    loader: &DistillLoader,
+    student: Model,
+    teacher: Model,
+    loss: DistillLoss,
+) -> Result<DistillStep, StageError> {
+    let batches = loader.batches_per_epoch();
+    if let Some(note) = loader.capped_epoch_note() {
+        ctx.log(note);
+    }
+    let (accumulate, warning) = super::training::clamp_accumulate(p.accumulate, batches);
+    if let Some(warning) = warning {
+        ctx.log(warning);
+    }
+    let steps_per_epoch = batches.div_ceil(accumulate);
+    let optim = gem_group(
+        Optim::new(
+            &student.vs,
+            &optim_config(&p.optim),
+            p.batching.epochs,
+            steps_per_epoch,
+        )
+        .torch()?,
+        &student.meta.net,
+        p.gem,
+    );
+    Ok(DistillStep::new(
+        student,
+        teacher,
+        optim,
+        loss,
+        p.augmentations as i64,
+        p.freeze_bn,
+        accumulate,
+    ))
+}
+
+/// One epoch: every batch's step, its loss terms recorded.
+fn distill_epoch(
+    ctx: &StageContext<'_>,
+    step: &mut DistillStep,
+    loader: &DistillLoader,
+    epoch: usize,
+    device: Device,
+    tally: &mut Tally,
+) -> Result<Epoch, StageError> {
+    let mut record = Epoch::begin(epoch);
+    let mut batches = device_feed(loader.epoch(epoch as u64), device);
+    while let Some(batch) = tally.times.data(|| batches.next()) {
+        ctx.check_cancelled()?;
+        let batch = batch?;
+        tally.images += batch.indices.len();
+        let terms = step.batch(&batch.teacher, &batch.student);
+        let mut parts = Vec::with_capacity(3);
+        parts.extend(terms.abs.map(|v| ("abs", v)));
+        parts.extend(terms.rel_ts.map(|v| ("rel_ts", v)));
+        parts.extend(terms.rel_ss.map(|v| ("rel_ss", v)));
+        record.add(terms.total.double_value(&[]), &parts)?;
+    }
+    Ok(record)
+}
+
+/// Writes `loss.json` and the student, and reports the run's time and metrics.
+fn finish(
+    ctx: &mut StageContext<'_>,
+    step: &DistillStep,
+    tally: &Tally,
+    net: &NetConfig,
+    resolution: Resolution,
+) -> Result<(), StageError> {
+    tally.curve.write(ctx)?;
+    step.student.save(ctx.out_dir())?;
+    ctx.log(tally.times.line(&step.times(), tally.images));
+    ctx.metric(
+        "final_loss",
+        tally
+            .curve
+            .epochs
+            .last()
+            .map(|e| e.loss)
+            .unwrap_or(f64::NAN),
+    );
+    ctx.metric("gflops", gflops(net, resolution));
+    ctx.metric("resolution", f64::from(resolution.height));
+    Ok(())
 }
 
 impl Distill {
@@ -334,7 +398,8 @@ mod tests {
 
     #[test]
     fn precision_defaults_to_fp32_and_unknown_spellings_are_refused() {
-        use crate::nn::precision::{precision_param, Precision};
+        use crate::nn::precision::precision_param;
+        use crate::nn::Precision;
         let p = params(json!(["abs"]));
         assert_eq!(precision_param(&p.precision).unwrap(), Precision::Fp32);
         assert_eq!(precision_param("bf16").unwrap(), Precision::Bf16);

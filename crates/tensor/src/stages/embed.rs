@@ -20,7 +20,7 @@ use crate::kind::{Run, StageContext, StageError};
 use crate::metrics::item_id;
 use crate::nn::checkpoint::{Model, META_FILE, WEIGHTS_FILE};
 use crate::nn::gflops;
-use crate::nn::precision::precision_param;
+use crate::nn::precision::{precision_param, Autocast};
 use crate::TorchResult;
 use asymflow::stages::embed::*;
 

@@ -27,13 +27,17 @@
 //! The old model itself never trains: its variables (its classifier included) are frozen and
 //! its features computed in eval mode without gradient.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use tch::{Kind, Tensor};
 
-use super::train_classifier::{finish, init_seed, train, training_items, ClassList, Setup};
-use crate::data::{EvalLoader, EvalView};
+use super::train_classifier::{
+    finish, init_seed, train, training_items, ClassList, Setup, TrainStats,
+};
+use crate::data::{Dataset, EvalLoader, EvalView, SplitItem};
 use crate::kind::{read_json, Run, StageContext, StageError};
+use crate::nn::precision::Autocast;
 use crate::nn::{l2n, Classifier, ClassifierConfig, Model};
 use asymflow::stages::train_bct::{Compatibility, TrainBctParams};
 use asymflow::stages::train_classifier::CLASSES_OUTPUT;
@@ -310,114 +314,18 @@ fn old_features(
 impl Run for TrainBct {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let p = TrainBctParams::from_params(ctx.params())?;
-        let setup = Setup::new(&p.classifier, init_seed(ctx.params()))?;
-        super::training::note_precision(ctx, setup.precision);
-        let (items, dataset, classes) = training_items(ctx, &p.classifier.partition)?;
-        let old = load_old(ctx)?;
-        let k_old = old.head.config().dim;
-        if setup.net.embed_dim < k_old {
-            return Err(StageError::bad_param(
-                "embed_dim",
-                format!(
-                    "{} is smaller than the old model's {k_old}; the new embedding must be at least as large (its first {k_old} components feed the old classifier)",
-                    setup.net.embed_dim
-                ),
-            ));
-        }
-        let lambda = p.lambda;
-        let temperature = p.temperature;
-        if temperature.is_nan() || temperature <= 0.0 {
-            return Err(StageError::bad_param(
-                "temperature",
-                format!("{temperature}: must be positive"),
-            ));
-        }
-        let compat = p.compatibility.ok_or_else(|| {
-            StageError::bad_param(
-                "method",
-                "method, t_bct and new_classes: use bct with t_bct old or new (new_classes synthesised or kd), l2 or lwf",
-            )
-        })?;
-        let method = compat.method();
-        let old_set: std::collections::HashSet<i64> = old.classes.labels.iter().copied().collect();
-        let new_labels: Vec<i64> = classes
-            .labels
-            .iter()
-            .copied()
-            .filter(|l| !old_set.contains(l))
-            .collect();
-        let shared = classes.labels.len() - new_labels.len();
-        ctx.log(format!(
-            "{method}: {} images, {} classes ({shared} known to the old classifier, {} new), old {k_old}-d, new {}-d, lambda {lambda}",
-            items.len(),
-            classes.labels.len(),
-            new_labels.len(),
-            setup.net.embed_dim
-        ));
-        if shared == 0 && compat.needs_old_classes() {
-            return Err(StageError::bad_param(
-                "partition",
-                "no training class is known to the old classifier, so T_old is empty; train on a superset of the old model's classes",
-            ));
-        }
-        if compat == Compatibility::Lwf && new_labels.is_empty() {
-            return Err(StageError::bad_param(
-                "partition",
-                "every training class is known to the old classifier, so T_new \\ T_old is empty and the lwf term is always 0; train on classes the old model was not trained on",
-            ));
-        }
-        let model = setup.model(
-            classes.labels.len(),
+        let bct = Bct::read(ctx, &p)?;
+        let model = bct.setup.model(
+            bct.classes.labels.len(),
             crate::worker::torch_device(ctx.device()),
         );
-        let mut class_of = old.classes.index();
-        let kind = match compat {
-            Compatibility::BctNewKd => InfluenceKind::Kd { temperature },
-            Compatibility::BctOld | Compatibility::BctNewSynthesised => InfluenceKind::Classifier,
-            Compatibility::L2 => InfluenceKind::L2,
-            Compatibility::Lwf => InfluenceKind::Lwf { temperature },
-        };
-        let mut old_head = Classifier::from_tensors(
-            old.head.config(),
-            old.head.weight.shallow_clone(),
-            old.head.bias.as_ref().map(Tensor::shallow_clone),
-        );
-        if compat == Compatibility::BctNewSynthesised && !new_labels.is_empty() {
-            let new_items: Vec<_> = items
-                .iter()
-                .filter(|i| !old_set.contains(&i.label))
-                .cloned()
-                .collect();
-            let (feats, labels) = old_features(
-                ctx,
-                &old.model,
-                dataset.clone(),
-                &new_items,
-                setup.resolution,
-            )?;
-            let means = class_means(&feats, &labels, &new_labels);
-            old_head = synthesised_head(&old.head, &means);
-            let base = old.classes.labels.len() as i64;
-            for (i, l) in new_labels.iter().enumerate() {
-                class_of.insert(*l, base + i as i64);
-            }
-            ctx.log(format!(
-                "synthesised {} classifier rows from old-model class means",
-                new_labels.len()
-            ));
-        }
-        let influence = Influence {
-            old_head,
-            class_of,
-            k_old,
-            kind,
-        };
-        let loader = setup.loader(dataset, &items)?;
+        let influence = bct.influence(ctx)?;
+        let loader = bct.setup.loader(bct.dataset.clone(), &bct.items)?;
         if let Some(note) = loader.capped_epoch_note() {
             ctx.log(note);
         }
-        let old_net = &old.model.net;
-        let precision = setup.precision;
+        let old_net = &bct.old.model.net;
+        let (precision, lambda) = (bct.setup.precision, bct.lambda);
         let mut extra = |images: &Tensor, emb: &Tensor, labels: &[i64]| -> Option<Tensor> {
             let old_feats = influence.needs_old_features().then(|| {
                 precision.fp32(&tch::no_grad(|| {
@@ -428,7 +336,164 @@ impl Run for TrainBct {
                 .loss(emb, old_feats.as_ref(), labels)
                 .map(|l| l * lambda)
         };
-        let stats = train(ctx, &setup, &model, &loader, &classes, &mut extra)?;
+        let stats = train(ctx, &bct.setup, &model, &loader, &bct.classes, &mut extra)?;
+        bct.finish(ctx, &model, &stats)
+    }
+}
+
+/// A BCT run's inputs, read and checked: the training settings and partition, the old model,
+/// the rule, and how the training classes divide between the old classifier's and new ones.
+struct Bct {
+    setup: Setup,
+    items: Vec<SplitItem>,
+    dataset: Arc<dyn Dataset>,
+    classes: ClassList,
+    old: OldModel,
+    /// K_old: the old embedding size.
+    k_old: i64,
+    compat: Compatibility,
+    lambda: f64,
+    temperature: f64,
+    /// The old classifier's labels.
+    old_set: HashSet<i64>,
+    /// The training labels the old classifier lacks, in class-list order.
+    new_labels: Vec<i64>,
+    /// The training classes the old classifier has.
+    shared: usize,
+}
+
+impl Bct {
+    /// Reads the settings, the partition and the old model, checks that they fit together,
+    /// and logs the plan.
+    fn read(ctx: &mut StageContext<'_>, p: &TrainBctParams) -> Result<Bct, StageError> {
+        let setup = Setup::new(&p.classifier, init_seed(ctx.params()))?;
+        super::training::note_precision(ctx, setup.precision);
+        let (items, dataset, classes) = training_items(ctx, &p.classifier.partition)?;
+        let old = load_old(ctx)?;
+        let k_old = old.head.config().dim;
+        let compat = compatibility(p, &setup, k_old)?;
+        let old_set: HashSet<i64> = old.classes.labels.iter().copied().collect();
+        let new_labels: Vec<i64> = classes
+            .labels
+            .iter()
+            .copied()
+            .filter(|l| !old_set.contains(l))
+            .collect();
+        let shared = classes.labels.len() - new_labels.len();
+        let bct = Bct {
+            setup,
+            items,
+            dataset,
+            classes,
+            old,
+            k_old,
+            compat,
+            lambda: p.lambda,
+            temperature: p.temperature,
+            old_set,
+            new_labels,
+            shared,
+        };
+        ctx.log(format!(
+            "{}: {} images, {} classes ({} known to the old classifier, {} new), old {k_old}-d, new {}-d, lambda {}",
+            compat.method(),
+            bct.items.len(),
+            bct.classes.labels.len(),
+            bct.shared,
+            bct.new_labels.len(),
+            bct.setup.net.embed_dim,
+            bct.lambda
+        ));
+        bct.check_classes()?;
+        Ok(bct)
+    }
+
+    /// Refuses a partition on which the rule's term has nothing to work on.
+    fn check_classes(&self) -> Result<(), StageError> {
+        if self.shared == 0 && self.compat.needs_old_classes() {
+            return Err(StageError::bad_param(
+                "partition",
+                "no training class is known to the old classifier, so T_old is empty; train on a superset of the old model's classes",
+            ));
+        }
+        if self.compat == Compatibility::Lwf && self.new_labels.is_empty() {
+            return Err(StageError::bad_param(
+                "partition",
+                "every training class is known to the old classifier, so T_new \\ T_old is empty and the lwf term is always 0; train on classes the old model was not trained on",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The influence term of the rule, through the old classifier (extended with synthesised
+    /// rows for `t_bct = "new"`, `new_classes = "synthesised"`).
+    fn influence(&self, ctx: &mut StageContext<'_>) -> Result<Influence, StageError> {
+        let mut class_of = self.old.classes.index();
+        let temperature = self.temperature;
+        let kind = match self.compat {
+            Compatibility::BctNewKd => InfluenceKind::Kd { temperature },
+            Compatibility::BctOld | Compatibility::BctNewSynthesised => InfluenceKind::Classifier,
+            Compatibility::L2 => InfluenceKind::L2,
+            Compatibility::Lwf => InfluenceKind::Lwf { temperature },
+        };
+        let mut old_head = Classifier::from_tensors(
+            self.old.head.config(),
+            self.old.head.weight.shallow_clone(),
+            self.old.head.bias.as_ref().map(Tensor::shallow_clone),
+        );
+        if self.compat == Compatibility::BctNewSynthesised && !self.new_labels.is_empty() {
+            old_head = self.synthesise(ctx, &mut class_of)?;
+        }
+        Ok(Influence {
+            old_head,
+            class_of,
+            k_old: self.k_old,
+            kind,
+        })
+    }
+
+    /// The old classifier with a row per new class, the old model's mean feature of that
+    /// class's training images ([`synthesised_head`]); the new rows are added to `class_of`.
+    fn synthesise(
+        &self,
+        ctx: &mut StageContext<'_>,
+        class_of: &mut HashMap<i64, i64>,
+    ) -> Result<Classifier, StageError> {
+        let new_items: Vec<_> = self
+            .items
+            .iter()
+            .filter(|i| !self.old_set.contains(&i.label))
+            .cloned()
+            .collect();
+        let (feats, labels) = old_features(
+            ctx,
+            &self.old.model,
+            self.dataset.clone(),
+            &new_items,
+            self.setup.resolution,
+        )?;
+        let means = class_means(&feats, &labels, &self.new_labels);
+        let head = synthesised_head(&self.old.head, &means);
+        let base = self.old.classes.labels.len() as i64;
+        for (i, l) in self.new_labels.iter().enumerate() {
+            class_of.insert(*l, base + i as i64);
+        }
+        ctx.log(format!(
+            "synthesised {} classifier rows from old-model class means",
+            self.new_labels.len()
+        ));
+        Ok(head)
+    }
+
+    /// Reports the influence term and the classes, then what every classifier stage reports
+    /// and writes ([`finish`]).
+    fn finish(
+        &self,
+        ctx: &mut StageContext<'_>,
+        model: &Model,
+        stats: &TrainStats,
+    ) -> Result<(), StageError> {
+        let lambda = self.lambda;
         ctx.metric(
             "influence_loss",
             if lambda != 0.0 {
@@ -437,10 +502,41 @@ impl Run for TrainBct {
                 0.0
             },
         );
-        ctx.metric("old_classes", shared as f64);
-        ctx.metric("new_classes", new_labels.len() as f64);
-        finish(ctx, &setup, &model, &classes, &stats)
+        ctx.metric("old_classes", self.shared as f64);
+        ctx.metric("new_classes", self.new_labels.len() as f64);
+        finish(ctx, &self.setup, model, &self.classes, stats)
     }
+}
+
+/// The rule `method`, `t_bct` and `new_classes` name, after checking that the new embedding
+/// is at least the old one's size and that the temperature is positive.
+fn compatibility(
+    p: &TrainBctParams,
+    setup: &Setup,
+    k_old: i64,
+) -> Result<Compatibility, StageError> {
+    if setup.net.embed_dim < k_old {
+        return Err(StageError::bad_param(
+            "embed_dim",
+            format!(
+                "{} is smaller than the old model's {k_old}; the new embedding must be at least as large (its first {k_old} components feed the old classifier)",
+                setup.net.embed_dim
+            ),
+        ));
+    }
+    let temperature = p.temperature;
+    if temperature.is_nan() || temperature <= 0.0 {
+        return Err(StageError::bad_param(
+            "temperature",
+            format!("{temperature}: must be positive"),
+        ));
+    }
+    p.compatibility.ok_or_else(|| {
+        StageError::bad_param(
+            "method",
+            "method, t_bct and new_classes: use bct with t_bct old or new (new_classes synthesised or kd), l2 or lwf",
+        )
+    })
 }
 
 #[cfg(test)]

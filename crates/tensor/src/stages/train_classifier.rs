@@ -25,10 +25,11 @@ use crate::data::{
     TrainConfig, TrainLoader,
 };
 use crate::kind::{read_json, Params, Run, StageContext, StageError};
-use crate::nn::precision::{precision_param, Precision};
+use crate::nn::precision::{precision_param, Autocast};
 use crate::nn::timing::{RunTimes, StepTimes};
 use crate::nn::{
-    gflops, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim, OptimConfig, Pool,
+    gflops, Classifier, ClassifierConfig, HeadKind, Model, ModelMeta, NetConfig, Optim,
+    OptimConfig, Pool, Precision,
 };
 use crate::TorchResult;
 use asymflow::stages::groups::optim;
@@ -301,70 +302,145 @@ pub(crate) fn train(
         .classifier
         .as_ref()
         .ok_or_else(|| StageError::Other("internal: a classifier model without a head".into()))?;
-    let index = classes.index();
     let device = crate::worker::torch_device(ctx.device());
-    let precision = setup.precision;
     if device.is_cuda() {
         tch::Cuda::cudnn_set_benchmark(true);
     }
     let start = Instant::now();
-    let mut times = RunTimes::start();
-    let mut step_times = StepTimes::default();
-    let mut images_total = 0;
+    let mut trainer = Trainer {
+        ctx,
+        model,
+        head,
+        index: classes.index(),
+        device,
+        precision: setup.precision,
+        times: RunTimes::start(),
+        step_times: StepTimes::default(),
+        images: 0,
+    };
     let mut stats = TrainStats {
         history: setup.earlier.clone(),
         ..TrainStats::default()
     };
     ctx.progress_start(steps as u64, "batches");
     for epoch in start_epoch..setup.epochs {
-        let (mut loss_sum, mut extra_sum, mut correct, mut seen, mut batches) =
-            (0.0, 0.0, 0i64, 0usize, 0usize);
-        let mut feed = device_feed(loader.epoch(epoch as u64), device);
-        while let Some(batch) = times.data(|| feed.next()) {
-            ctx.check_cancelled()?;
+        let sums = trainer.epoch(&mut optim, loader, epoch, extra)?;
+        sums.record(&mut stats, epoch, start)?;
+    }
+    stats.breakdown = trainer.times.line(&trainer.step_times, trainer.images);
+    Ok(stats)
+}
+
+/// What stays fixed over a classifier training run's batches (the network, its head, the
+/// label -> row map, where and in which precision it computes) and where its time goes.
+struct Trainer<'a, 'c> {
+    ctx: &'a StageContext<'c>,
+    model: &'a Model,
+    head: &'a Classifier,
+    /// Label -> classifier row.
+    index: HashMap<i64, i64>,
+    device: Device,
+    precision: Precision,
+    times: RunTimes,
+    step_times: StepTimes,
+    /// Images trained on.
+    images: usize,
+}
+
+/// One epoch's sums over its batches.
+#[derive(Debug, Default)]
+struct EpochSums {
+    loss: f64,
+    extra: f64,
+    correct: i64,
+    seen: usize,
+    batches: usize,
+}
+
+impl Trainer<'_, '_> {
+    /// One epoch of `loader`: a step of `optim` on every batch.
+    fn epoch(
+        &mut self,
+        optim: &mut Optim,
+        loader: &TrainLoader,
+        epoch: usize,
+        extra: &mut ExtraLoss<'_>,
+    ) -> Result<EpochSums, StageError> {
+        let mut sums = EpochSums::default();
+        let mut feed = device_feed(loader.epoch(epoch as u64), self.device);
+        while let Some(batch) = self.times.data(|| feed.next()) {
+            self.ctx.check_cancelled()?;
             let batch = batch?;
-            let raw: Vec<i64> = Vec::<i64>::try_from(&batch.labels).torch()?;
-            let dense: Vec<i64> = raw
-                .iter()
-                .map(|l| {
-                    index.get(l).copied().ok_or_else(|| {
-                        StageError::Other(format!(
-                            "internal: label {l} missing from the class list"
-                        ))
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            let images = batch.images;
-            let targets = Tensor::from_slice(&dense).to_device(device);
-            images_total += raw.len();
-            let (emb, loss) = step_times.forward(|| {
-                let emb = precision.fp32(&precision.run(|| model.net.forward_t(&images, true)));
-                let ce = head.loss(&emb, &targets);
-                let mut loss = ce.shallow_clone();
-                if let Some(term) = extra(&images, &emb, &raw) {
-                    extra_sum += term.double_value(&[]);
-                    loss += term;
-                }
-                loss_sum += ce.double_value(&[]);
-                (emb, loss)
-            });
-            step_times.step(|| optim.zero_grad());
-            step_times.backward(|| loss.backward());
-            step_times.step(|| optim.step());
-            let predicted = tch::no_grad(|| head.logits(&emb, None).argmax(-1, false));
-            correct += predicted
-                .eq_tensor(&targets)
-                .to_kind(Kind::Int64)
-                .sum(Kind::Int64)
-                .int64_value(&[]);
-            seen += raw.len();
-            batches += 1;
-            ctx.progress_tick();
+            self.batch(optim, &batch.images, &batch.labels, extra, &mut sums)?;
+            self.ctx.progress_tick();
         }
-        let b = batches.max(1) as f64;
-        stats.loss = loss_sum / b;
-        stats.extra = extra_sum / b;
-        stats.accuracy = correct as f64 / seen.max(1) as f64;
+        Ok(sums)
+    }
+
+    /// One batch: the forward pass with the cross-entropy and `extra`, the optimiser's step,
+    /// and the batch's sums.
+    fn batch(
+        &mut self,
+        optim: &mut Optim,
+        images: &Tensor,
+        labels: &Tensor,
+        extra: &mut ExtraLoss<'_>,
+        sums: &mut EpochSums,
+    ) -> Result<(), StageError> {
+        let raw: Vec<i64> = Vec::<i64>::try_from(labels).torch()?;
+        let dense = self.rows(&raw)?;
+        let targets = Tensor::from_slice(&dense).to_device(self.device);
+        self.images += raw.len();
+        let (model, head, precision) = (self.model, self.head, self.precision);
+        let (emb, loss) = self.step_times.forward(|| {
+            let emb = precision.fp32(&precision.run(|| model.net.forward_t(images, true)));
+            let ce = head.loss(&emb, &targets);
+            let mut loss = ce.shallow_clone();
+            if let Some(term) = extra(images, &emb, &raw) {
+                sums.extra += term.double_value(&[]);
+                loss += term;
+            }
+            sums.loss += ce.double_value(&[]);
+            (emb, loss)
+        });
+        self.step_times.step(|| optim.zero_grad());
+        self.step_times.backward(|| loss.backward());
+        self.step_times.step(|| optim.step());
+        let predicted = tch::no_grad(|| head.logits(&emb, None).argmax(-1, false));
+        sums.correct += predicted
+            .eq_tensor(&targets)
+            .to_kind(Kind::Int64)
+            .sum(Kind::Int64)
+            .int64_value(&[]);
+        sums.seen += raw.len();
+        sums.batches += 1;
+        Ok(())
+    }
+
+    /// The classifier rows of data set labels `raw`.
+    fn rows(&self, raw: &[i64]) -> Result<Vec<i64>, StageError> {
+        raw.iter()
+            .map(|l| {
+                self.index.get(l).copied().ok_or_else(|| {
+                    StageError::Other(format!("internal: label {l} missing from the class list"))
+                })
+            })
+            .collect()
+    }
+}
+
+impl EpochSums {
+    /// The epoch's means into `stats` (and its history), refused when the loss is not finite.
+    fn record(
+        &self,
+        stats: &mut TrainStats,
+        epoch: usize,
+        start: Instant,
+    ) -> Result<(), StageError> {
+        let b = self.batches.max(1) as f64;
+        stats.loss = self.loss / b;
+        stats.extra = self.extra / b;
+        stats.accuracy = self.correct as f64 / self.seen.max(1) as f64;
         stats.seconds = start.elapsed().as_secs_f64();
         stats.history.push(EpochLog {
             epoch: epoch + 1,
@@ -378,9 +454,8 @@ pub(crate) fn train(
                 stats.loss
             )));
         }
+        Ok(())
     }
-    stats.breakdown = times.line(&step_times, images_total);
-    Ok(stats)
 }
 
 /// The model a run continues from when its `resume` input is connected (ASHA's promotion of a

@@ -15,23 +15,22 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tch::Tensor;
+use tch::{Device, Tensor};
 
 use super::training::{
-    gem_group, net_config, open_partition, optim_config, resolve, Batching, Epoch, LossCurve,
+    gem_group, net_config, open_partition, optim_config, resolve, Batching, Epoch, Tally,
 };
-use crate::data::negatives::NegativeLoader;
+use crate::data::negatives::{NegativeBatch, NegativeLoader};
 use crate::data::{
-    dense_labels, device_feed, Dataset, EvalLoader, Resolution, Sampling, SplitItem, TrainConfig,
-    TrainLoader,
+    dense_labels, device_feed, DataError, Dataset, DeviceFeed, EvalLoader, Resolution, Sampling,
+    SplitItem, TrainConfig, TrainLoader,
 };
 use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
 use crate::nn::mining_pool::{draw_pool, mine_epoch, pool_candidates, EpochNegatives, PoolMining};
 use crate::nn::precision::precision_param;
-use crate::nn::timing::RunTimes;
 use crate::nn::train::{TeacherLoss, TeacherStep};
-use crate::nn::{gflops, ClassifierConfig, HeadKind, Optim};
+use crate::nn::{gflops, ClassifierConfig, HeadKind, NetConfig, Optim, Precision};
 use crate::TorchResult;
 use asymflow::stages::train_teacher::TrainTeacherParams;
 
@@ -41,6 +40,54 @@ pub(crate) struct TrainTeacher;
 impl Run for TrainTeacher {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let p = TrainTeacherParams::from_params(ctx.params())?;
+        let mut teacher = Teacher::set_up(ctx, &p)?;
+        let mut tally = Tally::start();
+        ctx.progress_start(teacher.epochs as u64, "epochs");
+        for epoch in 0..teacher.epochs {
+            let record = teacher.epoch(ctx, epoch, &mut tally)?;
+            teacher.step.flush();
+            let end = tally.curve.end_epoch(record, teacher.step.lr());
+            ctx.log(format!(
+                "epoch {}: loss {:.4} in {:.1} s",
+                epoch + 1,
+                end.loss,
+                end.seconds
+            ));
+            ctx.progress_tick();
+        }
+        teacher.finish(ctx, &tally)
+    }
+}
+
+/// A teacher run, set up: the data and its loaders, the network in its training step, and
+/// what the epochs read from the parameters.
+struct Teacher {
+    net: NetConfig,
+    /// The partition's classes, sorted (the classifier's rows).
+    classes: Vec<i64>,
+    loss: TeacherLoss,
+    pool_mining: Option<PoolMining>,
+    dataset: Arc<dyn Dataset>,
+    items: Vec<SplitItem>,
+    /// Every item's label.
+    labels: Vec<i64>,
+    /// The items a mining pool is drawn from ([`pool_candidates`]).
+    candidates: Vec<usize>,
+    loader: TrainLoader,
+    negative_loader: NegativeLoader,
+    step: TeacherStep,
+    device: Device,
+    seed: i64,
+    resolution: Resolution,
+    batch_size: usize,
+    epochs: usize,
+}
+
+impl Teacher {
+    /// Reads the partition, checks the loss and its sampling, builds the network (seeded, then
+    /// the pretrained weights), the loaders and the optimiser, in this order, and logs the
+    /// plan.
+    fn set_up(ctx: &mut StageContext<'_>, p: &TrainTeacherParams) -> Result<Teacher, StageError> {
         let net = net_config(&p.pool, &p.network)?;
         let seed = p.seed;
         let Batching {
@@ -48,28 +95,16 @@ impl Run for TrainTeacher {
             batch_size,
             images_per_epoch,
         } = p.batching;
-        let accumulate = p.accumulate;
         let resolution = p.resolution;
         let (dataset, items) = open_partition(ctx, "split", &p.partition)?;
         let (_, classes) = dense_labels(&items);
 
         let loss_name = p.loss.clone();
-        let (head, loss) = teacher_loss(&p, &loss_name, &net, classes.len())?;
-        let pool_mining = pool_mining(&p, &loss_name)?;
-        let sampling = sampling(&p, batch_size)?;
+        let (head, loss) = teacher_loss(p, &loss_name, &net, classes.len())?;
+        let pool_mining = pool_mining(p, &loss_name)?;
+        let sampling = sampling(p, batch_size)?;
 
-        let device = crate::worker::torch_device(ctx.device());
-        let precision = precision_param(&p.precision)?;
-        super::training::note_precision(ctx, precision);
-        if device.is_cuda() {
-            tch::Cuda::cudnn_set_benchmark(true);
-        }
-        tch::manual_seed(seed);
-        let model = Model::new(ModelMeta::new(net.clone(), head), device);
-        if let Some(path) = &p.pretrained {
-            let loaded = load_pretrained(&model.vs, &resolve(ctx, path))?;
-            ctx.log(format!("loaded {} tensors from {path}", loaded.len()));
-        }
+        let (model, precision, device) = seeded_model(ctx, p, &net, head)?;
         let augment = p.augment;
         let loader = TrainLoader::new(
             dataset.clone(),
@@ -91,21 +126,7 @@ impl Run for TrainTeacher {
             _ => pool_candidates(&labels, 0),
         };
         let batches = loader.batches_per_epoch();
-        if let Some(note) = loader.capped_epoch_note() {
-            ctx.log(note);
-        }
-        let (accumulate, warning) = super::training::clamp_accumulate(accumulate, batches);
-        if let Some(warning) = warning {
-            ctx.log(warning);
-        }
-        let steps_per_epoch = batches.div_ceil(accumulate);
-        let optim = gem_group(
-            Optim::new(&model.vs, &optim_config(&p.optim), epochs, steps_per_epoch).torch()?,
-            &net,
-            p.gem,
-        );
-        let mut step = TeacherStep::new(model, optim, loss, p.freeze_bn, accumulate)?
-            .with_precision(precision);
+        let step = training_step(ctx, p, &net, &loader, model, loss)?.with_precision(precision);
         ctx.log(format!(
             "train-teacher: {} images of {} classes, {batches} batches/epoch, {epochs} epochs, loss {loss_name}",
             items.len(),
@@ -119,88 +140,198 @@ impl Run for TrainTeacher {
                 candidates.len()
             ));
         }
+        Ok(Teacher {
+            net,
+            classes,
+            loss,
+            pool_mining,
+            dataset,
+            items,
+            labels,
+            candidates,
+            loader,
+            negative_loader,
+            step,
+            device,
+            seed,
+            resolution,
+            batch_size,
+            epochs,
+        })
+    }
 
-        let mut curve = LossCurve::default();
-        let mut times = RunTimes::start();
-        let mut images = 0;
-        ctx.progress_start(epochs as u64, "epochs");
-        for epoch in 0..epochs {
-            let mut record = Epoch::begin(epoch);
-            let mut negatives = match &pool_mining {
-                Some(mining) => {
-                    let mined = Instant::now();
-                    let pool = draw_pool(&candidates, mining.pool_size, seed as u64, epoch as u64);
-                    let plan = loader.plan(epoch as u64);
-                    let embed = |needed: &[usize]| {
-                        embed_items(ctx, &step, &dataset, &items, needed, resolution, batch_size)
-                    };
-                    let chosen: EpochNegatives =
-                        mine_epoch(&plan, &labels, &pool, mining, epoch as u64, embed)?;
-                    ctx.log(format!(
-                        "epoch {}: mined negatives from {} pool images in {:.2} s",
-                        epoch + 1,
-                        pool.len(),
-                        mined.elapsed().as_secs_f64()
-                    ));
-                    Some(device_feed(
-                        negative_loader.epoch(epoch as u64, chosen, mining.negatives),
-                        device,
-                    ))
+    /// One epoch: the negatives mined (with `mining = "pool"`), then every batch's step.
+    fn epoch(
+        &mut self,
+        ctx: &mut StageContext<'_>,
+        epoch: usize,
+        tally: &mut Tally,
+    ) -> Result<Epoch, StageError> {
+        let mut record = Epoch::begin(epoch);
+        let mut negatives = self.mined_negatives(ctx, epoch)?;
+        let mut batches = device_feed(self.loader.epoch(epoch as u64), self.device);
+        while let Some(batch) = tally.times.data(|| batches.next()) {
+            ctx.check_cancelled()?;
+            let batch = batch?;
+            let labels = match self.loss {
+                TeacherLoss::Classifier => {
+                    dense(&batch.labels, &self.classes)?.to_device(self.device)
                 }
-                None => None,
+                TeacherLoss::Triplet { .. } => batch.labels.to_device(self.device),
             };
-            let mut batches = device_feed(loader.epoch(epoch as u64), device);
-            while let Some(batch) = times.data(|| batches.next()) {
-                ctx.check_cancelled()?;
-                let batch = batch?;
-                let labels = match loss {
-                    TeacherLoss::Classifier => dense(&batch.labels, &classes)?.to_device(device),
-                    TeacherLoss::Triplet { .. } => batch.labels.to_device(device),
-                };
-                images += batch.indices.len();
-                let value = match negatives.as_mut() {
-                    Some(feed) => {
-                        let negs = times.data(|| feed.next()).ok_or_else(|| {
-                            StageError::Other("mining: fewer negative batches than batches".into())
-                        })??;
-                        step.batch_pool(
-                            &batch.images,
-                            &labels,
-                            &negs.images,
-                            &negs.index,
-                            &negs.valid,
-                        )?
-                    }
-                    None => step.batch(&batch.images, &labels),
-                };
-                record.add(value, &[])?;
-            }
-            step.flush();
-            let end = curve.end_epoch(record, step.lr());
-            ctx.log(format!(
-                "epoch {}: loss {:.4} in {:.1} s",
-                epoch + 1,
-                end.loss,
-                end.seconds
-            ));
-            ctx.progress_tick();
+            tally.images += batch.indices.len();
+            let value = match negatives.as_mut() {
+                Some(feed) => {
+                    let negs = tally.times.data(|| feed.next()).ok_or_else(|| {
+                        StageError::Other("mining: fewer negative batches than batches".into())
+                    })??;
+                    self.step.batch_pool(
+                        &batch.images,
+                        &labels,
+                        &negs.images,
+                        &negs.index,
+                        &negs.valid,
+                    )?
+                }
+                None => self.step.batch(&batch.images, &labels),
+            };
+            record.add(value, &[])?;
         }
-        curve.write(ctx)?;
-        step.model.save(ctx.out_dir())?;
-        ctx.log(times.line(&step.times(), images));
-        let last = curve.epochs.last().map(|e| e.loss).unwrap_or(f64::NAN);
+        Ok(record)
+    }
+
+    /// The negatives of `epoch`'s batches, on the device: mined from the epoch's pool by the
+    /// network as it stands ([`mine_epoch`]); `None` with `mining = "batch"`.
+    fn mined_negatives(
+        &self,
+        ctx: &mut StageContext<'_>,
+        epoch: usize,
+    ) -> Result<
+        Option<DeviceFeed<impl Iterator<Item = Result<NegativeBatch, DataError>>>>,
+        StageError,
+    > {
+        let Some(mining) = &self.pool_mining else {
+            return Ok(None);
+        };
+        let mined = Instant::now();
+        let pool = draw_pool(
+            &self.candidates,
+            mining.pool_size,
+            self.seed as u64,
+            epoch as u64,
+        );
+        let plan = self.loader.plan(epoch as u64);
+        let embed = |needed: &[usize]| {
+            embed_items(
+                ctx,
+                &self.step,
+                &self.dataset,
+                &self.items,
+                needed,
+                self.resolution,
+                self.batch_size,
+            )
+        };
+        let chosen: EpochNegatives =
+            mine_epoch(&plan, &self.labels, &pool, mining, epoch as u64, embed)?;
+        ctx.log(format!(
+            "epoch {}: mined negatives from {} pool images in {:.2} s",
+            epoch + 1,
+            pool.len(),
+            mined.elapsed().as_secs_f64()
+        ));
+        Ok(Some(device_feed(
+            self.negative_loader
+                .epoch(epoch as u64, chosen, mining.negatives),
+            self.device,
+        )))
+    }
+
+    /// Writes `loss.json` and the model, and reports the run's time and metrics.
+    fn finish(&self, ctx: &mut StageContext<'_>, tally: &Tally) -> Result<(), StageError> {
+        tally.curve.write(ctx)?;
+        self.step.model.save(ctx.out_dir())?;
+        ctx.log(tally.times.line(&self.step.times(), tally.images));
+        let last = tally
+            .curve
+            .epochs
+            .last()
+            .map(|e| e.loss)
+            .unwrap_or(f64::NAN);
         ctx.metric("final_loss", last);
-        ctx.metric("gflops", gflops(&net, resolution));
-        ctx.metric("resolution", f64::from(resolution.height));
+        ctx.metric("gflops", gflops(&self.net, self.resolution));
+        ctx.metric("resolution", f64::from(self.resolution.height));
         Ok(())
     }
+}
+
+/// The network on this stage's device, in the run's precision (noted in the log when slow
+/// here): its weights drawn from `seed`, then the `pretrained` ones loaded over them.
+fn seeded_model(
+    ctx: &mut StageContext<'_>,
+    p: &TrainTeacherParams,
+    net: &NetConfig,
+    head: Option<ClassifierConfig>,
+) -> Result<(Model, Precision, Device), StageError> {
+    let device = crate::worker::torch_device(ctx.device());
+    let precision = precision_param(&p.precision)?;
+    super::training::note_precision(ctx, precision);
+    if device.is_cuda() {
+        tch::Cuda::cudnn_set_benchmark(true);
+    }
+    tch::manual_seed(p.seed);
+    let model = Model::new(ModelMeta::new(net.clone(), head), device);
+    if let Some(path) = &p.pretrained {
+        let loaded = load_pretrained(&model.vs, &resolve(ctx, path))?;
+        ctx.log(format!("loaded {} tensors from {path}", loaded.len()));
+    }
+    Ok((model, precision, device))
+}
+
+/// The training step of `model`: `accumulate` clamped to the loader's batches, and the
+/// optimiser (with GeM's group) scheduled over the epochs' steps.
+fn training_step(
+    ctx: &mut StageContext<'_>,
+    p: &TrainTeacherParams,
+    net: &NetConfig,
+    loader: &TrainLoader,
+    model: Model,
+    loss: TeacherLoss,
+) -> Result<TeacherStep, StageError> {
+    let batches = loader.batches_per_epoch();
+    if let Some(note) = loader.capped_epoch_note() {
+        ctx.log(note);
+    }
+    let (accumulate, warning) = super::training::clamp_accumulate(p.accumulate, batches);
+    if let Some(warning) = warning {
+        ctx.log(warning);
+    }
+    let steps_per_epoch = batches.div_ceil(accumulate);
+    let optim = gem_group(
+        Optim::new(
+            &model.vs,
+            &optim_config(&p.optim),
+            p.batching.epochs,
+            steps_per_epoch,
+        )
+        .torch()?,
+        net,
+        p.gem,
+    );
+    Ok(TeacherStep::new(
+        model,
+        optim,
+        loss,
+        p.freeze_bn,
+        accumulate,
+    )?)
 }
 
 /// The classifier head (none for the triplet loss) and the loss `loss_name` trains with.
 fn teacher_loss(
     p: &TrainTeacherParams,
     loss_name: &str,
-    net: &crate::nn::NetConfig,
+    net: &NetConfig,
     classes: usize,
 ) -> Result<(Option<ClassifierConfig>, TeacherLoss), StageError> {
     let per_class = p.per_class;

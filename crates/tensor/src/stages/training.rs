@@ -1,7 +1,7 @@
 //! The tensor side of what the network stages share: the network and optimiser
-//! configurations, from the engine's typed parameter groups (`asymflow::stages::groups`), and
-//! the precision note. The rest (opening the split, augmentation parameters, the loss curve) is
-//! the engine's, re-exported here.
+//! configurations, from the engine's typed parameter groups (`asymflow::stages::groups`), the
+//! precision note, and what a run counts over its epochs ([`Tally`]). The rest (opening the
+//! split, augmentation parameters, the loss curve) is the engine's, re-exported here.
 
 pub use asymflow::stages::groups::batching::Batching;
 pub use asymflow::stages::training::*;
@@ -10,8 +10,11 @@ use asymflow::stages::groups::network::NetworkParams;
 use asymflow::stages::groups::optim::{OptimParams, Optimizer, Schedule};
 
 use crate::kind::{StageContext, StageError};
-use crate::nn::precision::Precision;
-use crate::nn::{Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, ScheduleConfig, Stem};
+use crate::nn::precision::Autocast;
+use crate::nn::timing::RunTimes;
+use crate::nn::{
+    Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, Precision, ScheduleConfig, Stem,
+};
 
 /// The optimiser group ([`OptimParams`]) as the optimiser's configuration.
 pub fn optim_config(group: &OptimParams) -> OptimConfig {
@@ -55,10 +58,32 @@ pub fn gem_group(optim: Optim, net: &NetConfig, gem: GemParams) -> Optim {
 }
 
 /// Logs, when the stage starts, that `precision` runs slowly on this stage's device
-/// ([`Precision::note`]: bf16 on a CPU without bf16 instructions).
+/// ([`Autocast::note`]: bf16 on a CPU without bf16 instructions).
 pub fn note_precision(ctx: &mut StageContext<'_>, precision: Precision) {
     if let Some(note) = precision.note(crate::worker::torch_device(ctx.device())) {
         ctx.log(note);
+    }
+}
+
+/// What `train-teacher` and `distill` count over their epochs: the loss curve, where the time
+/// went, the images seen.
+pub(crate) struct Tally {
+    /// The epochs' losses, written as `loss.json`.
+    pub(crate) curve: LossCurve,
+    /// Time spent waiting for data, against the steps' own ([`RunTimes::line`]).
+    pub(crate) times: RunTimes,
+    /// Images trained on.
+    pub(crate) images: usize,
+}
+
+impl Tally {
+    /// Nothing counted yet; the run's clock starts now.
+    pub(crate) fn start() -> Tally {
+        Tally {
+            curve: LossCurve::default(),
+            times: RunTimes::start(),
+            images: 0,
+        }
     }
 }
 
