@@ -17,7 +17,7 @@
 //! - [`train`]: one optimisation step of teacher training and of distillation.
 //! - [`timing`]: where a training run's time goes.
 //! - [`checkpoint`]: `model.safetensors` + `model.json`, and torchvision ImageNet weights.
-//! - [`error`]: [`NnError`].
+//! - [`error`]: [`NnError`], what building, loading or saving a network can fail with.
 
 pub mod checkpoint;
 pub mod classifier;
