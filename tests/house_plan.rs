@@ -156,7 +156,9 @@ fn lower_layers_never_import_upward() {
         for target in imports {
             let Some(to) = layer_of(target) else { continue };
             match (rank(from), rank(to)) {
-                (Some(a), Some(b)) if b > a => upward.push(format!("{file} ({from}) -> {target} ({to})")),
+                (Some(a), Some(b)) if b > a => {
+                    upward.push(format!("{file} ({from}) -> {target} ({to})"))
+                }
                 (None, _) => {
                     unplaced.insert(from.to_string());
                 }

@@ -282,7 +282,11 @@ impl SourceGraph {
         let Some(file) = self.file_of(&module) else {
             return Ok(Vec::new());
         };
-        if self.skip.iter().any(|s| self.relative(&file).starts_with(s)) {
+        if self
+            .skip
+            .iter()
+            .any(|s| self.relative(&file).starts_with(s))
+        {
             return Ok(Vec::new());
         }
         // An item that the module only re-exports: follow the re-export.

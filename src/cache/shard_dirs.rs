@@ -74,7 +74,10 @@ mod tests {
         std::fs::create_dir(root.join("ab")).unwrap();
         assert!(!dirs.has_file("ab", "cd"));
         std::fs::write(root.join("ab/cd"), b"x").unwrap();
-        assert!(dirs.has_file("ab", "cd"), "a folder made after a miss is opened");
+        assert!(
+            dirs.has_file("ab", "cd"),
+            "a folder made after a miss is opened"
+        );
         std::fs::create_dir(root.join("ab/ef")).unwrap();
         assert!(!dirs.has_file("ab", "ef"), "a folder is not a file");
         // The held folder removed and made anew: the object in the new one is found.

@@ -348,9 +348,7 @@ impl Planner<'_> {
         Ok(match self.remote.map(|r| r.lookup(&digest)).transpose() {
             Err(e) => PlannedInstance {
                 key: Some(digest),
-                reason: format!(
-                    "warning: the remote's record is not used ({e}); run computes it"
-                ),
+                reason: format!("warning: the remote's record is not used ({e}); run computes it"),
                 ..planned
             },
             Ok(Some(Some(record))) => {

@@ -17,6 +17,7 @@
 //!   to-run at once, as `plan` would say);
 //! - nothing is running: a state with a running instance is never kept, since its progress
 //!   moves without a commit.
+//!
 //! Anything else computes the state afresh, exactly as a request without the memo did. At most
 //! [`KEPT`] states are held (the most recently served), so a server over many large pipelines
 //! holds a few of them, not all.

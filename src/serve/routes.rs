@@ -35,6 +35,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use super::compute::pipeline_state;
 use super::error::ServeError;
 use super::host::HostCheck;
 use super::pages::{
@@ -42,7 +43,6 @@ use super::pages::{
 };
 use super::query::TableQuery;
 use super::site::Site;
-use super::compute::pipeline_state;
 use super::{assets, objects};
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \

@@ -12,8 +12,8 @@ use super::error::ServeError;
 use super::memo::StateMemo;
 use crate::cache::{Cache, Index};
 use crate::graph::Plan;
-use crate::spec::PipelineSpec;
 use crate::kind::Registry;
+use crate::spec::PipelineSpec;
 
 /// A project and its cache, read-only.
 #[derive(Clone)]

@@ -337,8 +337,7 @@ fn paged_table(
     let sort = q.sort.as_deref().and_then(position);
     let (shown, page, pages, rows) = if filters.is_empty() && sort.is_none() {
         let (page, pages, start) = page_of(total, q);
-        let rows: Vec<(String, Vec<Cell>)> =
-            (start..total.min(start + q.per)).map(&row).collect();
+        let rows: Vec<(String, Vec<Cell>)> = (start..total.min(start + q.per)).map(&row).collect();
         (total, page, pages, rows)
     } else {
         let kept = filtered_and_sorted((0..total).map(&row).enumerate(), &filters, sort, q);

@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
+use crate::serve::compute::pipeline_state;
 use crate::serve::error::ServeError;
 use crate::serve::html::{esc, page, seg};
 use crate::serve::site::Site;
-use crate::serve::compute::pipeline_state;
 use crate::serve::state::Counts;
 
 /// The page.
