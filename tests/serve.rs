@@ -811,3 +811,46 @@ params = { seed = "${sweep.seed}", epochs = 6, sleep_ms = 250 }
     let page = server.get("/p/live").text();
     assert_eq!(page.matches("data-v=\"cached\"").count(), 2);
 }
+
+/// A pipeline's state is kept between requests (issue 35: a page of a 100,000-instance sweep
+/// must not plan the sweep again), and computed again as soon as anything it rests on
+/// changes: the pipeline file, or an object removed from the store by hand.
+#[test]
+fn a_kept_state_is_dropped_when_the_pipeline_or_the_store_changes() {
+    let project = Project::new();
+    project.write(
+        "pipelines/kept.toml",
+        "[sweep]\nx = [1, 2]\n\n[stages.e]\nkind = \"test-echo\"\nparams = { value = \"${sweep.x}\" }\n",
+    );
+    project.run_json("pipelines/kept.toml", &[]);
+    let server = Server::start(&project, &[]);
+    let counts = |server: &Server| server.get("/api/p/kept/status").json()["counts"].clone();
+    assert_eq!(counts(&server)["cached"], 2);
+    assert_eq!(counts(&server)["cached"], 2, "served again, unchanged");
+
+    project.write(
+        "pipelines/kept.toml",
+        "[sweep]\nx = [1, 2, 3]\n\n[stages.e]\nkind = \"test-echo\"\nparams = { value = \"${sweep.x}\" }\n",
+    );
+    let after_edit = counts(&server);
+    assert_eq!(
+        (after_edit["cached"].clone(), after_edit["to_run"].clone()),
+        (2.into(), 1.into())
+    );
+
+    let objects = project.path().join("cache/objects");
+    let shard = std::fs::read_dir(&objects)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.path().is_dir())
+        .expect("a shard folder")
+        .path();
+    for object in std::fs::read_dir(&shard).unwrap().filter_map(Result::ok) {
+        std::fs::remove_file(object.path()).unwrap();
+    }
+    let after_removal = counts(&server);
+    assert!(
+        after_removal["cached"].as_u64().unwrap() < 2,
+        "an output removed from the store shows at once: {after_removal}"
+    );
+}
