@@ -180,3 +180,146 @@ fn mistakes_in_prune_point_at_their_place() {
         assert!(err.contains("pipelines/a.toml:"), "{err}");
     }
 }
+
+/// The split and the chain before each training kind's search (its stage is `net`).
+const CHAIN: &str = r#"[pipeline]
+name = "asha-kinds"
+
+[stages.split]
+kind = "split"
+params = { dataset = "synthetic", classes = 16, per_class = 6, image_size = 32, validation = true, subsets = [50] }
+
+[stages.teacher]
+kind = "train-teacher"
+inputs = { split = "split" }
+params = { partition = "val-train", width = 8, stem = "small", embed_dim = 8, resolution = 32, loss = "norm-softmax", scale = 16.0, epochs = 1, batch_size = 8, per_class = 0 }
+
+[stages.old]
+kind = "train-classifier"
+inputs = { split = "split" }
+params = { partition = "val-train-50", width = 8, stem = "small", embed_dim = 8, head = "norm-softmax", scale = 16.0, resolution = 16, epochs = 1, batch_size = 8 }
+"#;
+
+/// The searched stage `net` of each kind, on the chain above.
+const SEARCHED: [(&str, &str); 3] = [
+    (
+        "train-teacher",
+        r#"inputs = { split = "split" }
+params = { partition = "val-train", width = 8, stem = "small", embed_dim = 8, resolution = 32, loss = "norm-softmax", scale = 16.0, epochs = 1, batch_size = 8, per_class = 0, schedule = "constant" }"#,
+    ),
+    (
+        "distill",
+        r#"inputs = { split = "split", teacher = "teacher" }
+params = { partition = "val-train", resolution = 16, augmentations = 2, batch_size = 4, epochs = 1, mixup = 0.0, schedule = "constant" }"#,
+    ),
+    (
+        "train-bct",
+        r#"inputs = { split = "split", old = "old" }
+params = { partition = "val-train", width = 8, stem = "small", embed_dim = 8, head = "norm-softmax", scale = 16.0, resolution = 16, epochs = 1, batch_size = 8, schedule = "constant" }"#,
+    ),
+];
+
+/// Two trials, rungs of 1 and 2 epochs: the better trial is promoted and continues.
+const SEARCH: &str = r#"
+[stages.emb]
+kind = "embed"
+inputs = { split = "split", model = "net" }
+params = { partition = "val-test", resolution = 16 }
+
+[stages.eval]
+kind = "evaluate"
+inputs = { query = "emb", database = "emb" }
+
+[search.lr]
+objective = { stage = "eval", metric = "map", goal = "max" }
+sampler = "random"
+seed = 0
+trials = 2
+prune = { kind = "asha", resource = "epochs", min = 1, max = 2, eta = 2 }
+
+[search.lr.space]
+lr = { param = "stages.net.params.lr", log_uniform = [1e-4, 1e-2] }
+"#;
+
+#[test]
+fn every_training_kind_resumes_a_promoted_trial_from_its_lower_rung() {
+    for (kind, stage) in SEARCHED {
+        let p = Project::new();
+        p.write(
+            "pipelines/a.toml",
+            &format!("{CHAIN}\n[stages.net]\nkind = \"{kind}\"\n{stage}\n{SEARCH}"),
+        );
+        let doc = run_doc(&p);
+        let search = &doc["searches"][0];
+        assert_eq!(
+            search["prune"]["counts"],
+            serde_json::json!([2, 1]),
+            "{kind}"
+        );
+        let best = search["best"].as_u64().unwrap();
+
+        let out = p.run(&["show", "pipelines/a.toml", "net", "--json"]);
+        assert!(
+            out.status.success(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let shown: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let at = |epochs: i64| -> &Value {
+            let found: Vec<&Value> = shown
+                .iter()
+                .filter(|s| {
+                    let label = s["instance"].as_str().unwrap_or("");
+                    label.contains(&format!("lr.rung={epochs},"))
+                        && label.contains(&format!("lr.trial={best}]"))
+                })
+                .collect();
+            assert_eq!(found.len(), 1, "{kind}: {shown:?}");
+            found[0]
+        };
+        let (top, first) = (at(2), at(1));
+        assert_eq!(
+            top["inputs"]["resume"][0]["outputs"]["model.safetensors"],
+            first["outputs"]["model.safetensors"]["digest"],
+            "{kind}: the promoted run's `resume` input is the lower rung's model"
+        );
+        let curve = |s: &Value| -> Vec<Value> {
+            let rel = s["outputs"]["loss.json"]["path"].as_str().unwrap();
+            let text = std::fs::read_to_string(p.path().join(rel)).unwrap();
+            let doc: Value = serde_json::from_str(&text).unwrap();
+            match doc.get("epochs") {
+                Some(epochs) => epochs.as_array().unwrap().clone(),
+                None => doc.as_array().unwrap().clone(),
+            }
+        };
+        let (upper, lower) = (curve(top), curve(first));
+        assert_eq!(upper.len(), 2, "{kind}: {upper:?}");
+        assert_eq!(
+            upper[..1],
+            lower[..],
+            "{kind}: the promoted run continues the lower rung's loss curve"
+        );
+        let log = top["outputs"]["log.txt"]["path"].as_str().unwrap();
+        let text = std::fs::read_to_string(p.path().join(log)).unwrap();
+        assert!(
+            text.contains("resuming from `net` after 1 epochs"),
+            "{kind}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_resource_other_than_epochs_is_refused_at_its_place() {
+    let p = Project::new();
+    p.write(
+        "pipelines/a.toml",
+        &ASHA.replace("resource = \"epochs\"", "resource = \"batch_size\""),
+    );
+    let out = p.run(&["plan", "pipelines/a.toml"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the resource must be `epochs`") && err.contains("pipelines/a.toml:"),
+        "{err}"
+    );
+}

@@ -1,10 +1,11 @@
 //! `prune = { kind = "asha", resource = "epochs", min = 2, max = 24, eta = 3 }`: a search's
 //! early stopping, as written and checked.
 //!
-//! The resource is an integer parameter of one searched stage; each rung binds it to the rung's
+//! The resource is the `epochs` of one searched stage; each rung binds it to the rung's
 //! amount, and a promoted trial's instance of that stage continues from the lower rung's
-//! result through the kind's `resume` input. So the stage's kind must have that slot, the
-//! parameter must be neither swept nor searched, and the stage must not connect `resume`
+//! result through the kind's `resume` input (every training kind has one). So the stage's kind
+//! must have that slot, the parameter must be `epochs` (a resumed run trains the epochs its
+//! lower rung did not), neither swept nor searched, and the stage must not connect `resume`
 //! itself: every such mistake is an error here, at its place, before anything runs.
 
 use super::error::SpecError;
@@ -53,8 +54,11 @@ impl Asha {
 }
 
 /// The slot through which a promoted trial continues from its lower rung's result (a kind
-/// that can resume declares it: `crate::stages::train_classifier::RESUME_INPUT`).
+/// that can resume declares it: `crate::stages::training::RESUME_INPUT`).
 pub const RESUME_SLOT: &str = "resume";
+
+/// The one parameter a resumed run can continue along.
+const EPOCHS: &str = "epochs";
 
 /// Reads and checks a search's `prune` table against its space and the stages.
 pub(super) fn read_prune(
@@ -192,8 +196,8 @@ fn stage_of<'a>(stages: &'a [StageSpec], name: &str) -> Option<&'a StageSpec> {
     stages.iter().find(|s| s.name == name)
 }
 
-/// The resource is an integer parameter of a kind that can resume, neither swept nor
-/// searched, and the stage leaves its `resume` slot to the search.
+/// The resource is the `epochs` of a kind that can resume, neither swept nor searched, and the
+/// stage leaves its `resume` slot to the search.
 fn check_resource(
     value: &SValue,
     spec: &StageSpec,
@@ -233,7 +237,19 @@ fn check_resource(
                 spec.kind
             ),
         )
-        .hint("prune a search whose resource belongs to train-classifier, or remove `prune`"));
+        .hint(
+            "prune a search whose resource is the `epochs` of a training kind (train-classifier, \
+             train-bct, train-teacher, distill), or remove `prune`",
+        ));
+    }
+    if param != EPOCHS {
+        return Err(SpecError::at(
+            &value.loc,
+            format!(
+                "the resource must be `{EPOCHS}`: a promoted trial continues its lower rung's \
+                 run for more epochs; `{param}` cannot be continued that way"
+            ),
+        ));
     }
     if spec.inputs.iter().any(|i| i.slot == RESUME_SLOT) {
         return Err(SpecError::at(
@@ -273,10 +289,17 @@ fn check_resource(
 #[cfg(test)]
 mod tests {
     #[test]
-    fn the_resume_slot_is_the_one_train_classifier_declares() {
-        assert_eq!(
-            super::RESUME_SLOT,
-            crate::stages::train_classifier::RESUME_INPUT
-        );
+    fn the_resume_slot_is_the_one_the_training_kinds_declare() {
+        assert_eq!(super::RESUME_SLOT, crate::stages::training::RESUME_INPUT);
+        for kind in crate::stages::registry().kinds() {
+            let epochs = kind.params().iter().any(|p| p.name == super::EPOCHS);
+            let resumes = kind.inputs().iter().any(|i| i.name == super::RESUME_SLOT);
+            assert_eq!(
+                epochs,
+                resumes,
+                "kind `{}`: every kind with `epochs` can resume, and only those",
+                kind.kind()
+            );
+        }
     }
 }

@@ -173,6 +173,10 @@ const INPUTS: &[InputDecl] = &[
         accepts: &[Artifact::Model],
         doc: "init = checkpoint: the checkpoint the student starts from",
     },
+    super::training::resume_input(
+        "continue from this distill result (the same student, fewer epochs) instead of a fresh \
+         start: ASHA connects it to promote a trial; keyed only when connected",
+    ),
 ];
 
 impl Stage for Distill {

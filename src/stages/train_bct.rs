@@ -150,6 +150,10 @@ const INPUTS: &[InputDecl] = &[
         doc:
             "the old model: a train-classifier or train-bct stage (checkpoint with its classifier)",
     },
+    super::training::resume_input(
+        "continue from this train-bct result (same network and classes, fewer epochs) instead \
+         of a fresh start: ASHA connects it to promote a trial; keyed only when connected",
+    ),
 ];
 
 impl Stage for TrainBct {

@@ -16,7 +16,7 @@ use super::groups::batching::{self, Batching, BatchingDefaults};
 use super::groups::network::{self, NetworkDefaults, NetworkParams};
 use super::groups::optim::{self, OptimDefaults, OptimParams};
 use super::outputs;
-use super::training::PRECISION;
+use super::training::{resume_input, PRECISION};
 use crate::data::AugmentConfig;
 use crate::kind::{
     Artifact, InputDecl, OutputDecl, ParamDecl, ParamType, Params, Resolution, Resource, Stage,
@@ -91,10 +91,6 @@ pub const CLASSES_OUTPUT: &str = super::outputs::CLASSES.file;
 /// The `train-classifier` kind.
 pub struct TrainClassifier;
 
-/// The optional input a run continues from (ASHA's promotions connect it; the search's
-/// `crate::spec::search::RESUME_SLOT` names the same slot).
-pub const RESUME_INPUT: &str = "resume";
-
 const INPUTS: &[InputDecl] = &[
     InputDecl {
         name: "split",
@@ -102,14 +98,11 @@ const INPUTS: &[InputDecl] = &[
         accepts: &[Artifact::Split],
         doc: "the split stage",
     },
-    InputDecl {
-        name: RESUME_INPUT,
-        required: false,
-        accepts: &[Artifact::Model],
-        doc: "continue from this train-classifier result (same network and classes, fewer \
-              epochs) instead of a fresh start: ASHA connects it to promote a trial; keyed \
-              only when connected",
-    },
+    resume_input(
+        "continue from this train-classifier result (same network and classes, fewer epochs) \
+         instead of a fresh start: ASHA connects it to promote a trial; keyed only when \
+         connected",
+    ),
 ];
 
 /// The output holding the per-epoch losses.
@@ -191,12 +184,6 @@ pub struct ClassifierParams {
     pub augment: AugmentConfig,
     /// The batching group.
     pub batching: Batching,
-}
-
-/// The epochs the `train-classifier` result `input` (on the resume slot) trained: its
-/// `epochs` parameter.
-pub fn trained_epochs(input: &crate::kind::InputArtifact) -> Result<usize, StageError> {
-    Ok(input.params.int("epochs")?.max(0) as usize)
 }
 
 impl ClassifierParams {

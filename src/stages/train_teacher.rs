@@ -144,12 +144,19 @@ const PARAMS: &[ParamDecl] = crate::param_list!(
     }),
 );
 
-const INPUTS: &[InputDecl] = &[InputDecl {
-    name: "split",
-    required: true,
-    accepts: &[Artifact::Split],
-    doc: "a split stage",
-}];
+const INPUTS: &[InputDecl] = &[
+    InputDecl {
+        name: "split",
+        required: true,
+        accepts: &[Artifact::Split],
+        doc: "a split stage",
+    },
+    super::training::resume_input(
+        "continue from this train-teacher result (same network and head, fewer epochs) \
+         instead of a fresh start: ASHA connects it to promote a trial; keyed only when \
+         connected",
+    ),
+];
 
 impl Stage for TrainTeacher {
     fn kind(&self) -> &'static str {

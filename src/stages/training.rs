@@ -15,16 +15,40 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::data::{Dataset, SplitItem, SplitManifest};
 use crate::kind::{
-    FingerprintEnv, InputArtifact, ParamDecl, ParamType, Params, StageContext, StageError,
+    Artifact, FingerprintEnv, InputArtifact, InputDecl, ParamDecl, ParamType, Params, StageContext,
+    StageError,
 };
 
 /// The loss-curve output of the training stages.
 pub const LOSS_OUTPUT: &str = super::outputs::LOSSES.file;
+
+/// The optional input a training run continues from instead of starting afresh: ASHA connects
+/// it to promote a trial (`crate::spec::search_prune::RESUME_SLOT` names the same slot). Every
+/// training kind declares it ([`resume_input`]) and its runner checks that the upstream
+/// result is the same network, trained fewer `epochs` ([`trained_epochs`]).
+pub const RESUME_INPUT: &str = "resume";
+
+/// The `resume` input slot as a training kind declares it; `doc` says which results it takes.
+/// Unconnected it is not in the key, so declaring it changed no result of a run without it.
+pub const fn resume_input(doc: &'static str) -> InputDecl {
+    InputDecl {
+        name: RESUME_INPUT,
+        required: false,
+        accepts: &[Artifact::Model],
+        doc,
+    }
+}
+
+/// The epochs the result on the resume slot trained: its `epochs` parameter (ASHA's resource
+/// is always `epochs`, so a lower rung's result trained exactly its rung's value).
+pub fn trained_epochs(input: &InputArtifact) -> Result<usize, StageError> {
+    Ok(input.params.int("epochs")?.max(0) as usize)
+}
 
 /// `gem_p_lr_scale`, shared by the kinds that train a GeM network: GeM's exponent `p` learns
 /// at this multiple of the learning rate (the resolution-asymmetry reference uses 10).
@@ -150,14 +174,14 @@ pub fn upstream_int(input: &InputArtifact, name: &str) -> Option<i64> {
 }
 
 /// One epoch of a loss curve.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EpochLoss {
     /// 1-based epoch.
     pub epoch: usize,
     /// Mean batch loss (the weighted total).
     pub loss: f64,
     /// Mean of each term, when the loss has several.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub terms: BTreeMap<String, f64>,
     /// Learning rate at the end of the epoch.
     pub lr: Option<f64>,
@@ -173,8 +197,9 @@ pub struct EpochEnd {
     pub seconds: f64,
 }
 
-/// Per-epoch loss curve, written as `loss.json` (`{"epochs": [...]}`).
-#[derive(Debug, Default, Serialize)]
+/// Per-epoch loss curve, written as `loss.json` (`{"epochs": [...]}`), and read back when a
+/// run resumes from it.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct LossCurve {
     /// The epochs so far.
     pub epochs: Vec<EpochLoss>,

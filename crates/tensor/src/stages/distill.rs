@@ -54,7 +54,8 @@ impl Run for Distill {
         let (loader, images) = distill_loader(ctx, &p, teacher_resolution)?;
         let batches = loader.batches_per_epoch();
         let net = student.meta.net.clone();
-        let mut step = distill_step(ctx, &p, &loader, student, teacher, loss)?
+        let start = super::resume::start(ctx, student, p.batching.epochs)?;
+        let mut step = distill_step(ctx, &p, &loader, start.model, teacher, loss, start.epoch)?
             .with_chunks(chunks as i64)
             .with_precision(precision);
         let Batching {
@@ -67,8 +68,9 @@ impl Run for Distill {
         ));
 
         let mut tally = Tally::start();
-        ctx.progress_start(epochs as u64, "epochs");
-        for epoch in 0..epochs {
+        tally.curve = start.curve;
+        ctx.progress_start((epochs - start.epoch) as u64, "epochs");
+        for epoch in start.epoch..epochs {
             let record = distill_epoch(ctx, &mut step, &loader, epoch, device, &mut tally)?;
             step.flush();
             let end = tally.curve.end_epoch(record, step.lr());
@@ -156,7 +158,8 @@ fn distill_loader(
 }
 
 /// The distillation step of `student` from `teacher`: `accumulate` clamped to the loader's
-/// batches, and the student's optimiser (with GeM's group) scheduled over the epochs' steps.
+/// batches, and the student's optimiser (with GeM's group) scheduled over the epochs' steps,
+/// at the start of epoch `start_epoch` (0 unless resumed).
 fn distill_step(
     ctx: &mut StageContext<'_>,
     p: &DistillParams,
@@ -164,6 +167,7 @@ fn distill_step(
     student: Model,
     teacher: Model,
     loss: DistillLoss,
+    start_epoch: usize,
 ) -> Result<DistillStep, StageError> {
     let batches = loader.batches_per_epoch();
     if let Some(note) = loader.capped_epoch_note() {
@@ -184,7 +188,8 @@ fn distill_step(
         .torch()?,
         &student.meta.net,
         p.gem,
-    );
+    )
+    .starting_at(start_epoch * steps_per_epoch);
     Ok(DistillStep::new(
         student,
         teacher,

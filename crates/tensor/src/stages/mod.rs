@@ -6,6 +6,7 @@ mod distill;
 mod embed;
 mod evaluate;
 mod import;
+mod resume;
 mod train_bct;
 mod train_classifier;
 mod train_teacher;

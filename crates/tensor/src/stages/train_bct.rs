@@ -33,7 +33,7 @@ use std::sync::Arc;
 use tch::{Kind, Tensor};
 
 use super::train_classifier::{
-    finish, init_seed, train, training_items, ClassList, Setup, TrainStats,
+    finish, init_seed, resume, train, training_items, ClassList, Setup, TrainStats,
 };
 use crate::data::{Dataset, EvalLoader, EvalView, SplitItem};
 use crate::kind::{read_json, Run, StageContext, StageError};
@@ -314,11 +314,12 @@ fn old_features(
 impl Run for TrainBct {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let p = TrainBctParams::from_params(ctx.params())?;
-        let bct = Bct::read(ctx, &p)?;
-        let model = bct.setup.model(
-            bct.classes.labels.len(),
-            crate::worker::torch_device(ctx.device()),
-        );
+        let mut bct = Bct::read(ctx, &p)?;
+        let device = crate::worker::torch_device(ctx.device());
+        let model = match resume(ctx, &mut bct.setup, &bct.classes, device)? {
+            Some(model) => model,
+            None => bct.setup.model(bct.classes.labels.len(), device),
+        };
         let influence = bct.influence(ctx)?;
         let loader = bct.setup.loader(bct.dataset.clone(), &bct.items)?;
         if let Some(note) = loader.capped_epoch_note() {

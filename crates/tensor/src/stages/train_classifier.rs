@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tch::{Device, Kind, Tensor};
 
+use super::resume::{load_same, note, refused, upstream};
 use super::training::{network, optim_config};
 use crate::data::{
     device_feed, AugmentConfig, Dataset, Resolution, Sampling, SplitItem, SplitManifest,
@@ -459,79 +460,42 @@ impl EpochSums {
 }
 
 /// The model a run continues from when its `resume` input is connected (ASHA's promotion of a
-/// trial; docs/search.md): the upstream result's weights and classifier, after checking that
-/// it is the same network over the same classes and trained fewer epochs. `setup` then starts
-/// at the upstream's epoch count, with its losses as the start of the history. `None` when
-/// `resume` is not connected: a fresh start.
-///
-/// The continuation follows the straight-through run wherever this run can reproduce it: the
-/// epochs keep their numbers (so each epoch's shuffle and augmentation are the straight-through
-/// run's), and the schedule is this run's, evaluated from the step the upstream stopped at. It
-/// is not bit-identical to training `epochs` straight through, for three reasons: the
-/// optimiser's state (Adam's moments and step count, SGD's momentum buffer) is not in the
-/// checkpoint, because libtorch keeps it in C++ and tch offers no way to save or restore it, so
-/// it restarts empty; a one-cycle schedule depends on the total epochs, so the upstream's
-/// epochs ran on its own (shorter) cycle; and the initial weights are seeded from every
-/// parameter, `epochs` included ([`init_seed`]), so the straight-through run starts elsewhere.
+/// trial; [`super::resume`] says how it departs from training straight through): the upstream
+/// result's weights and classifier, after checking that it is the same network over the same
+/// classes and trained fewer epochs. `setup` then starts at the upstream's epoch count, with
+/// its losses as the start of the history. `None` when `resume` is not connected: a fresh
+/// start. `train-bct` resumes the same way.
 pub(crate) fn resume(
     ctx: &mut StageContext<'_>,
     setup: &mut Setup,
     classes: &ClassList,
     device: Device,
 ) -> Result<Option<Model>, StageError> {
-    if ctx.input_all(RESUME_INPUT).is_empty() {
+    let Some((input, done)) = upstream(ctx, setup.epochs)? else {
         return Ok(None);
-    }
-    let input = ctx.input(RESUME_INPUT)?;
-    let bad = |message: String| StageError::Input {
-        slot: RESUME_INPUT.into(),
-        message,
     };
-    let done = trained_epochs(input)?;
-    if done >= setup.epochs {
-        return Err(bad(format!(
-            "stage `{}` trained {done} epochs, not fewer than this stage's {}; \
-             resume from a shorter run",
-            input.stage, setup.epochs
-        )));
-    }
     tch::manual_seed(setup.init_seed);
-    let model = Model::load(
-        input.output(crate::nn::checkpoint::WEIGHTS_FILE)?,
-        input.output(crate::nn::checkpoint::META_FILE)?,
-        device,
-    )?;
     let expected = ModelMeta::new(
         setup.net.clone(),
         Some(setup.classifier(classes.labels.len())),
     );
-    if model.meta != expected {
-        return Err(bad(format!(
-            "stage `{}` saved another network or head ({:?}) than this stage builds ({:?})",
-            input.stage, model.meta, expected
-        )));
-    }
+    let model = load_same(&input, &expected, device)?;
     let theirs: ClassList = read_json(input.output(CLASSES_OUTPUT)?)?;
     if theirs != *classes {
-        return Err(bad(format!(
+        return Err(refused(format!(
             "stage `{}` was trained on other classes than this stage's partition",
             input.stage
         )));
     }
     let history: Vec<EpochLog> = read_json(input.output(LOSS_OUTPUT)?)?;
     if history.len() != done {
-        return Err(bad(format!(
+        return Err(refused(format!(
             "stage `{}` logged {} epochs in {LOSS_OUTPUT}, expected {done}",
             input.stage,
             history.len()
         )));
     }
-    let note = format!(
-        "resuming from `{}` after {done} epochs (key {})",
-        input.stage,
-        asymflow::cache::key::short_key(&input.key)
-    );
-    ctx.log(note);
+    ctx.log(note(&input, done));
     setup.start_epoch = done;
     setup.earlier = history;
     Ok(Some(model))

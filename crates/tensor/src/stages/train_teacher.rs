@@ -18,7 +18,7 @@ use std::time::Instant;
 use tch::{Device, Tensor};
 
 use super::training::{
-    gem_group, net_config, open_partition, optim_config, resolve, Batching, Epoch, Tally,
+    gem_group, net_config, open_partition, optim_config, resolve, Batching, Epoch, LossCurve, Tally,
 };
 use crate::data::negatives::{NegativeBatch, NegativeLoader};
 use crate::data::{
@@ -40,10 +40,12 @@ pub(crate) struct TrainTeacher;
 impl Run for TrainTeacher {
     fn run(&self, ctx: &mut StageContext<'_>) -> Result<(), StageError> {
         let p = TrainTeacherParams::from_params(ctx.params())?;
-        let mut teacher = Teacher::set_up(ctx, &p)?;
+        let (mut teacher, curve) = Teacher::set_up(ctx, &p)?;
         let mut tally = Tally::start();
-        ctx.progress_start(teacher.epochs as u64, "epochs");
-        for epoch in 0..teacher.epochs {
+        tally.curve = curve;
+        let first = tally.curve.epochs.len();
+        ctx.progress_start((teacher.epochs - first) as u64, "epochs");
+        for epoch in first..teacher.epochs {
             let record = teacher.epoch(ctx, epoch, &mut tally)?;
             teacher.step.flush();
             let end = tally.curve.end_epoch(record, teacher.step.lr());
@@ -85,9 +87,12 @@ struct Teacher {
 
 impl Teacher {
     /// Reads the partition, checks the loss and its sampling, builds the network (seeded, then
-    /// the pretrained weights), the loaders and the optimiser, in this order, and logs the
-    /// plan.
-    fn set_up(ctx: &mut StageContext<'_>, p: &TrainTeacherParams) -> Result<Teacher, StageError> {
+    /// the pretrained weights, or the `resume` input's), the loaders and the optimiser, in this
+    /// order, and logs the plan. Returns the loss curve so far (empty unless resumed).
+    fn set_up(
+        ctx: &mut StageContext<'_>,
+        p: &TrainTeacherParams,
+    ) -> Result<(Teacher, LossCurve), StageError> {
         let net = net_config(&p.pool, &p.network)?;
         let seed = p.seed;
         let Batching {
@@ -105,6 +110,7 @@ impl Teacher {
         let sampling = sampling(p, batch_size)?;
 
         let (model, precision, device) = seeded_model(ctx, p, &net, head)?;
+        let start = super::resume::start(ctx, model, epochs)?;
         let augment = p.augment;
         let loader = TrainLoader::new(
             dataset.clone(),
@@ -126,7 +132,8 @@ impl Teacher {
             _ => pool_candidates(&labels, 0),
         };
         let batches = loader.batches_per_epoch();
-        let step = training_step(ctx, p, &net, &loader, model, loss)?.with_precision(precision);
+        let step = training_step(ctx, p, &net, &loader, start.model, loss, start.epoch)?
+            .with_precision(precision);
         ctx.log(format!(
             "train-teacher: {} images of {} classes, {batches} batches/epoch, {epochs} epochs, loss {loss_name}",
             items.len(),
@@ -140,7 +147,7 @@ impl Teacher {
                 candidates.len()
             ));
         }
-        Ok(Teacher {
+        let teacher = Teacher {
             net,
             classes,
             loss,
@@ -157,7 +164,8 @@ impl Teacher {
             resolution,
             batch_size,
             epochs,
-        })
+        };
+        Ok((teacher, start.curve))
     }
 
     /// One epoch: the negatives mined (with `mining = "pool"`), then every batch's step.
@@ -289,7 +297,8 @@ fn seeded_model(
 }
 
 /// The training step of `model`: `accumulate` clamped to the loader's batches, and the
-/// optimiser (with GeM's group) scheduled over the epochs' steps.
+/// optimiser (with GeM's group) scheduled over the epochs' steps, at the start of epoch
+/// `start_epoch` (0 unless resumed).
 fn training_step(
     ctx: &mut StageContext<'_>,
     p: &TrainTeacherParams,
@@ -297,6 +306,7 @@ fn training_step(
     loader: &TrainLoader,
     model: Model,
     loss: TeacherLoss,
+    start_epoch: usize,
 ) -> Result<TeacherStep, StageError> {
     let batches = loader.batches_per_epoch();
     if let Some(note) = loader.capped_epoch_note() {
@@ -317,7 +327,8 @@ fn training_step(
         .torch()?,
         net,
         p.gem,
-    );
+    )
+    .starting_at(start_epoch * steps_per_epoch);
     Ok(TeacherStep::new(
         model,
         optim,
