@@ -3,8 +3,9 @@
 # from /usr/bin/time), on a project generated in a temporary folder:
 #
 #   plan       `plan` of a sweep of N (default 100,000) instances of a trivial stage
-#              (test-echo), nothing cached; then every instance cached: `plan` and a no-op
-#              `run` (goal: `plan` under 1 s and 250 MiB on 2 cores)
+#              (test-echo), nothing cached; a chain of N instances (a sweep of N/2 and a
+#              second stage downstream of each instance); then every instance of the sweep cached:
+#              `plan` and a no-op `run` (goal: `plan` under 1 s and 250 MiB on 2 cores)
 #   index      `status` and `cache gc --dry-run` on a cache whose index holds M (default
 #              1,000,000) results (goals: 1 s and 5 s); prints the index's size on disk
 #   remote     `remote status` against a folder remote holding M records and M blobs
@@ -61,6 +62,9 @@ project() {
     local dir="$work/sweep"
     [[ -d "$dir" ]] && return 0
     sweep "$dir" "$n" sweep
+    sweep "$dir" $((n / 2)) chain
+    printf '[stages.t]\nkind = "test-echo"\ninputs = { input = "s" }\nparams = { value = "t" }\n' \
+        >>"$dir/pipelines/chain.toml"
     sweep "$dir" 1 one
     (cd "$dir" && "$exe" run pipelines/one.toml >/dev/null 2>&1)
 }
@@ -70,6 +74,7 @@ bench_plan() {
     local dir="$work/sweep"
     cd "$dir"
     best3 "plan, $n instances, none cached" "$exe" plan pipelines/sweep.toml
+    best3 "plan, $n instances in a chain of 2 stages, none cached" "$exe" plan pipelines/chain.toml
     "$exe" plan --json pipelines/sweep.toml >"$work/plan.json" || true
     python3 "$gen" cached "$dir" "$work/plan.json" >/dev/null
     best3 "plan, $n instances, all cached" "$exe" plan pipelines/sweep.toml
