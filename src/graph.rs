@@ -37,7 +37,7 @@ pub struct Instance {
     /// The stage's kind.
     pub kind: String,
     /// Dimension -> coordinate (index into the dimension's values).
-    pub coords: Coords,
+    pub(crate) coords: Coords,
     /// Axis -> value, for every axis of every dimension the instance has.
     pub binding: Binding,
     /// The parameters with the binding applied.
@@ -51,7 +51,7 @@ pub struct Instance {
 /// Dimension -> coordinate of one instance, sorted by dimension. A slice rather than a map:
 /// an instance has a few dimensions, and a map's smallest node is hundreds of bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Coords(Box<[(Arc<str>, usize)]>);
+pub(crate) struct Coords(Box<[(Arc<str>, usize)]>);
 
 impl Coords {
     /// The coordinate in dimension `dim`, when the instance has that dimension.
@@ -60,11 +60,6 @@ impl Coords {
             .binary_search_by(|(d, _)| (**d).cmp(dim))
             .ok()
             .map(|i| self.0[i].1)
-    }
-
-    /// Each dimension and coordinate, by dimension.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, usize)> + '_ {
-        self.0.iter().map(|(d, c)| (&**d, *c))
     }
 
     /// These coordinates with `dim` (which they have) at `c`.
@@ -109,7 +104,7 @@ impl Binding {
     }
 
     /// The binding as a map.
-    pub fn to_map(&self) -> BTreeMap<String, Value> {
+    pub(crate) fn to_map(&self) -> BTreeMap<String, Value> {
         self.0.iter().cloned().collect()
     }
 }
@@ -146,7 +141,7 @@ impl serde::Serialize for Binding {
 
 /// `stage[axis=value,...]` for a stage's name and an instance's binding (a [`Binding`] or a
 /// map of one), or just `stage` when nothing is bound: how every command names an instance.
-pub fn label_of<'a>(
+pub(crate) fn label_of<'a>(
     stage: &str,
     binding: impl IntoIterator<Item = (&'a String, &'a Value)>,
 ) -> String {
@@ -226,7 +221,7 @@ impl Plan {
     }
 
     /// This plan with where its searches stand ([`crate::exec::search`]).
-    pub fn with_searches(mut self, searches: Vec<crate::search::SearchState>) -> Plan {
+    pub(crate) fn with_searches(mut self, searches: Vec<crate::search::SearchState>) -> Plan {
         self.searches = searches;
         self
     }
@@ -284,7 +279,7 @@ impl Plan {
     /// This plan with only the instances in `keep`, renumbered in their order. `keep` must
     /// hold every instance upstream of each one it holds ([`crate::select::narrow`] makes it
     /// so): an instance's key depends on its inputs, which therefore stay.
-    pub fn keep_only(self, keep: &BTreeSet<usize>) -> Plan {
+    pub(crate) fn keep_only(self, keep: &BTreeSet<usize>) -> Plan {
         let new_index: BTreeMap<usize, usize> = keep
             .iter()
             .enumerate()
@@ -322,7 +317,10 @@ impl Plan {
     }
 
     /// The instances of stage `name`.
-    pub fn instances_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Instance> + 'a {
+    pub(crate) fn instances_of<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Instance> + 'a {
         self.instances.iter().filter(move |i| i.stage == name)
     }
 }
@@ -456,7 +454,7 @@ fn stage_dims(
     Ok(dims)
 }
 
-pub use crate::spec::sweep::MAX_INSTANCES;
+pub(crate) use crate::spec::sweep::MAX_INSTANCES;
 
 /// Refuses a stage whose instances, counted before any is made, would take the pipeline past
 /// [`MAX_INSTANCES`]; the error names the axes and their lengths.
@@ -614,16 +612,23 @@ fn expand(
 struct Agreeing {
     /// The upstream stage's instances, in order.
     ups: Vec<usize>,
-    /// Per set of shared dimensions (a stage's instances normally have one): those
-    /// dimensions, and their coordinates -> positions in `ups`, ascending.
-    groups: Vec<(Vec<Arc<str>>, HashMap<Vec<usize>, Vec<usize>>)>,
+    /// One group per set of shared dimensions (a stage's instances normally have one).
+    groups: Vec<SharedDims>,
+}
+
+/// Upstream instances that share the same dimensions with the downstream stage.
+struct SharedDims {
+    /// Those dimensions, sorted.
+    dims: Vec<Arc<str>>,
+    /// Their coordinates -> positions in [`Agreeing::ups`], ascending.
+    at: HashMap<Vec<usize>, Vec<usize>>,
 }
 
 impl Agreeing {
     /// Groups `ups` (indices into `existing`) by their coordinates in `dims`, the downstream
     /// stage's dimensions.
     fn new(ups: &[usize], existing: &[Instance], dims: &[Arc<str>]) -> Agreeing {
-        let mut groups: Vec<(Vec<Arc<str>>, HashMap<Vec<usize>, Vec<usize>>)> = Vec::new();
+        let mut groups: Vec<SharedDims> = Vec::new();
         for (pos, &u) in ups.iter().enumerate() {
             let (shared, key): (Vec<Arc<str>>, Vec<usize>) = existing[u]
                 .coords
@@ -632,14 +637,17 @@ impl Agreeing {
                 .filter(|(d, _)| dims.contains(d))
                 .map(|(d, c)| (d.clone(), *c))
                 .unzip();
-            let group = match groups.iter().position(|(g, _)| *g == shared) {
+            let group = match groups.iter().position(|g| g.dims == shared) {
                 Some(g) => g,
                 None => {
-                    groups.push((shared, HashMap::new()));
+                    groups.push(SharedDims {
+                        dims: shared,
+                        at: HashMap::new(),
+                    });
                     groups.len() - 1
                 }
             };
-            groups[group].1.entry(key).or_default().push(pos);
+            groups[group].at.entry(key).or_default().push(pos);
         }
         Agreeing {
             ups: ups.to_vec(),
@@ -651,9 +659,9 @@ impl Agreeing {
     /// which has every one of its dimensions), in upstream order.
     fn agreeing(&self, coords: &Coords) -> Vec<usize> {
         let mut found: Vec<usize> = Vec::new();
-        for (shared, by_key) in &self.groups {
-            let key: Option<Vec<usize>> = shared.iter().map(|d| coords.get(d)).collect();
-            if let Some(positions) = key.and_then(|k| by_key.get(&k)) {
+        for group in &self.groups {
+            let key: Option<Vec<usize>> = group.dims.iter().map(|d| coords.get(d)).collect();
+            if let Some(positions) = key.and_then(|k| group.at.get(&k)) {
                 found.extend(positions);
             }
         }
@@ -704,8 +712,9 @@ mod tests {
                 .filter(|&u| {
                     existing[u]
                         .coords
+                        .0
                         .iter()
-                        .all(|(d, c)| coords.get(d).is_none_or(|mine| mine == c))
+                        .all(|(d, c)| coords.get(d).is_none_or(|mine| mine == *c))
                 })
                 .collect()
         };

@@ -22,19 +22,19 @@ use crate::spec::SpecError;
 const LISTED: usize = 12;
 
 /// The stage of a stage name or an instance label (`model[seed=0]` -> `model`).
-pub fn stage_of(target: &str) -> &str {
+pub(crate) fn stage_of(target: &str) -> &str {
     target.split('[').next().unwrap_or(target).trim()
 }
 
 /// Whether `target` names one or more instances by their values (`stage[axis=value]`) rather
 /// than a whole stage.
-pub fn is_label(target: &str) -> bool {
+pub(crate) fn is_label(target: &str) -> bool {
     target.contains('[')
 }
 
 /// Whether the instance labelled `label` is selected by `target`: a stage name selects every
 /// instance of the stage; `stage[axis=value,...]` the instances with those values.
-pub fn selects(target: &str, label: &str) -> bool {
+pub(crate) fn selects(target: &str, label: &str) -> bool {
     let (want_stage, want) = parse(target);
     let (stage, have) = parse(label);
     want_stage == stage
@@ -77,7 +77,7 @@ pub fn check(plan: &Plan, targets: &[String], what: &str) -> Result<(), SpecErro
 
 /// The instances of `plan` that `target` selects (none for a stage that waits for a search's
 /// winner), or an error naming what exists.
-pub fn matching(plan: &Plan, target: &str, what: &str) -> Result<Vec<usize>, SpecError> {
+pub(crate) fn matching(plan: &Plan, target: &str, what: &str) -> Result<Vec<usize>, SpecError> {
     let stage = stage_of(target);
     let file = plan.spec().file.display();
     if plan.spec().stage(stage).is_none() {

@@ -82,7 +82,7 @@ pub const KEY_FORMAT: u32 = 2;
 
 /// Everything that determines one stage instance's output. See the module docs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StageKey {
+pub(crate) struct StageKey {
     /// [`KEY_FORMAT`] when the key was made.
     pub format: u32,
     /// The stage kind (`train-teacher`, ...).
@@ -99,7 +99,7 @@ pub struct StageKey {
 
 /// One upstream instance as an input of a key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InputKey {
+pub(crate) struct InputKey {
     /// Output name -> blake3 digest of its content (`log.txt` excluded).
     pub outputs: BTreeMap<String, String>,
     /// For gathered inputs only: the upstream stage's name and sweep binding, since a gathering

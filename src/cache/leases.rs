@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::store::{host_name, now, Index, IndexError};
 
 /// A lease whose heartbeat is older than this belongs to a dead or hung process.
-pub const LEASE_STALE_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const LEASE_STALE_AFTER: Duration = Duration::from_secs(30);
 
 /// A job that runs outside the engine's process tree (a Slurm batch job), as the key's
 /// lease records it: enough for a later engine to find it and its files again.
@@ -42,7 +42,7 @@ pub struct ExternalJob {
 
 /// The outcome of asking for a lease.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Lease {
+pub(crate) enum Lease {
     /// We hold it now.
     Acquired,
     /// We hold it now, taken over from a holder that died after submitting `0`, which may
@@ -59,15 +59,20 @@ pub enum Lease {
 
 /// How often a [`Heartbeat`] refreshes its leases: well inside [`LEASE_STALE_AFTER`], so a
 /// few slow beats never make a live lease look stale.
-pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(LEASE_STALE_AFTER.as_secs() / 6);
+pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_secs(LEASE_STALE_AFTER.as_secs() / 6);
 
 /// One lease as `status` and `serve` list it: key, host, pid, liveness, seconds since its
 /// last heartbeat.
-pub type LeaseRow = (String, String, i64, String, f64);
+pub(crate) type LeaseRow = (String, String, i64, String, f64);
 
 /// Whether a lease belongs to a process that died or stopped heart-beating. `liveness` is the
 /// token the holder recorded ([`liveness_token`]); empty for leases written before it existed.
-pub fn lease_is_stale(holder_host: &str, holder_pid: i64, liveness: &str, heartbeat: f64) -> bool {
+pub(crate) fn lease_is_stale(
+    holder_host: &str,
+    holder_pid: i64,
+    liveness: &str,
+    heartbeat: f64,
+) -> bool {
     now() - heartbeat > LEASE_STALE_AFTER.as_secs_f64()
         || (holder_host == host_name() && holder_is_dead(holder_pid, liveness))
 }
@@ -94,7 +99,7 @@ fn holder_is_dead(pid: i64, liveness: &str) -> bool {
 
 /// This process's liveness token: `boot id|PID namespace|start time`, each empty when the
 /// system does not say.
-pub fn liveness_token() -> String {
+pub(crate) fn liveness_token() -> String {
     format!(
         "{}|{}|{}",
         boot_id(),
@@ -139,7 +144,7 @@ fn process_alive(pid: i64) -> bool {
 /// Keeps the leases of one owner fresh from a thread of its own, with its own index
 /// connection, until dropped.
 #[derive(Debug)]
-pub struct Heartbeat {
+pub(crate) struct Heartbeat {
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
 }
@@ -205,7 +210,7 @@ impl Drop for Heartbeat {
 impl Index {
     /// Tries to take the lease on `key` for `owner`. A lease held by a dead process on this
     /// host, or with a heartbeat older than [`LEASE_STALE_AFTER`], is taken over.
-    pub fn try_lease(&mut self, key: &str, owner: &str) -> Result<Lease, IndexError> {
+    pub(crate) fn try_lease(&mut self, key: &str, owner: &str) -> Result<Lease, IndexError> {
         let host = host_name();
         let pid = std::process::id() as i64;
         let tx = self
@@ -254,7 +259,7 @@ impl Index {
 
     /// Records in `owner`'s lease on `key` the external job computing it, or that none is
     /// (the key is computed in a local process).
-    pub fn set_external(
+    pub(crate) fn set_external(
         &self,
         key: &str,
         owner: &str,
@@ -269,7 +274,7 @@ impl Index {
     }
 
     /// The leases that carry an external job: (key, the job, whether the holder is gone).
-    pub fn external_jobs(&self) -> Result<Vec<(String, ExternalJob, bool)>, IndexError> {
+    pub(crate) fn external_jobs(&self) -> Result<Vec<(String, ExternalJob, bool)>, IndexError> {
         let mut stmt = self.conn.prepare(
             "SELECT key, host, pid, liveness, heartbeat, external FROM leases \
              WHERE external IS NOT NULL ORDER BY key",
@@ -313,7 +318,7 @@ impl Index {
     }
 
     /// Releases every lease `owner` holds.
-    pub fn release_all(&self, owner: &str) -> Result<(), IndexError> {
+    pub(crate) fn release_all(&self, owner: &str) -> Result<(), IndexError> {
         self.conn
             .execute("DELETE FROM leases WHERE owner = ?1", [owner])?;
         Ok(())
@@ -321,7 +326,7 @@ impl Index {
 
     /// Removes leases whose process is gone; returns how many. A lease that carries an
     /// external job stays: the job may still run, and the next run follows it through it.
-    pub fn drop_stale_leases(&self) -> Result<usize, IndexError> {
+    pub(crate) fn drop_stale_leases(&self) -> Result<usize, IndexError> {
         let stale: Vec<String> = {
             let mut stmt = self.conn.prepare(
                 "SELECT key, host, pid, liveness, heartbeat FROM leases WHERE external IS NULL",

@@ -92,7 +92,7 @@ impl Index {
 }
 
 /// Memoised file hashing through the index, for data-set fingerprints.
-pub struct IndexHasher {
+pub(crate) struct IndexHasher {
     index: Mutex<Index>,
 }
 

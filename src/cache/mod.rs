@@ -26,14 +26,18 @@ pub mod why;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use key::{short_key, InputKey, StageKey, KEY_FORMAT};
-pub use leases::{ExternalJob, Heartbeat, Lease, LEASE_STALE_AFTER};
-pub use lock::{CacheLock, LockError, LockMode};
-pub use memo::IndexHasher;
-pub use objects::{LocalObjectStore, Manifest, ObjectError, ObjectMention, ObjectStore};
+pub use key::{short_key, KEY_FORMAT};
+
+pub(crate) use key::{InputKey, StageKey};
+pub(crate) use leases::{ExternalJob, Heartbeat, Lease};
+pub(crate) use lock::{CacheLock, LockError, LockMode};
+pub(crate) use memo::IndexHasher;
+pub use objects::ObjectStore;
+pub(crate) use objects::{LocalObjectStore, ObjectError};
 pub use provenance::Provenance;
-pub use results::{OutputRef, RecentRun, RunRecord};
-pub use store::{host_name, now, Index, IndexError};
+pub use results::{OutputRef, RunRecord};
+pub use store::now;
+pub(crate) use store::{host_name, Index, IndexError};
 
 /// A cache folder: `index.sqlite`, `objects/`, `tmp/` (stage scratch), `quarantine/`.
 #[derive(Debug, Clone)]
@@ -75,7 +79,7 @@ impl Cache {
 
     /// Scratch space for running stages, on the same file system as the objects so outputs
     /// are moved in, not copied.
-    pub fn tmp_dir(&self) -> PathBuf {
+    pub(crate) fn tmp_dir(&self) -> PathBuf {
         self.dir.join("tmp")
     }
 }

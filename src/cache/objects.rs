@@ -81,7 +81,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ObjectError + '_ {
 }
 
 /// Whether `digest` is a blake3 hex digest: exactly 64 lowercase hex characters.
-pub fn is_digest(digest: &str) -> bool {
+pub(crate) fn is_digest(digest: &str) -> bool {
     digest.len() == 64
         && digest
             .bytes()
@@ -290,7 +290,7 @@ const MANIFEST_HEAD: &[u8] = b"{\"entries\":[";
 
 /// The content-addressed store in a local cache folder: `objects/ab/cdef...`.
 #[derive(Debug, Clone)]
-pub struct LocalObjectStore {
+pub(crate) struct LocalObjectStore {
     root: PathBuf,
     /// Its shard folders, held open for presence checks.
     shards: std::sync::Arc<ShardDirs>,

@@ -54,7 +54,7 @@ pub struct RunRecord {
 
 /// One line of `asymflow status`'s recent runs.
 #[derive(Debug, Clone)]
-pub struct RecentRun {
+pub(crate) struct RecentRun {
     /// The key.
     pub key: String,
     /// The stage.
@@ -480,7 +480,7 @@ impl Index {
     /// Every successful result pipeline `pipeline` (by its name) ran, or last ran a stage
     /// instance with: keys, newest first. For the dashboard's history of results
     /// that are no longer in the pipeline's file.
-    pub fn keys_of_pipeline(&self, pipeline: &str) -> Result<Vec<String>, IndexError> {
+    pub(crate) fn keys_of_pipeline(&self, pipeline: &str) -> Result<Vec<String>, IndexError> {
         let mut stmt = self.conn.prepare(
             "SELECT key FROM runs WHERE status = 'ok'
              AND (pipeline = ?1 OR key IN (SELECT key FROM history WHERE pipeline = ?1))

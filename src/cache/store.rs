@@ -41,7 +41,7 @@ pub enum IndexError {
 }
 
 /// The schema, one statement batch per version. Append only.
-pub const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: the action cache, objects, leases, the per-stage history for `why`, the hash memo.
     "CREATE TABLE runs (
         key TEXT PRIMARY KEY,
@@ -174,7 +174,7 @@ pub fn now() -> f64 {
 }
 
 /// This machine's name (for leases).
-pub fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .or_else(|_| std::env::var("HOSTNAME"))
@@ -249,21 +249,21 @@ fn use_wal(conn: &Connection) -> Result<(), rusqlite::Error> {
 /// A consistent read of the index: until it is dropped, every query on its connection sees one
 /// snapshot, and SQLite takes its WAL read lock once instead of once per statement (`plan` of
 /// 10,000 instances spent a third of its time taking and releasing those locks).
-pub struct ReadSnapshot<'a> {
+pub(crate) struct ReadSnapshot<'a> {
     _tx: rusqlite::Transaction<'a>,
 }
 
 impl Index {
     /// SQLite's `data_version`: it changes when any other connection commits to the index,
     /// so two equal readings on one connection mean nothing was written in between.
-    pub fn data_version(&self) -> Result<i64, IndexError> {
+    pub(crate) fn data_version(&self) -> Result<i64, IndexError> {
         Ok(self
             .conn
             .pragma_query_value(None, "data_version", |r| r.get(0))?)
     }
 
     /// Starts a [`ReadSnapshot`]; for reads only (dropping it rolls back).
-    pub fn read_snapshot(&self) -> Result<ReadSnapshot<'_>, IndexError> {
+    pub(crate) fn read_snapshot(&self) -> Result<ReadSnapshot<'_>, IndexError> {
         Ok(ReadSnapshot {
             _tx: self.conn.unchecked_transaction()?,
         })

@@ -44,7 +44,7 @@ fn restore_sigpipe() {
 }
 
 /// Runs one parsed command.
-pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => super::run::run(args),
         Command::Plan(args) => plan::plan(args),

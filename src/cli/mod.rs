@@ -33,6 +33,5 @@ mod status;
 mod why;
 mod worker;
 
-pub use args::{CacheArgs, ColorChoice, OutputArgs, OverrideArgs, PipelineArgs, PlanArgs, RunArgs};
-pub use command::{CacheCommand, Cli, Command, DataCommand};
-pub use dispatch::{dispatch, run};
+pub use command::{Cli, Command};
+pub use dispatch::run;

@@ -71,7 +71,7 @@ pub enum RemoteCommand {
 }
 
 /// Runs `asymflow remote ...`.
-pub fn dispatch(command: RemoteCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn dispatch(command: RemoteCommand) -> anyhow::Result<ExitCode> {
     match command {
         RemoteCommand::Status {
             file,

@@ -75,7 +75,7 @@ pub fn status(args: CacheArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `1.5 MiB`.
-pub fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = n as f64;
     let mut unit = 0;

@@ -9,7 +9,7 @@ use anyhow::Context;
 use crate::exec::local::worker_program;
 
 /// Becomes the worker program with `args`.
-pub fn hand_over(args: &[&std::ffi::OsStr]) -> anyhow::Result<std::process::ExitCode> {
+pub(crate) fn hand_over(args: &[&std::ffi::OsStr]) -> anyhow::Result<std::process::ExitCode> {
     let program = worker_program()?;
     let error = std::process::Command::new(&program).args(args).exec();
     Err(error).with_context(|| format!("starting {}", program.display()))

@@ -33,7 +33,7 @@ pub(crate) fn export_path(out_dir: &Path, item: &SplitItem) -> PathBuf {
 
 /// Writes every item of `items` from `dataset` under `out_dir` (see [`export_path`]), in
 /// parallel; returns the number of images written.
-pub fn export_image_folder(
+pub(crate) fn export_image_folder(
     dataset: &dyn Dataset,
     items: &[SplitItem],
     out_dir: &Path,

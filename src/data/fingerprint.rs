@@ -42,7 +42,7 @@ impl FileHasher for DirectHasher {
 
 /// The content fingerprint of a listed real data set.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FilesFingerprint {
+pub(crate) struct FilesFingerprint {
     /// The layout.
     pub kind: DatasetKind,
     /// Number of images.

@@ -32,15 +32,14 @@ pub mod protocol;
 pub mod synthetic;
 
 pub use crate::kind::Resolution;
-pub use augment::{AugParams, AugmentConfig, CropBox, Jitter};
+pub use augment::{AugParams, AugmentConfig};
 pub use dataset::{Dataset, DatasetKind, DatasetSource, FileDataset, SyntheticDataset};
 pub use error::DataError;
-pub use export::export_image_folder;
-pub use fingerprint::{DirectHasher, FilesFingerprint};
+pub(crate) use export::export_image_folder;
+pub use fingerprint::DirectHasher;
+pub(crate) use fingerprint::FilesFingerprint;
 pub use image_ops::EvalView;
 pub use item::SplitItem;
-pub use manifest::{
-    dense_labels, PartitionCount, SplitManifest, VerificationPair, MANIFEST_OUTPUT,
-};
+pub use manifest::{dense_labels, SplitManifest, VerificationPair, MANIFEST_OUTPUT};
 pub use protocol::{Protocol, SplitOptions};
 pub use synthetic::{SyntheticParams, GENERATOR_VERSION};

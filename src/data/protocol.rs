@@ -188,7 +188,7 @@ fn insert_nested_subsets(
 
 /// What a partition is for: fitting, choosing among fits, or the final measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PartitionRole {
+pub(crate) enum PartitionRole {
     /// `train`, `train-NN`, `val-train`, `val-train-NN`: models are fitted on it.
     Train,
     /// `val-test`: held out of training to choose hyper-parameters on.
@@ -198,19 +198,8 @@ pub enum PartitionRole {
     Test,
 }
 
-impl PartitionRole {
-    /// `train`, `validation` or `test`.
-    pub fn name(self) -> &'static str {
-        match self {
-            PartitionRole::Train => "train",
-            PartitionRole::Validation => "validation",
-            PartitionRole::Test => "test",
-        }
-    }
-}
-
 /// The role of the partition a split writes under `name` (see [`split`] for the names).
-pub fn partition_role(name: &str) -> PartitionRole {
+pub(crate) fn partition_role(name: &str) -> PartitionRole {
     match name {
         "val-test" => PartitionRole::Validation,
         "test" | "query" | "gallery" | "junk" => PartitionRole::Test,
@@ -223,7 +212,7 @@ pub fn partition_role(name: &str) -> PartitionRole {
 /// those of [`split`] for `half-classes`; for `provided`, every part a data set may provide
 /// (train, test, query, gallery, junk), since which ones exist is in the data. Used at plan
 /// time so that a misspelt `partition` is an error before anything runs.
-pub fn possible_partitions(opts: &SplitOptions) -> BTreeSet<String> {
+pub(crate) fn possible_partitions(opts: &SplitOptions) -> BTreeSet<String> {
     let mut names: BTreeSet<String> = match opts.protocol {
         Protocol::HalfClasses => ["train", "test"].map(String::from).into(),
         Protocol::Provided => ["train", "test", "query", "gallery", "junk"]

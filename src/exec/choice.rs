@@ -28,24 +28,26 @@ pub enum ExecutorChoice {
 }
 
 /// `plan --executor`'s help.
-pub const PLAN_HELP: &str = "Where the instances to run would run: with `slurm`, which go to \
+pub(crate) const PLAN_HELP: &str =
+    "Where the instances to run would run: with `slurm`, which go to \
     Slurm and with which resources (partition, gres or gpus, time, mem), per the \
     `[executor.slurm]` profile";
 
 /// `run --executor`'s help.
-pub const RUN_HELP: &str =
+pub(crate) const RUN_HELP: &str =
     "Where stages run: here, or as Slurm jobs per the project's `[executor.slurm]` profile";
 
 /// `run --max-jobs`'s help.
-pub const MAX_JOBS_HELP: &str =
+pub(crate) const MAX_JOBS_HELP: &str =
     "With `--executor slurm`: at most this many jobs queued or running at once";
 
 /// `asymflow exec`'s help: the command each cluster job runs.
-pub const EXEC_ABOUT: &str =
+pub(crate) const EXEC_ABOUT: &str =
     "Run one job file in this process and write its outcome (what a Slurm job runs)";
 
 /// `asymflow exec`'s examples.
-pub const EXEC_EXAMPLES: &str = "Examples (written by `run --executor slurm` into each job's \
+pub(crate) const EXEC_EXAMPLES: &str =
+    "Examples (written by `run --executor slurm` into each job's \
     script):\n  asymflow exec cache/jobs/JOB/job.json --result cache/jobs/JOB/result.json";
 
 /// What an executor needs to start, whichever it is.
@@ -87,7 +89,10 @@ impl ExecutorChoice {
 
     /// Where `plan` says instances would run with this choice, checked against the project's
     /// config; `None` where everything runs here (nothing to say).
-    pub fn placement(self, project_dir: &Path) -> anyhow::Result<Option<Box<dyn Placement>>> {
+    pub(crate) fn placement(
+        self,
+        project_dir: &Path,
+    ) -> anyhow::Result<Option<Box<dyn Placement>>> {
         Ok(match self {
             ExecutorChoice::Local => None,
             ExecutorChoice::Slurm => Some(Box::new(slurm::setup::project_profile(project_dir)?)),
@@ -96,7 +101,7 @@ impl ExecutorChoice {
 }
 
 /// Where an executor would run each instance to run, as `plan` shows it.
-pub trait Placement {
+pub(crate) trait Placement {
     /// `runs_on` of one instance to run, of resource class `class`, in `plan --json`.
     fn runs_on(&self, class: Resource) -> serde_json::Value;
 
@@ -109,7 +114,7 @@ pub trait Placement {
 
 /// A plan's totals under one executor: a field of `plan --json` and the line `plan` prints.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlacementTotals {
+pub(crate) struct PlacementTotals {
     /// The field's name in `plan --json`.
     pub field: &'static str,
     /// Its value.
@@ -138,7 +143,7 @@ pub fn job_logs(cache_dir: &Path, key: &str) -> Vec<JobLogs> {
 }
 
 /// `Slurm job 1234`: a job outside this process, as `status` names it.
-pub fn describe_job(job: &ExternalJob) -> String {
+pub(crate) fn describe_job(job: &ExternalJob) -> String {
     if job.executor == slurm::EXECUTOR_NAME {
         format!("Slurm job {}", job.id)
     } else {
@@ -148,7 +153,7 @@ pub fn describe_job(job: &ExternalJob) -> String {
 
 /// The label of the instance a job outside this process runs, read from its files; `None`
 /// when they do not say.
-pub fn job_label(job: &ExternalJob) -> Option<String> {
+pub(crate) fn job_label(job: &ExternalJob) -> Option<String> {
     if job.executor == slurm::EXECUTOR_NAME {
         slurm::job_label(&job.dir)
     } else {

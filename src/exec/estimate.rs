@@ -39,7 +39,7 @@ struct Sample {
 
 /// The estimate of a set of instances to run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// Instances to run.
     pub to_run: usize,
     /// Of them, how many have recorded results of their kind to go by.
@@ -78,7 +78,7 @@ impl Estimate {
 }
 
 /// Estimates instances from one index, reading each kind's results once.
-pub struct Estimator<'a> {
+pub(crate) struct Estimator<'a> {
     index: &'a Index,
     host: String,
     samples: HashMap<String, Vec<Sample>>,
@@ -212,7 +212,7 @@ fn median(sorted: &[f64]) -> f64 {
 }
 
 /// `40 s`, `9 min`, `2.5 h`.
-pub fn human_seconds(seconds: f64) -> String {
+pub(crate) fn human_seconds(seconds: f64) -> String {
     if seconds < 90.0 {
         format!("{:.0} s", seconds.max(1.0))
     } else if seconds < 90.0 * 60.0 {
@@ -227,7 +227,7 @@ pub fn human_seconds(seconds: f64) -> String {
 /// The estimate of the instances of `planned` that are to run (those that cannot run are
 /// left out), their params as their keys hold them (made one instance at a time: a copy of
 /// every instance's params at once was a fifth of what `plan` of a large sweep held).
-pub fn of_planned(
+pub(crate) fn of_planned(
     index: &Index,
     registry: &Registry,
     planned: &[PlannedInstance],

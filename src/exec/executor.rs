@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::cache::ExternalJob;
+pub(crate) use crate::cache::ExternalJob;
 use crate::cache::{OutputRef, Provenance};
 use crate::kind::{Device, Params, Resource};
 
@@ -170,7 +170,7 @@ pub enum FailureReason {
 impl FailureReason {
     /// Whether running the same job again may succeed (the failure was the process's or the
     /// machine's, not the stage's).
-    pub fn retryable(&self) -> bool {
+    pub(crate) fn retryable(&self) -> bool {
         match self {
             FailureReason::Crashed => true,
             FailureReason::Executor { state, .. } => {

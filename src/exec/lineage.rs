@@ -48,7 +48,7 @@ pub fn reads(plan: &Plan, inst: &Instance) -> Option<Reader> {
 /// Checks that every instance reading a partition names one its split writes (as far as the
 /// split's kind knows before running, [`crate::kind::Stage::partitions`]): an error at the
 /// `partition` parameter, with the closest name.
-pub fn check_partitions(plan: &Plan, registry: &Registry) -> Result<(), SpecError> {
+pub(crate) fn check_partitions(plan: &Plan, registry: &Registry) -> Result<(), SpecError> {
     for inst in plan.instances() {
         let Some(reader) = reads(plan, inst) else {
             continue;
@@ -91,7 +91,7 @@ pub fn check_partitions(plan: &Plan, registry: &Registry) -> Result<(), SpecErro
 /// A chain of instances from `from` upstream to one that reads a test partition (`from`
 /// itself when it does), found depth first in input order; `None` when its lineage holds no
 /// test image.
-pub fn test_chain(plan: &Plan, from: usize) -> Option<Vec<usize>> {
+pub(crate) fn test_chain(plan: &Plan, from: usize) -> Option<Vec<usize>> {
     let mut seen = vec![false; plan.instances().len()];
     let mut path = Vec::new();
     walk(plan, from, &mut seen, &mut path).then_some(path)
@@ -116,7 +116,7 @@ fn walk(plan: &Plan, at: usize, seen: &mut [bool], path: &mut Vec<usize>) -> boo
 }
 
 /// `objective eval reads emb, which embeds split:test` for a chain from [`test_chain`].
-pub fn describe_chain(plan: &Plan, chain: &[usize]) -> String {
+pub(crate) fn describe_chain(plan: &Plan, chain: &[usize]) -> String {
     let name = |i: usize| plan.instances()[i].stage.clone();
     let Some((&last, _)) = chain.split_last() else {
         return String::new();
@@ -133,7 +133,7 @@ pub fn describe_chain(plan: &Plan, chain: &[usize]) -> String {
 
 /// Every stage whose instances read test images themselves, with what they read
 /// (`emb-test` -> `split:test`), in plan order, each stage once.
-pub fn test_readers(plan: &Plan) -> Vec<(String, String)> {
+pub(crate) fn test_readers(plan: &Plan) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for inst in plan.instances() {
         let Some(r) = reads(plan, inst) else { continue };

@@ -13,7 +13,7 @@ use crate::spec::{self, Override, SpecError};
 
 /// A pipeline as the user names it: its file, the overrides, the cache it is planned against.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PlanSource {
+pub(crate) struct PlanSource {
     /// The pipeline file.
     pub file: PathBuf,
     /// `--set` and `--sweep`, in the order they apply.
@@ -30,7 +30,7 @@ impl PlanSource {
 }
 
 /// The cache `named` (`--cache`, `ASYMFLOW_CACHE`), else `project_dir/cache`.
-pub fn cache_at(named: Option<&Path>, project_dir: &Path) -> Cache {
+pub(crate) fn cache_at(named: Option<&Path>, project_dir: &Path) -> Cache {
     match named {
         Some(dir) => Cache::new(dir),
         None => Cache::new(&project_dir.join("cache")),
@@ -43,7 +43,7 @@ pub fn cache_at(named: Option<&Path>, project_dir: &Path) -> Cache {
 /// instances and their ancestors ([`crate::select::narrow`]). Dropping the rest changes no
 /// instance and no key: an instance depends on its own params and its inputs only. The
 /// pipeline's warnings go to stderr.
-pub fn load_plan(
+pub(crate) fn load_plan(
     source: &PlanSource,
     registry: &Registry,
     targets: &[String],

@@ -42,11 +42,11 @@ use super::worker::{run_job, NoTensors};
 use crate::kind::{Device, ProgressSink, Registry, Resource};
 
 /// The worker program's name, looked for beside the running executable.
-pub const WORKER_PROGRAM: &str = "asymflow-worker";
+pub(crate) const WORKER_PROGRAM: &str = "asymflow-worker";
 
 /// How the local executor divides the machine.
 #[derive(Debug, Clone)]
-pub struct LocalOptions {
+pub(crate) struct LocalOptions {
     /// Jobs at once, in all.
     pub jobs: usize,
     /// Device slots on a machine without GPUs (trainings at once).
@@ -102,7 +102,7 @@ struct RunningJob {
 }
 
 /// See the module docs.
-pub struct LocalExecutor {
+pub(crate) struct LocalExecutor {
     registry: Arc<Registry>,
     options: LocalOptions,
     pool: rayon::ThreadPool,
@@ -116,7 +116,7 @@ pub struct LocalExecutor {
 
 /// GPUs visible to this process, without loading CUDA: `CUDA_VISIBLE_DEVICES` when set, else
 /// the NVIDIA driver's device list.
-pub fn visible_gpus() -> Vec<String> {
+pub(crate) fn visible_gpus() -> Vec<String> {
     if let Ok(list) = std::env::var("CUDA_VISIBLE_DEVICES") {
         return list
             .split(',')
@@ -536,7 +536,7 @@ fn describe_exit(status: &std::process::ExitStatus) -> String {
 
 /// Where the worker program is: `ASYMFLOW_WORKER`, else beside this executable (or one folder
 /// up, for test binaries in `target/*/deps`).
-pub fn worker_program() -> Result<PathBuf, ExecutorError> {
+pub(crate) fn worker_program() -> Result<PathBuf, ExecutorError> {
     if let Some(path) = std::env::var_os("ASYMFLOW_WORKER") {
         return Ok(PathBuf::from(path));
     }

@@ -60,5 +60,8 @@ pub mod search;
 pub mod slurm;
 pub mod worker;
 
-pub use plan_status::{plan_status, plan_status_with, PlannedInstance};
-pub use scheduler::{run, run_with, InstanceOutcome, RunOptions, RunSummary, Status};
+pub use plan_status::plan_status;
+
+pub(crate) use plan_status::plan_status_with;
+pub(crate) use scheduler::RunSummary;
+pub use scheduler::{run, RunOptions, Status};

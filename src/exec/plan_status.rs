@@ -99,7 +99,7 @@ pub fn plan_status(
 /// record there is `on-remote`, and its outputs key the instances downstream. A planned
 /// instance keeps no record (`plan` shows none): a record for every cached instance of a
 /// 100,000-instance sweep was most of what `plan` of it held.
-pub fn plan_status_with(
+pub(crate) fn plan_status_with(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,

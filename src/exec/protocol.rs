@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::executor::{Job, JobId, JobOutcome};
 
 /// How often a worker says it is alive.
-pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// Engine -> worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

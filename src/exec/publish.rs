@@ -85,7 +85,7 @@ const MARKER_HEAD: &str = "asymflow published this folder";
 
 /// What a [`MARKER`] names: the published instance and, for a result, its key.
 #[derive(Debug, Clone, Copy)]
-pub struct Origin<'a> {
+pub(crate) struct Origin<'a> {
     /// The pipeline's name.
     pub pipeline: &'a str,
     /// The instance's label (`report`, `eval[seed=1]`).
@@ -129,7 +129,7 @@ impl Origin<'_> {
 /// Whether `dest` may be replaced: a plain folder name ([`PublishError::UnsafeDest`]
 /// otherwise) where there is nothing, an empty folder, or a folder holding asymflow's
 /// [`MARKER`]. Links are never followed.
-pub fn check_replaceable(dest: &Path) -> Result<(), PublishError> {
+pub(crate) fn check_replaceable(dest: &Path) -> Result<(), PublishError> {
     checked_parent(dest)?;
     let not_ours = |what| {
         Err(PublishError::NotOurs {
@@ -176,7 +176,7 @@ pub(crate) fn has_marker(dir: &Path) -> bool {
 
 /// Refuses a reports folder that is the cache folder or inside it (links resolved), where a
 /// publish could replace the index or objects.
-pub fn check_outside_cache(root: &Path, cache: &Path) -> Result<(), PublishError> {
+pub(crate) fn check_outside_cache(root: &Path, cache: &Path) -> Result<(), PublishError> {
     if resolved(root).starts_with(resolved(cache)) {
         return Err(PublishError::InsideCache {
             root: root.to_path_buf(),
@@ -301,7 +301,7 @@ pub fn publish(
 /// Writes each search's report ([`crate::report::search`]) of `pipeline` to
 /// `root/search-NAME/`, swapped in whole and marked like a report's folder; returns the
 /// folders written.
-pub fn publish_searches(
+pub(crate) fn publish_searches(
     pipeline: &str,
     searches: &[crate::search::SearchState],
     root: &Path,

@@ -18,7 +18,7 @@ use crate::kind::{InputArtifact, Registry, StageContext};
 
 /// What [`render`] produced.
 #[derive(Debug, Default, serde::Serialize)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     /// (instance label, `table.md`, folder) per report with a table.
     pub tables: Vec<(String, String, PathBuf)>,
     /// Upstream instances that have not run, sorted, each once.

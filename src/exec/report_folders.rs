@@ -16,13 +16,13 @@ use std::path::{Path, PathBuf};
 use super::publish::{has_marker, lock_folder, PublishError, MARKER};
 
 /// The file in a variant folder that names its pipeline and overrides.
-pub const VARIANT_FILE: &str = ".asymflow-variant";
+pub(crate) const VARIANT_FILE: &str = ".asymflow-variant";
 
 /// The first line of [`VARIANT_FILE`].
 const VARIANT_HEAD: &str = "asymflow publishes the reports of a variant of a pipeline here";
 
 /// The name of the folder a variant of `pipeline` with resolved digest `digest` publishes to.
-pub fn variant_name(pipeline: &str, digest: &str) -> String {
+pub(crate) fn variant_name(pipeline: &str, digest: &str) -> String {
     format!("{pipeline}+{}", &digest[..digest.len().min(8)])
 }
 
@@ -84,7 +84,11 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FoldersError + '_ {
 
 /// Writes `dir`'s [`VARIANT_FILE`] (replacing it whole): the pipeline and the overrides, as
 /// a user would type them, that publish into it.
-pub fn mark_variant(dir: &Path, pipeline: &str, overrides: &str) -> Result<(), FoldersError> {
+pub(crate) fn mark_variant(
+    dir: &Path,
+    pipeline: &str,
+    overrides: &str,
+) -> Result<(), FoldersError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let path = dir.join(VARIANT_FILE);
     let text = format!("{VARIANT_HEAD}\npipeline: {pipeline}\noverrides: {overrides}\n");
@@ -115,7 +119,7 @@ pub struct Folder {
 
 impl Folder {
     /// Whether it is a variant (`PIPELINE+DIGEST`) rather than a pipeline's plain folder.
-    pub fn is_variant(&self) -> bool {
+    pub(crate) fn is_variant(&self) -> bool {
         self.overrides.is_some()
     }
 }

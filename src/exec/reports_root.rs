@@ -16,7 +16,7 @@ use crate::spec::{self, overrides::command_line, Override};
 
 /// Where a run's reports are published, and which overrides its tables note.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReportsRoot {
+pub(crate) struct ReportsRoot {
     /// The folder.
     pub dir: PathBuf,
     /// The overrides, or none when they resolve to the pipeline the file already is (a no-op
@@ -75,7 +75,7 @@ impl ReportsRoot {
     }
 
     /// The overrides as the user typed them (empty when there are none).
-    pub fn overrides_text(&self) -> String {
+    pub(crate) fn overrides_text(&self) -> String {
         command_line(&self.overrides)
     }
 
@@ -89,7 +89,7 @@ impl ReportsRoot {
 }
 
 /// The folder of one report instance under `root`.
-pub fn report_folder<'a>(
+pub(crate) fn report_folder<'a>(
     root: &Path,
     stage: &str,
     binding: impl IntoIterator<Item = (&'a String, &'a Value)>,
@@ -108,7 +108,7 @@ pub fn folder<'a>(
 /// Notes the overrides (`text`, as typed) under a published report: a line at the foot of
 /// `table.md`, a comment at the end of `table.tex`, and `overrides.txt`. Nothing when there
 /// are none.
-pub fn note_overrides(dest: &Path, text: &str) -> anyhow::Result<()> {
+pub(crate) fn note_overrides(dest: &Path, text: &str) -> anyhow::Result<()> {
     if text.is_empty() {
         return Ok(());
     }

@@ -12,10 +12,10 @@ use super::executor::{Executor, ExecutorError, ExternalJob, Job, JobEvent, JobId
 use crate::kind::Resource;
 
 /// Which executor takes a class.
-pub type Route = Box<dyn Fn(Resource) -> bool>;
+pub(crate) type Route = Box<dyn Fn(Resource) -> bool>;
 
 /// See the module docs.
-pub struct Routed {
+pub(crate) struct Routed {
     remote: Box<dyn Executor>,
     local: Box<dyn Executor>,
     to_remote: Route,

@@ -25,7 +25,7 @@ use crate::kind::Registry;
 
 /// What to run, where and how.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunRequest {
+pub(crate) struct RunRequest {
     /// The pipeline, its overrides and its cache.
     pub source: PlanSource,
     /// Run only these stages (or instances) and what they need; all when empty.
@@ -51,7 +51,7 @@ pub struct RunRequest {
 }
 
 /// What a run did.
-pub struct RunOutcome {
+pub(crate) struct RunOutcome {
     /// The plan as it ended (a search's last replay).
     pub plan: Plan,
     /// What happened to each instance.
@@ -217,7 +217,7 @@ fn estimate_run(plan: &Plan, registry: &Registry, cache: &Cache) -> Option<Estim
 /// The team's remote cache of the project at `project_dir`, for a command that uses one when
 /// it can: `None` when `offline`, when none is configured, or (with a warning) when it does not
 /// answer; `require` makes the last two errors.
-pub fn open_remote(
+pub(crate) fn open_remote(
     project_dir: &Path,
     offline: bool,
     require: bool,

@@ -13,7 +13,7 @@ use crate::kind::Registry;
 
 /// What publishing a run's reports gave.
 #[derive(Debug, Default)]
-pub struct Published {
+pub(crate) struct Published {
     /// Each published table: the report's label, its markdown, its folder.
     pub tables: Vec<(String, String, PathBuf)>,
     /// Reports that could not be copied out of the cache.
@@ -24,7 +24,7 @@ pub struct Published {
 
 /// Refuses, when the plan has reports, a reports root inside the cache and report folders
 /// asymflow did not publish.
-pub fn check_folders(
+pub(crate) fn check_folders(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,
@@ -47,7 +47,7 @@ pub fn check_folders(
 
 /// Copies every report instance of `summary` that has a result to its folder under
 /// `reports`.
-pub fn publish_reports(
+pub(crate) fn publish_reports(
     plan: &Plan,
     registry: &Registry,
     cache: &Cache,

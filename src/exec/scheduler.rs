@@ -168,7 +168,7 @@ pub fn run(
 }
 
 /// Runs `plan` against `cache`, the misses on `executor`.
-pub fn run_with(
+pub(crate) fn run_with(
     plan: &Plan,
     registry: &Arc<Registry>,
     cache: &Cache,

@@ -43,7 +43,7 @@ use crate::spec::{Axis, PipelineSpec, SpecError, Tpl};
 
 /// Why a search cannot be planned.
 #[derive(Debug, thiserror::Error)]
-pub enum SearchError {
+pub(crate) enum SearchError {
     /// A mistake in the pipeline (the objective reads test images, names no metric...).
     #[error(transparent)]
     Spec(#[from] SpecError),
@@ -54,7 +54,7 @@ pub enum SearchError {
 
 /// The pipeline's plan with its searches replayed against `cache` (`None`: no cache yet, so
 /// every search stands at its first batch).
-pub fn replay(
+pub(crate) fn replay(
     spec: &PipelineSpec,
     registry: &Registry,
     cache: Option<&Cache>,
@@ -541,7 +541,7 @@ fn read_objectives(
 /// pipeline again (replaying the searches against the cache, [`replay`]); repeated until a
 /// replay adds nothing to run. The summary is the last plan's, an instance counted as ran
 /// when any round ran its key.
-pub fn drive<E>(
+pub(crate) fn drive<E>(
     mut plan: Plan,
     load: &mut dyn FnMut() -> Result<Plan, E>,
     run: &mut dyn FnMut(&Plan) -> Result<RunSummary, E>,

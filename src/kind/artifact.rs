@@ -115,24 +115,24 @@ impl OutputDecl {
     }
 
     /// Whether a run may write no file of this declaration (it is optional, or a pattern).
-    pub fn may_be_absent(&self) -> bool {
+    pub(crate) fn may_be_absent(&self) -> bool {
         self.optional || self.file.contains('*')
     }
 }
 
 /// The output every stage gets: its log.
-pub const LOG_OUTPUT: &str = "log.txt";
+pub(crate) const LOG_OUTPUT: &str = "log.txt";
 
 /// The output holding the metrics a stage recorded (written only when it recorded some).
-pub const METRICS_OUTPUT: &str = "metrics.json";
+pub(crate) const METRICS_OUTPUT: &str = "metrics.json";
 
 /// The output of a stage that declined some metrics ([`StageContext::decline`]): metric name ->
 /// why it has no number.
-pub const REASONS_OUTPUT: &str = "reasons.json";
+pub(crate) const REASONS_OUTPUT: &str = "reasons.json";
 
 /// Outputs every kind may write without declaring them: its log, its metrics (when it
 /// recorded any) and why it declined a metric (when it declined one).
-pub const IMPLICIT_OUTPUTS: [OutputDecl; 3] = [
+pub(crate) const IMPLICIT_OUTPUTS: [OutputDecl; 3] = [
     OutputDecl::optional(LOG_OUTPUT, Artifact::Metrics, "the stage's log"),
     OutputDecl::optional(
         METRICS_OUTPUT,

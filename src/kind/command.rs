@@ -13,19 +13,19 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The kind's name.
-pub const COMMAND_KIND: &str = "command";
+pub(crate) const COMMAND_KIND: &str = "command";
 
 /// The parameter holding a command stage's [`CommandSpec`]; keyed.
-pub const COMMAND_PARAM: &str = "command";
+pub(crate) const COMMAND_PARAM: &str = "command";
 
 /// The parameter holding a command stage's [`CommandResources`]; never keyed (the device and
 /// thread count a stage ran with are provenance, as for every kind).
-pub const RESOURCES_PARAM: &str = "resources";
+pub(crate) const RESOURCES_PARAM: &str = "resources";
 
 /// What a command stage runs, as declared (placeholders unexpanded, so the key holds the
 /// command line as written, not the paths of one machine).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommandSpec {
+pub(crate) struct CommandSpec {
     /// The program and its arguments; one shell script when `shell` is true.
     pub cmd: Vec<String>,
     /// Whether `cmd` (one string) runs through `sh -c`.
@@ -40,7 +40,7 @@ pub struct CommandSpec {
 
 /// Where a command stage runs; never keyed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CommandResources {
+pub(crate) struct CommandResources {
     /// `"gpu"` (takes a device slot) or `"cpu"` (the default).
     #[serde(default)]
     pub device: Option<String>,
@@ -50,11 +50,11 @@ pub struct CommandResources {
 }
 
 /// The output a command writes its metrics to (flat JSON, name -> number).
-pub const METRICS_NAME: &str = "metrics";
+pub(crate) const METRICS_NAME: &str = "metrics";
 /// The output a command writes its loss curve to (the native `loss.json` format).
-pub const LOSS_NAME: &str = "loss";
+pub(crate) const LOSS_NAME: &str = "loss";
 /// The file the loss output must be (the loss charts read it by this name).
-pub const LOSS_FILE: &str = "loss.json";
+pub(crate) const LOSS_FILE: &str = "loss.json";
 
 /// One `${...}` of a `cmd` argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,13 +84,13 @@ pub enum Piece {
 }
 
 /// Splits `arg` into text and placeholders; `Err` says what is wrong with a placeholder.
-pub fn parse_arg(arg: &str) -> Result<Vec<Piece>, String> {
+pub(crate) fn parse_arg(arg: &str) -> Result<Vec<Piece>, String> {
     parse_with(arg, false)
 }
 
 /// [`parse_arg`] for the script of a `shell = true` command: a `${...}` that is none of the
 /// placeholders stays as written, for the shell (`${HOME}`, `${1:-x}`).
-pub fn parse_script(script: &str) -> Result<Vec<Piece>, String> {
+pub(crate) fn parse_script(script: &str) -> Result<Vec<Piece>, String> {
     parse_with(script, true)
 }
 

@@ -243,12 +243,12 @@ impl<'a> StageContext<'a> {
     }
 
     /// `path` resolved against the project folder.
-    pub fn resolve_path(&self, path: &str) -> PathBuf {
+    pub(crate) fn resolve_path(&self, path: &str) -> PathBuf {
         self.project_dir.join(path)
     }
 
     /// The stage's name in the pipeline.
-    pub fn stage_name(&self) -> &str {
+    pub(crate) fn stage_name(&self) -> &str {
         self.stage_name
     }
 
@@ -339,7 +339,7 @@ impl<'a> StageContext<'a> {
 /// (`{"pos": 3, "len": 10, "unit": "epochs", "updated": 1.7e9}`), for readers in other
 /// processes (`asymflow serve`). It lives in the scratch folder, so it never becomes an output
 /// and goes away with the scratch folder.
-pub const PROGRESS_FILE: &str = "progress.json";
+pub(crate) const PROGRESS_FILE: &str = "progress.json";
 
 /// Progress written to [`PROGRESS_FILE`]: at every start, then at most every 200 ms, each
 /// write a whole file renamed into place so a reader never sees half of one.

@@ -12,7 +12,7 @@ use super::{Artifact, Stage, IMPLICIT_OUTPUTS};
 
 /// How a finished run broke its kind's output declarations.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Violation {
+pub(crate) enum Violation {
     /// A required output was not written.
     Missing {
         /// The declared file.
@@ -30,7 +30,7 @@ pub enum Violation {
 /// A finished run of kind `kind` broke its output contract; nothing of it is recorded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.message())]
-pub struct ContractError {
+pub(crate) struct ContractError {
     /// The kind.
     pub kind: String,
     /// What it declares (its `outputs()` files, for the message).
@@ -83,7 +83,7 @@ impl ContractError {
 /// Checks the top-level names a finished run of `stage` wrote (files and folders of its output
 /// folder) against its declarations and [`IMPLICIT_OUTPUTS`]: every required declaration has
 /// its file, and every file has a declaration.
-pub fn check_outputs<'a>(
+pub(crate) fn check_outputs<'a>(
     stage: &dyn Stage,
     written: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), ContractError> {

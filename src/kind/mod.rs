@@ -27,21 +27,18 @@ mod resolution;
 mod stage;
 pub mod typed;
 
-pub use artifact::{
+pub(crate) use artifact::{
     describe as describe_artifacts, Artifact, OutputDecl, IMPLICIT_OUTPUTS, LOG_OUTPUT,
     METRICS_OUTPUT, REASONS_OUTPUT,
 };
-pub use context::{
-    read_json, Draw, InputArtifact, Inputs, ProgressSink, StageContext, StageError, PROGRESS_FILE,
-};
-pub use contract::{check_outputs, fits, produces, ContractError, Violation};
+pub use context::{read_json, Draw, InputArtifact, Inputs, StageContext, StageError};
+pub(crate) use context::{ProgressSink, PROGRESS_FILE};
+pub(crate) use contract::{check_outputs, Violation};
+pub use contract::{fits, produces};
 pub use device::Device;
-pub use params::{
-    concat as params_concat, total as params_total, Alias, AliasRewrite, InputDecl, ParamDecl,
-    ParamError, ParamType, Params, Range,
-};
+pub use params::{concat as params_concat, total as params_total, ParamDecl, Params, Range};
+pub(crate) use params::{Alias, AliasRewrite, InputDecl, ParamError, ParamType};
 pub use registry::Registry;
 pub use resolution::Resolution;
-pub use stage::{
-    declared, declares_metric, param_decl, FileHasher, FingerprintEnv, Resource, Run, Stage,
-};
+pub use stage::{declared, declares_metric, FingerprintEnv, Resource, Run, Stage};
+pub(crate) use stage::{param_decl, FileHasher};

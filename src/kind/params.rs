@@ -221,21 +221,19 @@ pub struct Alias {
     /// What to write instead, for the warning (`"schedule = \"one-cycle\" | \"constant\""`).
     pub instead: &'static str,
     /// How the old value maps onto the current names.
-    pub rewrite: AliasRewrite,
+    pub(crate) rewrite: AliasRewrite,
 }
 
 /// How an [`Alias`]'s value maps onto current parameters.
 #[derive(Debug, Clone, Copy)]
-pub enum AliasRewrite {
-    /// The same value under the current name.
-    Rename,
+pub(crate) enum AliasRewrite {
     /// A plain value mapped to one or more `(name, value)` pairs (a boolean that became a
     /// choice); `Err` says which values the old name took.
     Map(AliasMap),
 }
 
 /// An [`AliasRewrite::Map`]: the old value to `(current name, value)` pairs, or why not.
-pub type AliasMap = fn(&Value) -> Result<Vec<(&'static str, Value)>, String>;
+pub(crate) type AliasMap = fn(&Value) -> Result<Vec<(&'static str, Value)>, String>;
 
 impl ParamDecl {
     /// A required parameter.
@@ -298,7 +296,7 @@ impl ParamDecl {
     }
 
     /// Keeps earlier names working ([`Alias`]).
-    pub const fn aliased(self, aliases: &'static [Alias]) -> Self {
+    pub(crate) const fn aliased(self, aliases: &'static [Alias]) -> Self {
         ParamDecl { aliases, ..self }
     }
 
@@ -501,7 +499,7 @@ impl Params {
     }
 
     /// An optional string: absent, or an empty string, is `None`.
-    pub fn opt_str(&self, name: &str) -> Option<&str> {
+    pub(crate) fn opt_str(&self, name: &str) -> Option<&str> {
         self.get(name)
             .and_then(|v| v.as_str())
             .filter(|s| !s.is_empty())
@@ -522,7 +520,7 @@ impl Params {
     }
 
     /// A list of strings.
-    pub fn strs(&self, name: &str) -> Result<Vec<String>, ParamError> {
+    pub(crate) fn strs(&self, name: &str) -> Result<Vec<String>, ParamError> {
         self.typed(name, "a list of strings", |v| {
             v.as_array()?
                 .iter()

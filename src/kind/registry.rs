@@ -32,7 +32,7 @@ impl Registry {
     }
 
     /// Adds a kind that declares and runs itself.
-    pub fn register_runnable<T: Stage + Run + Clone + 'static>(&mut self, stage: T) {
+    pub(crate) fn register_runnable<T: Stage + Run + Clone + 'static>(&mut self, stage: T) {
         let kind = stage.kind();
         self.register(Box::new(stage.clone()));
         self.register_runner(kind, Box::new(stage));

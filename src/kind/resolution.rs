@@ -29,7 +29,7 @@ impl Resolution {
     }
 
     /// Whether both sides are equal.
-    pub fn is_square(self) -> bool {
+    pub(crate) fn is_square(self) -> bool {
         self.height == self.width
     }
 

@@ -178,7 +178,7 @@ pub fn declares_metric<'a>(declared: impl IntoIterator<Item = &'a str>, name: &s
 }
 
 /// The parameter declaration `name` of `stage`, if declared.
-pub fn param_decl<'a>(stage: &'a dyn Stage, name: &str) -> Option<&'a ParamDecl> {
+pub(crate) fn param_decl<'a>(stage: &'a dyn Stage, name: &str) -> Option<&'a ParamDecl> {
     stage.params().iter().find(|p| p.name == name)
 }
 

@@ -9,7 +9,7 @@
 
 /// The criterion and the update gain for one metric.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct UpdateGain {
+pub(crate) struct UpdateGain {
     /// M(new, old) - M(old, old).
     pub difference: f64,
     /// Whether M(new, old) > M(old, old).
@@ -21,7 +21,7 @@ pub struct UpdateGain {
 }
 
 /// The criterion and G from M(new, old), M(old, old) and M(new*, new*).
-pub fn update_gain(new_old: f64, old_old: f64, new_new: f64) -> UpdateGain {
+pub(crate) fn update_gain(new_old: f64, old_old: f64, new_new: f64) -> UpdateGain {
     let difference = new_old - old_old;
     let criterion = difference > 0.0;
     let headroom = new_new - old_old;

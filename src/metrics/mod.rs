@@ -10,4 +10,4 @@ mod compatibility;
 pub mod per_query;
 pub mod registry;
 
-pub use compatibility::{update_gain, UpdateGain};
+pub(crate) use compatibility::{update_gain, UpdateGain};

@@ -122,7 +122,7 @@ pub const QUERY_GFLOPS: MetricDef = def(
     "GFLOPs of one forward pass of the query model",
 );
 /// One forward pass's cost.
-pub const GFLOPS: MetricDef = def(
+pub(crate) const GFLOPS: MetricDef = def(
     "gflops",
     "GFLOPs",
     Format::Fixed(2),
@@ -165,7 +165,7 @@ pub const FPIR_ACHIEVED: MetricDef = def(
     "identification: the FPIR the chosen threshold achieves",
 );
 /// M(new, old) - M(old, old).
-pub const DIFF: MetricDef = def(
+pub(crate) const DIFF: MetricDef = def(
     "diff_<metric>",
     "diff_<metric>",
     Format::Fraction,
@@ -173,7 +173,7 @@ pub const DIFF: MetricDef = def(
     "update-gain: M(new, old) - M(old, old)",
 );
 /// The compatibility criterion: 1 when it holds (its mean over seeds is the share that hold).
-pub const CRITERION: MetricDef = def(
+pub(crate) const CRITERION: MetricDef = def(
     "criterion_<metric>",
     "criterion_<metric>",
     Format::Fixed(2),
@@ -181,7 +181,7 @@ pub const CRITERION: MetricDef = def(
     "update-gain: 1 when M(new, old) > M(old, old), else 0",
 );
 /// The update gain.
-pub const GAIN: MetricDef = def(
+pub(crate) const GAIN: MetricDef = def(
     "gain_<metric>",
     "gain_<metric>",
     Format::Fraction,
@@ -190,7 +190,7 @@ pub const GAIN: MetricDef = def(
 );
 
 /// Every metric, in the order `asymflow` documents them.
-pub const METRICS: &[MetricDef] = &[
+pub(crate) const METRICS: &[MetricDef] = &[
     MAP,
     MAP_NONINTERP,
     MAP_STD,

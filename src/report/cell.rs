@@ -46,12 +46,12 @@ pub struct CellStyle {
 
 impl CellStyle {
     /// Markdown, CSV and HTML: `41.2 ± 0.3 (2/3)`, `-`.
-    pub const PLAIN: CellStyle = CellStyle {
+    pub(crate) const PLAIN: CellStyle = CellStyle {
         plus_minus: " ± ",
         dash: "-",
     };
     /// LaTeX: `41.2 $\pm$ 0.3 (2/3)`, `--`.
-    pub const LATEX: CellStyle = CellStyle {
+    pub(crate) const LATEX: CellStyle = CellStyle {
         plus_minus: " $\\pm$ ",
         dash: "--",
     };
@@ -64,12 +64,12 @@ impl Cell {
     }
 
     /// Whether the cell holds no value (it prints as a dash).
-    pub fn is_missing(&self) -> bool {
+    pub(crate) fn is_missing(&self) -> bool {
         self.values.is_empty()
     }
 
     /// Whether fewer values are present than expected (but at least one).
-    pub fn is_partial(&self) -> bool {
+    pub(crate) fn is_partial(&self) -> bool {
         !self.values.is_empty() && self.values.len() < self.expected
     }
 

@@ -21,7 +21,11 @@ use crate::spec::{Loc, PipelineSpec, SpecError, StageSpec};
 /// Checks every stage of `plan` whose kind is `layout_kind` (the kind whose parameters are a
 /// [`Layout`]: this layer knows the layout, not which stage kind carries it), against the
 /// metrics the kinds of `registry` declare.
-pub fn check_reports(plan: &Plan, registry: &Registry, layout_kind: &str) -> Result<(), SpecError> {
+pub(crate) fn check_reports(
+    plan: &Plan,
+    registry: &Registry,
+    layout_kind: &str,
+) -> Result<(), SpecError> {
     let spec = plan.spec();
     for stage in spec.stages.iter().filter(|s| s.kind == layout_kind) {
         for inst in plan.instances_of(&stage.name) {

@@ -34,7 +34,7 @@ fn line(fields: impl IntoIterator<Item = String>) -> String {
 }
 
 /// The header of the column holding each row's footnotes.
-pub const NOTES_COLUMN: &str = "notes";
+pub(crate) const NOTES_COLUMN: &str = "notes";
 
 /// Footnote numbers as `[1]` / `[1,2]`, or nothing.
 fn marks(numbers: &[usize]) -> String {
@@ -89,7 +89,7 @@ pub fn render(table: &Table) -> String {
 /// `ci`) and, for a paired row, how many differences are `positive`; with `bootstrap`, two
 /// more columns, `boot_low` and `boot_high`: a one-draw cell's interval over its queries.
 /// Empty where absent.
-pub fn render_long(table: &Table) -> String {
+pub(crate) fn render_long(table: &Table) -> String {
     let dims = table
         .rows
         .dims

@@ -14,7 +14,7 @@ use plotters::style::FontStyle;
 use super::error::ReportError;
 
 /// The family name plots ask for.
-pub const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 
 static FONT_BYTES: &[u8] = include_bytes!("../../assets/fonts/LiberationSans-Regular.ttf");
 
@@ -22,7 +22,7 @@ static REGISTERED: OnceLock<bool> = OnceLock::new();
 
 /// Registers the embedded font under [`FAMILY`] (once per process). Every plot calls this
 /// before drawing.
-pub fn ensure_registered() -> Result<(), ReportError> {
+pub(crate) fn ensure_registered() -> Result<(), ReportError> {
     let ok = *REGISTERED.get_or_init(|| {
         plotters::style::register_font(FAMILY, FontStyle::Normal, FONT_BYTES).is_ok()
     });

@@ -112,7 +112,7 @@ impl Footnotes {
 
 /// `marks` as superscript digits (`¹`, `¹,²`, `¹²` for twelve), the form Markdown, HTML and
 /// the terminal show.
-pub fn superscript(marks: &[usize]) -> String {
+pub(crate) fn superscript(marks: &[usize]) -> String {
     const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
     marks
         .iter()

@@ -58,7 +58,7 @@ impl NumberFormat {
     /// criterion (1 or 0 per seed, so its mean is the share of seeds where it holds) with two
     /// decimals), and for fractions (mAP, R@k, TAR, metrics the registry does not know)
     /// `fallback`.
-    pub fn default_for(metric: &str, fallback: NumberFormat) -> NumberFormat {
+    pub(crate) fn default_for(metric: &str, fallback: NumberFormat) -> NumberFormat {
         match registry::format(metric) {
             registry::Format::Fraction => fallback,
             registry::Format::Fixed(d) => NumberFormat::Fixed(d),

@@ -17,7 +17,7 @@ use super::Table;
 
 /// A heat map of one metric of a [`Table`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct HeatMap {
+pub(crate) struct HeatMap {
     /// File stem.
     pub stem: String,
     /// Caption above the map.
@@ -39,7 +39,7 @@ pub struct HeatMap {
 impl HeatMap {
     /// The heat map of `table`'s first metric (the columns and rows holding it), or `None`
     /// when the table has no cell.
-    pub fn from_table(table: &Table, stem: &str, size: (u32, u32)) -> Option<HeatMap> {
+    pub(crate) fn from_table(table: &Table, stem: &str, size: (u32, u32)) -> Option<HeatMap> {
         let metric = table.cells.iter().flatten().next()?.metric.clone();
         let keep_rows: Vec<usize> = (0..table.rows.len())
             .filter(|&r| table.cells[r].iter().any(|c| c.metric == metric))

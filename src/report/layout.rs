@@ -32,7 +32,7 @@ use crate::kind::{InputArtifact, ParamDecl, ParamType, Params, Range};
 
 /// The parameters of the `report` kind, with their defaults. [`Layout::from_params`] fills in
 /// these defaults for parameters that are absent, so tests may give only what they change.
-pub const PARAMS: &[ParamDecl] = &[
+pub(crate) const PARAMS: &[ParamDecl] = &[
     ParamDecl::optional("title", ParamType::Str, "\"\"", "Title above the table (and its LaTeX caption)."),
     ParamDecl::optional(
         "rows",
@@ -526,7 +526,7 @@ impl Layout {
 
     /// This layout without the field dimensions that none of `inputs` has, so one template
     /// (columns `dataset` x `query_res`) fits a pipeline that sweeps only some of them.
-    pub fn fitted_to(&self, inputs: &[&InputArtifact]) -> Layout {
+    pub(crate) fn fitted_to(&self, inputs: &[&InputArtifact]) -> Layout {
         let present = |d: &Dimension| match d {
             Dimension::Field(name) => inputs.iter().any(|a| self.field(name, a).is_some()),
             _ => true,
@@ -539,7 +539,7 @@ impl Layout {
 
     /// The value of dimension `dim` for `artifact` (`None` for [`Dimension::Metric`], and for a
     /// field the instance lacks).
-    pub fn value_of(&self, dim: &Dimension, artifact: &InputArtifact) -> Option<String> {
+    pub(crate) fn value_of(&self, dim: &Dimension, artifact: &InputArtifact) -> Option<String> {
         match dim {
             Dimension::Stage => Some(artifact.stage.clone()),
             Dimension::Metric => None,
@@ -561,12 +561,12 @@ impl Layout {
 
     /// The values of the `over` axes for `artifact`, one per axis (`None` where it lacks one):
     /// which draw it is.
-    pub fn draw_of(&self, artifact: &InputArtifact) -> Vec<Option<String>> {
+    pub(crate) fn draw_of(&self, artifact: &InputArtifact) -> Vec<Option<String>> {
         self.over.iter().map(|o| self.field(o, artifact)).collect()
     }
 
     /// The `over` axes as a note names them: `` `seed` `` or `` `seed` × `teacher_seed` ``.
-    pub fn over_text(over: &[String]) -> String {
+    pub(crate) fn over_text(over: &[String]) -> String {
         over.iter()
             .map(|o| format!("`{o}`"))
             .collect::<Vec<_>>()
@@ -583,7 +583,7 @@ impl Layout {
 
     /// The display name of `value` of dimension `dim`: `labels["dim=value"]`, else
     /// `labels[value]`, else (for metrics) a known name such as "mAP", else the value.
-    pub fn value_label(&self, dim: &Dimension, value: &str) -> String {
+    pub(crate) fn value_label(&self, dim: &Dimension, value: &str) -> String {
         if let Some(label) = self.labels.get(&format!("{}={value}", dim.name())) {
             return label.clone();
         }
@@ -597,7 +597,7 @@ impl Layout {
     }
 
     /// The display name of a dimension (a row header): its label, else its name.
-    pub fn dimension_label(&self, dim: &Dimension) -> String {
+    pub(crate) fn dimension_label(&self, dim: &Dimension) -> String {
         self.labels
             .get(dim.name())
             .cloned()
@@ -605,12 +605,12 @@ impl Layout {
     }
 
     /// The display name of a metric.
-    pub fn metric_label(&self, metric: &str) -> String {
+    pub(crate) fn metric_label(&self, metric: &str) -> String {
         self.value_label(&Dimension::Metric, metric)
     }
 
     /// The number format of `metric`.
-    pub fn format_of(&self, metric: &str) -> NumberFormat {
+    pub(crate) fn format_of(&self, metric: &str) -> NumberFormat {
         self.formats
             .get(metric)
             .copied()

@@ -32,14 +32,14 @@ const X_KEYS: [&str; 2] = ["epoch", "step"];
 const NOT_LOSSES: [&str; 6] = ["lr", "seconds", "time", "accuracy", "acc", "images"];
 
 /// One loss term's curve: its name and (epoch, value) points.
-pub type Curve = (String, Vec<(f64, f64)>);
+pub(crate) type Curve = (String, Vec<(f64, f64)>);
 
 fn numbers(items: &[Value]) -> Option<Vec<f64>> {
     items.iter().map(Value::as_f64).collect()
 }
 
 /// The curves in a `loss.json` document: (term name, points). See the module docs.
-pub fn parse_curves(doc: &Value) -> Result<Vec<Curve>, String> {
+pub(crate) fn parse_curves(doc: &Value) -> Result<Vec<Curve>, String> {
     let mut curves = parse_any(doc)?;
     // The total first, then the terms (JSON objects come back with sorted keys).
     curves.sort_by_key(|c| c.0 != "loss");
@@ -135,7 +135,7 @@ fn parse_any(doc: &Value) -> Result<Vec<Curve>, String> {
 
 /// One figure per training stage among `inputs` that has a `loss.json` output, in input order.
 /// Non-finite values (a diverged run) are left out of the curve.
-pub fn loss_figures(
+pub(crate) fn loss_figures(
     inputs: &[InputArtifact],
     size: (u32, u32),
 ) -> Result<Vec<Figure>, ReportError> {

@@ -3,8 +3,7 @@
 //! `asymflow report FILE` renders from the cache alone: the engine passes every instance the
 //! pipeline declares, and those without a cached result arrive with no metrics and no
 //! outputs. Their cells show a dash (or a partial count such as `(2/3)`), the rendered table
-//! lists them, and [`missing_hint`] is the note the command prints with the command that
-//! would compute them.
+//! lists them, and `asymflow report` says how many there are and which command computes them.
 
 use std::fmt;
 
@@ -13,7 +12,7 @@ use crate::kind::InputArtifact;
 
 /// Whether `artifact` stands for an instance that has not run: `asymflow report` passes those
 /// with no metrics and no outputs.
-pub fn has_run(artifact: &InputArtifact) -> bool {
+pub(crate) fn has_run(artifact: &InputArtifact) -> bool {
     !(artifact.metrics.is_empty() && artifact.outputs.is_empty())
 }
 
@@ -44,7 +43,7 @@ impl fmt::Display for MissingInstance {
 
 /// The instances among `inputs` that have not run (no metrics and no outputs), in input order,
 /// each listed once.
-pub fn missing_instances(inputs: &[InputArtifact]) -> Vec<MissingInstance> {
+pub(crate) fn missing_instances(inputs: &[InputArtifact]) -> Vec<MissingInstance> {
     let mut out: Vec<MissingInstance> = Vec::new();
     for artifact in inputs.iter().filter(|a| !has_run(a)) {
         let m = MissingInstance {
@@ -59,30 +58,6 @@ pub fn missing_instances(inputs: &[InputArtifact]) -> Vec<MissingInstance> {
             out.push(m);
         }
     }
-    out
-}
-
-/// What `asymflow report` prints when results are missing: how many, which (at most 20, then
-/// a count), and `command`, the command that computes them (e.g.
-/// `asymflow run pipelines/quickstart.toml`). Empty when nothing is missing.
-pub fn missing_hint(missing: &[MissingInstance], command: &str) -> String {
-    if missing.is_empty() {
-        return String::new();
-    }
-    const SHOWN: usize = 20;
-    let mut out = format!(
-        "{} instance{} not run yet; {} cells show a dash or a partial count:\n",
-        missing.len(),
-        if missing.len() == 1 { " has" } else { "s have" },
-        if missing.len() == 1 { "its" } else { "their" },
-    );
-    for m in missing.iter().take(SHOWN) {
-        out.push_str(&format!("  {m}\n"));
-    }
-    if missing.len() > SHOWN {
-        out.push_str(&format!("  ... and {} more\n", missing.len() - SHOWN));
-    }
-    out.push_str(&format!("Compute them with: {command}\n"));
     out
 }
 
@@ -111,7 +86,7 @@ mod tests {
     }
 
     #[test]
-    fn lists_only_instances_without_results_and_says_how_to_compute_them() {
+    fn lists_only_instances_without_results() {
         let inputs = [
             artifact("eval", 0, true),
             artifact("eval", 1, false),
@@ -120,13 +95,6 @@ mod tests {
         let missing = missing_instances(&inputs);
         assert_eq!(missing.len(), 2);
         assert_eq!(missing[0].to_string(), "eval [seed=1]");
-        let hint = missing_hint(&missing, "asymflow run pipelines/x.toml");
-        assert!(hint.starts_with("2 instances have not run yet"), "{hint}");
-        assert!(hint.contains("  eval-ts [seed=0]\n"), "{hint}");
-        assert!(
-            hint.ends_with("Compute them with: asymflow run pipelines/x.toml\n"),
-            "{hint}"
-        );
-        assert_eq!(missing_hint(&[], "asymflow run x"), "");
+        assert_eq!(missing[1].to_string(), "eval-ts [seed=0]");
     }
 }

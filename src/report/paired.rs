@@ -18,7 +18,7 @@ use super::{provenance, Cell, Layout};
 use crate::kind::{Draw, InputArtifact};
 
 /// The confidence level of a paired row when the table sets none.
-pub const DEFAULT_LEVEL: f64 = 0.95;
+pub(crate) const DEFAULT_LEVEL: f64 = 0.95;
 
 /// A paired row, ready to append to a table.
 pub(crate) struct PairedRow {

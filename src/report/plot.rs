@@ -22,7 +22,7 @@ use super::{Layout, NumberFormat};
 use crate::kind::InputArtifact;
 
 /// Something drawable into any plotters backend.
-pub trait Drawing {
+pub(crate) trait Drawing {
     /// The file stem its files get (`plot-map-vs-query_gflops` -> `.svg`, `.png`).
     fn stem(&self) -> &str;
     /// Width and height in pixels.
@@ -39,7 +39,7 @@ fn plot_error(stem: &str, message: impl ToString) -> ReportError {
 }
 
 /// `drawing` as an SVG document.
-pub fn to_svg<D: Drawing>(drawing: &D) -> Result<String, ReportError> {
+pub(crate) fn to_svg<D: Drawing>(drawing: &D) -> Result<String, ReportError> {
     ensure_registered()?;
     let mut svg = String::new();
     {
@@ -53,7 +53,7 @@ pub fn to_svg<D: Drawing>(drawing: &D) -> Result<String, ReportError> {
 }
 
 /// `drawing` as a PNG file's bytes (8-bit RGB).
-pub fn to_png<D: Drawing>(drawing: &D) -> Result<Vec<u8>, ReportError> {
+pub(crate) fn to_png<D: Drawing>(drawing: &D) -> Result<Vec<u8>, ReportError> {
     use image::ImageEncoder;
     ensure_registered()?;
     let (w, h) = drawing.size();
@@ -73,7 +73,7 @@ pub fn to_png<D: Drawing>(drawing: &D) -> Result<Vec<u8>, ReportError> {
 }
 
 /// Writes `drawing` as `STEM.svg` and `STEM.png` into `dir`; returns both paths.
-pub fn write_both<D: Drawing>(drawing: &D, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+pub(crate) fn write_both<D: Drawing>(drawing: &D, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
     let svg_path = dir.join(format!("{}.svg", drawing.stem()));
     let png_path = dir.join(format!("{}.png", drawing.stem()));
     std::fs::write(&svg_path, to_svg(drawing)?)
@@ -299,7 +299,7 @@ fn fitted_title(title: &str, width: u32) -> (String, u32) {
 }
 
 /// A file-name-safe version of `text`: letters, digits, `-` and `_` kept, others `_`.
-pub fn safe_stem(text: &str) -> String {
+pub(crate) fn safe_stem(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -314,7 +314,7 @@ pub fn safe_stem(text: &str) -> String {
 /// Metric `y` against metric `x` (from [`Layout::plot_xy`]), one series per table row, one
 /// point per table column, each coordinate the mean over the instances that have both
 /// metrics. `None` when no instance has both (nothing to draw).
-pub fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
+pub(crate) fn xy_figure(layout: &Layout, inputs: &[InputArtifact]) -> Option<Figure> {
     let (x, y) = layout.plot_xy.as_ref()?;
     let kept: Vec<&InputArtifact> = inputs.iter().filter(|a| layout.keeps(a)).collect();
     let fitted = layout.fitted_to(&kept);

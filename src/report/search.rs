@@ -68,7 +68,7 @@ pub fn sorted(state: &SearchState) -> Vec<&Trial> {
 }
 
 /// The markdown table.
-pub fn table_md(state: &SearchState) -> String {
+pub(crate) fn table_md(state: &SearchState) -> String {
     let dims: Vec<&String> = state
         .trials
         .first()
@@ -128,7 +128,7 @@ pub fn table_md(state: &SearchState) -> String {
 }
 
 /// Under ASHA, the rung a trial reached and its resource: `2 (epochs = 18)`.
-pub fn rung_text(state: &SearchState, trial: &Trial) -> String {
+pub(crate) fn rung_text(state: &SearchState, trial: &Trial) -> String {
     let param = state
         .prune
         .as_ref()

@@ -71,7 +71,7 @@ fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
 }
 
 /// The regularised incomplete beta function I_x(a, b), for a, b > 0 and x in [0, 1].
-pub fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+pub(crate) fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }
@@ -96,7 +96,7 @@ fn upper_tail(t: f64, df: f64) -> f64 {
 
 /// The quantile of Student's t with `df` > 0 degrees of freedom at probability `p` in (0, 1):
 /// the t with P(T <= t) = p.
-pub fn quantile(p: f64, df: f64) -> f64 {
+pub(crate) fn quantile(p: f64, df: f64) -> f64 {
     assert!(p > 0.0 && p < 1.0 && df > 0.0, "quantile({p}, {df})");
     if p < 0.5 {
         return -quantile(1.0 - p, df);

@@ -6,7 +6,7 @@
 /// A sweep value as text: strings without quotes, numbers and booleans as JSON writes them,
 /// lists as their items joined by `+` (a `losses = ["abs", "rel_ts"]` axis value reads
 /// `abs+rel_ts`, which is also the key `labels` uses for it).
-pub fn value_text(value: &serde_json::Value) -> String {
+pub(crate) fn value_text(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Array(items) => {

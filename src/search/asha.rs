@@ -39,7 +39,7 @@ pub struct Job {
 
 /// What to run next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Start a new trial at rung 0.
     New,
     /// Continue this trial at this rung from its result at the rung below.
@@ -53,7 +53,7 @@ pub enum Next {
 
 /// The scheduler's settings.
 #[derive(Debug, Clone, Copy)]
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     /// How many rungs (the last one trains `max`).
     pub rungs: usize,
     /// The reduction factor.

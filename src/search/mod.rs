@@ -26,7 +26,7 @@ pub mod tpe;
 use serde_json::Value;
 
 pub use sampler::propose;
-pub use state::{PruneState, RungJob, SearchState, Trial};
+pub(crate) use state::{PruneState, RungJob, SearchState, Trial};
 
 /// A finished trial as a sampler sees it: its values (in the order of the space) and its
 /// objective.

@@ -18,7 +18,7 @@ use rand_distr::{Distribution, StandardNormal};
 
 /// A parameter's internal space: a (possibly quantised) interval, or `n` categories.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Space {
+pub(crate) enum Space {
     /// `[low, high]`, quantised to `low + k * step` when a step is given.
     Numeric {
         /// Lower end.
@@ -34,7 +34,7 @@ pub enum Space {
 
 /// A Parzen estimator over one parameter.
 #[derive(Debug, Clone)]
-pub enum Parzen {
+pub(crate) enum Parzen {
     /// Truncated normals.
     Numeric {
         /// Normalised kernel weights.
@@ -64,7 +64,7 @@ pub enum Parzen {
 const PRIOR_WEIGHT: f64 = 1.0;
 
 /// Optuna's `default_weights(n)`.
-pub fn default_weights(n: usize) -> Vec<f64> {
+pub(crate) fn default_weights(n: usize) -> Vec<f64> {
     if n < 25 {
         return vec![1.0; n];
     }
@@ -149,7 +149,7 @@ impl Parzen {
     }
 
     /// The log density (log probability for a quantised or categorical space) at `x`.
-    pub fn log_pdf(&self, x: f64) -> f64 {
+    pub(crate) fn log_pdf(&self, x: f64) -> f64 {
         match self {
             Parzen::Categorical { weights, probs } => {
                 let c = x as usize;
@@ -252,7 +252,7 @@ fn truncated_normal(mu: f64, sigma: f64, low: f64, high: f64, rng: &mut impl Rng
 }
 
 /// The standard normal CDF.
-pub fn normal_cdf(z: f64) -> f64 {
+pub(crate) fn normal_cdf(z: f64) -> f64 {
     0.5 * erfc(-z / std::f64::consts::SQRT_2)
 }
 

@@ -113,7 +113,7 @@ impl SearchState {
     /// The number of the best finished trial (the lowest number among equals); under ASHA
     /// the best of those that reached the highest rung any trial reached, since objectives of
     /// different rungs (different training) do not compare.
-    pub fn best_of(&self, goal: Goal) -> Option<usize> {
+    pub(crate) fn best_of(&self, goal: Goal) -> Option<usize> {
         let top = self
             .trials
             .iter()
@@ -138,7 +138,7 @@ impl SearchState {
     }
 
     /// `trial 3 (lr = 0.00123, wd = 0), eval.map = 0.53 (max, mean over seed)`.
-    pub fn describe_trial(&self, trial: &Trial) -> String {
+    pub(crate) fn describe_trial(&self, trial: &Trial) -> String {
         let values: Vec<String> = trial
             .values
             .iter()
@@ -166,7 +166,7 @@ impl SearchState {
     }
 
     /// `seed`, `seed, res`, or `nothing (one instance per trial)`.
-    pub fn mean_over_text(&self) -> String {
+    pub(crate) fn mean_over_text(&self) -> String {
         if self.mean_over.is_empty() {
             "nothing (one instance per trial)".into()
         } else {

@@ -24,9 +24,9 @@ use super::Observation;
 use crate::spec::search::{Dim, Domain, Goal};
 
 /// Finished trials before TPE replaces uniform sampling (Optuna's `n_startup_trials`).
-pub const STARTUP_TRIALS: usize = 10;
+pub(crate) const STARTUP_TRIALS: usize = 10;
 /// Candidates drawn from `l` per proposal (Optuna's `n_ei_candidates`).
-pub const EI_CANDIDATES: usize = 24;
+pub(crate) const EI_CANDIDATES: usize = 24;
 
 /// Optuna's `default_gamma`: how many of `n` finished trials are "below" (the good ones).
 pub fn gamma(n: usize) -> usize {

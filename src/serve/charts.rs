@@ -89,7 +89,7 @@ impl Scale {
     }
 
     /// Tick labels with their places (0 to 1).
-    pub fn ticks(&self) -> Vec<(f64, String)> {
+    pub(crate) fn ticks(&self) -> Vec<(f64, String)> {
         match self {
             Scale::Linear(lo, hi) => {
                 if hi <= lo {

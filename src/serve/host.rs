@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 
 /// The `Host` values the dashboard answers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HostCheck {
+pub(crate) struct HostCheck {
     /// Lower-case host names and address literals (IPv6 in brackets).
     names: Vec<String>,
     /// The port the server is bound to.
@@ -36,7 +36,7 @@ impl HostCheck {
     }
 
     /// Whether a request with this `Host` header (`None`: without one) is answered.
-    pub fn allows(&self, host: Option<&str>) -> bool {
+    pub(crate) fn allows(&self, host: Option<&str>) -> bool {
         let Some(host) = host else { return false };
         let (name, port) = split(host);
         let port_ok = match port {

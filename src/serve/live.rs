@@ -74,7 +74,7 @@ pub fn log(cache: &Cache, key: &str) -> Option<String> {
 
 /// The (epoch, loss) points of the `epoch N: loss X` and `epoch N/M: loss X` lines of `log`,
 /// in order (a later line for the same epoch replaces an earlier one).
-pub fn loss_so_far(log: &str) -> Vec<(f64, f64)> {
+pub(crate) fn loss_so_far(log: &str) -> Vec<(f64, f64)> {
     let mut points: Vec<(f64, f64)> = Vec::new();
     for line in log.lines() {
         let Some(point) = epoch_loss(line.trim()) else {

@@ -52,6 +52,5 @@ pub mod routes;
 pub mod site;
 pub mod state;
 
-pub use error::ServeError;
 pub use routes::serve;
-pub use site::Site;
+pub(crate) use site::Site;

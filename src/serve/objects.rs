@@ -9,7 +9,7 @@ use super::error::ServeError;
 use crate::cache::objects::Manifest;
 use crate::cache::Cache;
 
-pub use crate::cache::objects::is_digest;
+pub(crate) use crate::cache::objects::is_digest;
 
 /// The verified content of object `digest`.
 pub fn read(cache: &Cache, digest: &str) -> Result<Vec<u8>, ServeError> {

@@ -13,10 +13,10 @@ use std::cmp::Ordering;
 use super::html::seg;
 
 /// Rows per page when the URL does not say.
-pub const DEFAULT_PER_PAGE: usize = 200;
+pub(crate) const DEFAULT_PER_PAGE: usize = 200;
 
 /// The most rows one page may ask for.
-pub const MAX_PER_PAGE: usize = 5000;
+pub(crate) const MAX_PER_PAGE: usize = 5000;
 
 /// A pipeline page's table, as its URL asks for it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -79,7 +79,7 @@ impl TableQuery {
     }
 
     /// The query as a URL query (`?over=seed&metrics=map`), empty when everything is default.
-    pub fn to_url(&self) -> String {
+    pub(crate) fn to_url(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
         if let Some(over) = &self.over {
             parts.push(format!("over={}", seg(over)));
@@ -111,7 +111,7 @@ impl TableQuery {
     }
 
     /// The same query on page `page`.
-    pub fn on_page(&self, page: usize) -> TableQuery {
+    pub(crate) fn on_page(&self, page: usize) -> TableQuery {
         TableQuery {
             page,
             ..self.clone()
@@ -119,7 +119,7 @@ impl TableQuery {
     }
 
     /// The same query in another view (`None`: one row per instance), on page 1.
-    pub fn in_view(&self, over: Option<&str>) -> TableQuery {
+    pub(crate) fn in_view(&self, over: Option<&str>) -> TableQuery {
         TableQuery {
             over: over.map(str::to_string),
             page: 1,
@@ -128,18 +128,10 @@ impl TableQuery {
     }
 
     /// Whether metric `name` is shown.
-    pub fn shows_metric(&self, name: &str) -> bool {
+    pub(crate) fn shows_metric(&self, name: &str) -> bool {
         self.metrics
             .as_ref()
             .is_none_or(|m| m.iter().any(|x| x == name))
-    }
-
-    /// The filter on column `header`, if any.
-    pub fn filter_of(&self, header: &str) -> Option<&str> {
-        self.filters
-            .iter()
-            .find(|(c, _)| c == header)
-            .map(|(_, e)| e.as_str())
     }
 }
 

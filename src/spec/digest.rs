@@ -13,7 +13,7 @@ use super::stage::StageSpec;
 use super::template::{Piece, Tpl};
 
 /// The blake3 hex digest of `spec` as resolved.
-pub fn resolved_digest(spec: &PipelineSpec) -> String {
+pub(crate) fn resolved_digest(spec: &PipelineSpec) -> String {
     let doc = json!({
         "name": spec.name,
         "axes": spec

@@ -42,7 +42,11 @@ impl SpecError {
     }
 
     /// Adds "did you mean `x`?" when one of `candidates` is close to `wrong`, else lists them.
-    pub fn suggest<'a>(self, wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -> Self {
+    pub(crate) fn suggest<'a>(
+        self,
+        wrong: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
         let candidates: Vec<&str> = candidates.into_iter().collect();
         match closest(wrong, &candidates) {
             Some(best) => self.hint(format!("did you mean `{best}`?")),

@@ -34,11 +34,11 @@ pub mod template;
 mod timeout;
 pub mod value;
 
-pub use error::SpecError;
+pub(crate) use error::SpecError;
 pub use overrides::Override;
-pub use pipeline::PipelineSpec;
+pub(crate) use pipeline::PipelineSpec;
 pub use resolve::load;
 pub use source::Loc;
-pub use stage::{InputRef, StageSpec};
-pub use sweep::Axis;
-pub use template::Tpl;
+pub(crate) use stage::StageSpec;
+pub(crate) use sweep::Axis;
+pub(crate) use template::Tpl;

@@ -49,7 +49,7 @@ pub struct RawStage {
 const TOP_KEYS: &[&str] = &["pipeline", "vars", "sweep", "stages", "search"];
 const PIPELINE_KEYS: &[&str] = &["name", "description"];
 /// The keys a stage table (or a template file) may hold.
-pub const STAGE_KEYS: &[&str] = &[
+pub(crate) const STAGE_KEYS: &[&str] = &[
     "kind",
     "extends",
     "inputs",
@@ -65,7 +65,7 @@ pub const STAGE_KEYS: &[&str] = &[
     "resources",
 ];
 /// The keys only a `kind = "command"` stage takes.
-pub const COMMAND_KEYS: &[&str] = &["cmd", "code", "outputs", "env", "shell", "resources"];
+pub(crate) const COMMAND_KEYS: &[&str] = &["cmd", "code", "outputs", "env", "shell", "resources"];
 
 impl RawPipeline {
     /// Parses a pipeline file's text.
@@ -138,7 +138,7 @@ impl RawStage {
     }
 
     /// Merges a template under this stage: the stage's own values win, key by key.
-    pub fn merge_template(&mut self, template: RawStage) {
+    pub(crate) fn merge_template(&mut self, template: RawStage) {
         if self.kind.is_none() {
             self.kind = template.kind;
         }
@@ -164,7 +164,7 @@ fn merge_entries(own: &mut Vec<(SKey, SValue)>, inherited: Vec<(SKey, SValue)>) 
 }
 
 /// Sets `entries[name] = value`, replacing an existing entry.
-pub fn set_entry(entries: &mut Vec<(SKey, SValue)>, key: SKey, value: SValue) {
+pub(crate) fn set_entry(entries: &mut Vec<(SKey, SValue)>, key: SKey, value: SValue) {
     match entries.iter_mut().find(|(k, _)| k.name == key.name) {
         Some(slot) => *slot = (key, value),
         None => entries.push((key, value)),
@@ -172,13 +172,13 @@ pub fn set_entry(entries: &mut Vec<(SKey, SValue)>, key: SKey, value: SValue) {
 }
 
 /// "unknown key" with a suggestion.
-pub fn unknown_key(loc: &Loc, key: &str, place: &str, known: &[&str]) -> SpecError {
+pub(crate) fn unknown_key(loc: &Loc, key: &str, place: &str, known: &[&str]) -> SpecError {
     SpecError::at(loc, format!("unknown key `{key}` in {place}"))
         .suggest(key, known.iter().copied())
 }
 
 /// A list of strings (`gather = ["seed"]`) or a single string.
-pub fn string_list(value: &SValue, what: &str) -> Result<Vec<(String, Loc)>, SpecError> {
+pub(crate) fn string_list(value: &SValue, what: &str) -> Result<Vec<(String, Loc)>, SpecError> {
     match &value.kind {
         SKind::Str(s) => Ok(vec![(s.clone(), value.loc.clone())]),
         SKind::Array(items) => items

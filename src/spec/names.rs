@@ -10,7 +10,7 @@ use super::source::Loc;
 const MAX_NAME_LEN: usize = 128;
 
 /// Whether `name` is a safe pipeline or stage name.
-pub fn is_safe_name(name: &str) -> bool {
+pub(crate) fn is_safe_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && !name.starts_with('.')
@@ -20,7 +20,7 @@ pub fn is_safe_name(name: &str) -> bool {
 }
 
 /// An error at `loc` unless `name` is safe; `what` is "pipeline name" or "stage name".
-pub fn check_name(name: &str, what: &str, loc: &Loc) -> Result<(), SpecError> {
+pub(crate) fn check_name(name: &str, what: &str, loc: &Loc) -> Result<(), SpecError> {
     if is_safe_name(name) {
         return Ok(());
     }

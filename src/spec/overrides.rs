@@ -33,7 +33,7 @@ pub enum Override {
 
 /// The overrides as a user would type them again: `--set 'a=1' --sweep 'seed=7'` (empty
 /// when there are none).
-pub fn command_line(overrides: &[Override]) -> String {
+pub(crate) fn command_line(overrides: &[Override]) -> String {
     overrides
         .iter()
         .map(|o| match o {
@@ -45,7 +45,7 @@ pub fn command_line(overrides: &[Override]) -> String {
 }
 
 /// `text` quoted for a POSIX shell when it needs it.
-pub fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     let plain = !text.is_empty()
         && text
             .chars()

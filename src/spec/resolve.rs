@@ -59,7 +59,7 @@ pub fn load(
 
 /// The project folder of a pipeline in `dir`: the nearest ancestor (or `dir` itself) holding a
 /// `stages/` or `pipelines/` folder, else `dir`. Relative paths in a pipeline resolve there.
-pub fn find_project_dir(dir: &Path) -> PathBuf {
+pub(crate) fn find_project_dir(dir: &Path) -> PathBuf {
     dir.ancestors()
         .find(|a| a.join("stages").is_dir() || a.join("pipelines").is_dir())
         .unwrap_or(dir)
@@ -463,7 +463,7 @@ fn resolve_params(
         param_locs.insert(key.name.clone(), value.loc.clone());
     }
     for (key, value, decl, alias) in renamed {
-        for (name, tpl) in rewrite_alias(key, value, decl, alias, vars, axis_names)? {
+        for (name, tpl) in rewrite_alias(key, value, alias, vars, axis_names)? {
             let target = param_decl(kind, name).unwrap_or(decl);
             match params.get(name) {
                 Some(Tpl::Lit(given)) if matches!(&tpl, Tpl::Lit(v) if v == given) => {}
@@ -645,22 +645,18 @@ fn alias_decl(
     })
 }
 
-/// The current `(name, value)` pairs an old name's value stands for. A renamed parameter keeps
-/// its value, sweeps included; a mapped one (a boolean that became a choice) needs a plain
-/// value, since the mapping runs before the sweep is expanded.
+/// The current `(name, value)` pairs an old name's value stands for (a boolean that became a
+/// choice, say), which needs a plain value, since the mapping runs before the sweep is
+/// expanded.
 fn rewrite_alias(
     key: &SKey,
     value: &SValue,
-    decl: &'static crate::kind::ParamDecl,
     alias: &crate::kind::Alias,
     vars: &Vars,
     axis_names: &[&str],
 ) -> Result<Vec<(&'static str, Tpl)>, SpecError> {
     let tpl = Tpl::parse(value, vars, axis_names)?;
-    let map = match alias.rewrite {
-        crate::kind::AliasRewrite::Rename => return Ok(vec![(decl.name, tpl)]),
-        crate::kind::AliasRewrite::Map(map) => map,
-    };
+    let crate::kind::AliasRewrite::Map(map) = alias.rewrite;
     let mut used = BTreeSet::new();
     tpl.axes(&mut used);
     if !used.is_empty() {

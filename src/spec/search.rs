@@ -16,7 +16,7 @@ use super::sweep::MAX_INSTANCES;
 use super::value::{SKey, SValue};
 use crate::kind::Registry;
 
-pub use super::search_prune::{Asha, RESUME_SLOT};
+pub(crate) use super::search_prune::{Asha, RESUME_SLOT};
 pub use super::search_space::{Dim, Domain};
 
 /// One `[search.NAME]` table.
@@ -136,7 +136,7 @@ const OBJECTIVE_KEYS: &[&str] = &["stage", "metric", "goal"];
 const SAMPLERS: &[&str] = &["grid", "random", "tpe"];
 
 /// Reads every `[search.NAME]` table, checked against the resolved stages.
-pub fn read_searches(
+pub(crate) fn read_searches(
     entries: &[(SKey, SValue)],
     stages: &[StageSpec],
     axis_names: &[&str],

@@ -55,7 +55,7 @@ impl Asha {
 
 /// The slot through which a promoted trial continues from its lower rung's result (a kind
 /// that can resume declares it: `crate::stages::training::RESUME_INPUT`).
-pub const RESUME_SLOT: &str = "resume";
+pub(crate) const RESUME_SLOT: &str = "resume";
 
 /// The one parameter a resumed run can continue along.
 const EPOCHS: &str = "epochs";

@@ -60,7 +60,7 @@ impl Loc {
     }
 
     /// The source line holding the span's start, and a caret line under the span.
-    pub fn snippet(&self) -> (String, String) {
+    pub(crate) fn snippet(&self) -> (String, String) {
         let (line, col) = self.line_col();
         let text = self
             .file

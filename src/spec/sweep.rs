@@ -14,7 +14,7 @@ use super::value::{SKey, SKind, SValue};
 /// The most instances a pipeline may expand to. Sweeps are crossed as a grid, so a few
 /// long axes multiply into more instances than memory holds; past this the plan is refused
 /// before anything is allocated.
-pub const MAX_INSTANCES: usize = 100_000;
+pub(crate) const MAX_INSTANCES: usize = 100_000;
 
 /// One sweep axis.
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ pub struct Axis {
 }
 
 /// Reads `[sweep]`.
-pub fn read_axes(entries: &[(SKey, SValue)]) -> Result<Vec<Axis>, SpecError> {
+pub(crate) fn read_axes(entries: &[(SKey, SValue)]) -> Result<Vec<Axis>, SpecError> {
     let mut axes: Vec<Axis> = Vec::new();
     for (key, value) in entries {
         match &value.kind {

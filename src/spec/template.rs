@@ -54,7 +54,7 @@ pub enum Piece {
 }
 
 /// A lookup of the pipeline's `[vars]`.
-pub type Vars = BTreeMap<String, Value>;
+pub(crate) type Vars = BTreeMap<String, Value>;
 
 impl Tpl {
     /// Builds a template from a written value, replacing `${vars.x}` from `vars`.
@@ -105,7 +105,7 @@ impl Tpl {
     }
 
     /// The `${search.NAME.best.DIM}` references in this template: (search, dim, where).
-    pub fn best_refs<'a>(&'a self, into: &mut Vec<(&'a str, &'a str, &'a Loc)>) {
+    pub(crate) fn best_refs<'a>(&'a self, into: &mut Vec<(&'a str, &'a str, &'a Loc)>) {
         match self {
             Tpl::Best { search, dim, loc } => into.push((search, dim, loc)),
             Tpl::Array(items) => items.iter().for_each(|t| t.best_refs(into)),
@@ -115,7 +115,7 @@ impl Tpl {
     }
 
     /// This template with every `${search.NAME.best.DIM}` replaced by `best(search, dim)`.
-    pub fn with_best(&self, best: &dyn Fn(&str, &str) -> Option<Value>) -> Tpl {
+    pub(crate) fn with_best(&self, best: &dyn Fn(&str, &str) -> Option<Value>) -> Tpl {
         match self {
             Tpl::Best { search, dim, .. } => match best(search, dim) {
                 Some(v) => Tpl::Lit(v),
@@ -197,7 +197,7 @@ fn spliced(item: &SValue, vars: &Vars) -> Result<Option<Vec<Value>>, SpecError> 
 /// list var's items, each at the place the reference was written so later errors (a value
 /// listed twice, an axis that is not a list) point there. A sweep axis cannot refer to a sweep
 /// axis, and text around a reference is an error: axis values are plain values.
-pub fn vars_in_sweep(
+pub(crate) fn vars_in_sweep(
     entries: &[(SKey, SValue)],
     vars: &Vars,
 ) -> Result<Vec<(SKey, SValue)>, SpecError> {

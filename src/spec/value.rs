@@ -49,7 +49,7 @@ pub enum SKind {
 
 impl SValue {
     /// The TOML type name, for messages.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self.kind {
             SKind::Str(_) => "string",
             SKind::Int(_) => "integer",
@@ -61,7 +61,7 @@ impl SValue {
     }
 
     /// The string, or an error saying a string was expected for `what`.
-    pub fn expect_str(&self, what: &str) -> Result<&str, SpecError> {
+    pub(crate) fn expect_str(&self, what: &str) -> Result<&str, SpecError> {
         match &self.kind {
             SKind::Str(s) => Ok(s),
             _ => Err(SpecError::at(
@@ -72,7 +72,7 @@ impl SValue {
     }
 
     /// The integer, or an error saying an integer of at least `min` was expected for `what`.
-    pub fn expect_int_at_least(&self, what: &str, min: i64) -> Result<i64, SpecError> {
+    pub(crate) fn expect_int_at_least(&self, what: &str, min: i64) -> Result<i64, SpecError> {
         match self.kind {
             SKind::Int(n) if n >= min => Ok(n),
             _ => Err(SpecError::at(
@@ -86,7 +86,7 @@ impl SValue {
     }
 
     /// The table entries, or an error saying a table was expected for `what`.
-    pub fn expect_table(&self, what: &str) -> Result<&[(SKey, SValue)], SpecError> {
+    pub(crate) fn expect_table(&self, what: &str) -> Result<&[(SKey, SValue)], SpecError> {
         match &self.kind {
             SKind::Table(entries) => Ok(entries),
             _ => Err(SpecError::at(
@@ -98,7 +98,7 @@ impl SValue {
 
     /// `value` as if written at `loc` (a var's value where it is interpolated). JSON numbers
     /// that fit no `i64` become floats.
-    pub fn from_json(value: &Value, loc: &Loc) -> SValue {
+    pub(crate) fn from_json(value: &Value, loc: &Loc) -> SValue {
         let kind = match value {
             Value::String(s) => SKind::Str(s.clone()),
             Value::Number(n) => match n.as_i64() {
@@ -130,7 +130,7 @@ impl SValue {
     }
 
     /// The plain JSON value (locations dropped).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match &self.kind {
             SKind::Str(s) => Value::String(s.clone()),
             SKind::Int(i) => Value::from(*i),
@@ -148,7 +148,7 @@ impl SValue {
 }
 
 /// Parses a whole TOML document into a table of located values.
-pub fn parse_document(file: &Arc<SourceFile>) -> Result<Vec<(SKey, SValue)>, SpecError> {
+pub(crate) fn parse_document(file: &Arc<SourceFile>) -> Result<Vec<(SKey, SValue)>, SpecError> {
     let table = DeTable::parse(&file.text).map_err(|e| toml_error(file, &e))?;
     let span = table.span();
     match convert_table(file, table.get_ref(), span)?.kind {
@@ -159,7 +159,7 @@ pub fn parse_document(file: &Arc<SourceFile>) -> Result<Vec<(SKey, SValue)>, Spe
 
 /// Parses one TOML value written on the command line (`0.8`, `"x"`, `[1, 2]`); text that is
 /// not a TOML value is taken as a bare string, so `--set p=triplet` works unquoted.
-pub fn parse_cli_value(file: &Arc<SourceFile>, span: std::ops::Range<usize>) -> SValue {
+pub(crate) fn parse_cli_value(file: &Arc<SourceFile>, span: std::ops::Range<usize>) -> SValue {
     let text = &file.text[span.clone()];
     match DeValue::parse(text) {
         Ok(value) => {

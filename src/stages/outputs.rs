@@ -9,7 +9,7 @@ use crate::data::MANIFEST_OUTPUT;
 use crate::kind::{Artifact, OutputDecl};
 
 /// A split's manifest: every item of every partition.
-pub const SPLIT: OutputDecl = OutputDecl::new(
+pub(crate) const SPLIT: OutputDecl = OutputDecl::new(
     MANIFEST_OUTPUT,
     Artifact::Split,
     "the partitions, their items and labels",
@@ -44,39 +44,36 @@ pub const LOSSES: OutputDecl = OutputDecl::new(
 );
 
 /// Embeddings of one partition.
-pub const EMBEDDINGS: OutputDecl = OutputDecl::new(
+pub(crate) const EMBEDDINGS: OutputDecl = OutputDecl::new(
     "embeddings.safetensors",
     Artifact::Embeddings,
     "L2-normalised embeddings [N, D], labels, cameras and item ids [N]",
 );
 
 /// An evaluation's details.
-pub const EVALUATION: OutputDecl = OutputDecl::new(
+pub(crate) const EVALUATION: OutputDecl = OutputDecl::new(
     "evaluation.json",
     Artifact::Evaluation,
     "the protocol, counts, and why a metric has no number",
 );
 
 /// An evaluation's per-query scores ([`crate::metrics::per_query`]).
-pub const PER_QUERY: OutputDecl = OutputDecl::optional(
+pub(crate) const PER_QUERY: OutputDecl = OutputDecl::optional(
     crate::metrics::per_query::PER_QUERY_OUTPUT,
     Artifact::Evaluation,
     "each query's AP and top-k hits, which the mAP and R@k average (retrieval and reid only)",
 );
 
 /// Compatibility criteria and update gains.
-pub const UPDATE_GAIN: OutputDecl = OutputDecl::new(
+pub(crate) const UPDATE_GAIN: OutputDecl = OutputDecl::new(
     "update_gain.json",
     Artifact::UpdateGain,
     "per metric: M(new, old), M(old, old), M(new*, new*), the criterion and the gain or why none",
 );
 
 /// Why some metrics have no number ([`crate::kind::StageContext::decline`]).
-pub const REASONS: OutputDecl = OutputDecl::optional(
+pub(crate) const REASONS: OutputDecl = OutputDecl::optional(
     crate::kind::REASONS_OUTPUT,
     Artifact::Metrics,
     "metric -> why it has no number (only when some metric was declined)",
 );
-
-/// A trained checkpoint: weights and metadata.
-pub const CHECKPOINT: [OutputDecl; 2] = [MODEL_WEIGHTS, MODEL_META];

@@ -38,7 +38,7 @@ use crate::kind::{
 
 /// See the module docs.
 #[derive(Clone)]
-pub struct Report;
+pub(crate) struct Report;
 
 /// The kind's name, as pipeline files write it.
 pub const KIND: &str = "report";

@@ -52,7 +52,7 @@ fn echo() -> Echo {
 /// with `loss` and an `aux` term) and records `map` and `final_loss`, all computed from its
 /// `value`, `seed` and `epochs` so every result is known in advance.
 #[derive(Clone)]
-pub struct Train;
+pub(crate) struct Train;
 
 const TRAIN_PARAMS: &[ParamDecl] = &[
     ParamDecl::optional(
@@ -167,7 +167,7 @@ impl Run for Train {
 
 /// `test-strict`: a required parameter and a required input, for error-message tests.
 #[derive(Clone)]
-pub struct Strict;
+pub(crate) struct Strict;
 
 const STRICT_PARAMS: &[ParamDecl] = &[ParamDecl::required(
     "count",

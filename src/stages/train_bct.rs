@@ -56,8 +56,8 @@ pub enum Compatibility {
 impl Compatibility {
     /// The spellings of `method`, `t_bct` and `new_classes`.
     pub const METHODS: &'static [&'static str] = &["bct", "l2", "lwf"];
-    pub const T_BCT: &'static [&'static str] = &["old", "new"];
-    pub const NEW_CLASSES: &'static [&'static str] = &["synthesised", "kd"];
+    pub(crate) const T_BCT: &'static [&'static str] = &["old", "new"];
+    pub(crate) const NEW_CLASSES: &'static [&'static str] = &["synthesised", "kd"];
 
     /// The stage's three parameters as one value; `None` for a spelling not declared.
     pub fn from_params(params: &Params) -> Result<Option<Compatibility>, crate::kind::StageError> {

@@ -52,7 +52,7 @@ pub fn trained_epochs(input: &InputArtifact) -> Result<usize, StageError> {
 
 /// `gem_p_lr_scale`, shared by the kinds that train a GeM network: GeM's exponent `p` learns
 /// at this multiple of the learning rate (the resolution-asymmetry reference uses 10).
-pub const GEM_P_LR_SCALE: ParamDecl = ParamDecl::optional(
+pub(crate) const GEM_P_LR_SCALE: ParamDecl = ParamDecl::optional(
     "gem_p_lr_scale",
     ParamType::Float,
     "1.0",
@@ -61,7 +61,7 @@ pub const GEM_P_LR_SCALE: ParamDecl = ParamDecl::optional(
 .at_least(0.0);
 
 /// `gem_p_decay`: whether weight decay applies to GeM's `p` (the reference: no).
-pub const GEM_P_DECAY: ParamDecl = ParamDecl::optional(
+pub(crate) const GEM_P_DECAY: ParamDecl = ParamDecl::optional(
     "gem_p_decay",
     ParamType::Bool,
     "true",
@@ -70,7 +70,7 @@ pub const GEM_P_DECAY: ParamDecl = ParamDecl::optional(
 
 /// `accumulate`, shared by the kinds whose loops accumulate gradients (`train-teacher`,
 /// `distill`): batches whose gradients add up to one optimiser step.
-pub const ACCUMULATE: ParamDecl = ParamDecl::optional(
+pub(crate) const ACCUMULATE: ParamDecl = ParamDecl::optional(
     "accumulate",
     ParamType::Int,
     "1",
@@ -81,9 +81,8 @@ pub const ACCUMULATE: ParamDecl = ParamDecl::optional(
 /// Pooling choices, in pipeline spelling.
 pub const POOLS: &[&str] = &["gem", "avg"];
 
-pub use super::groups::augment::augment_config;
 pub use super::groups::network::{ARCHS, STEMS};
-pub use super::groups::precision::PRECISION;
+pub(crate) use super::groups::precision::PRECISION;
 
 /// `gem_p_lr_scale` and `gem_p_decay`, read and checked.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,7 +111,7 @@ impl GemParams {
 }
 
 /// `pretrained`-like path parameters: `None` when empty.
-pub fn opt_path(params: &Params, name: &str) -> Option<String> {
+pub(crate) fn opt_path(params: &Params, name: &str) -> Option<String> {
     params.opt_str(name).map(str::to_string)
 }
 
@@ -142,7 +141,7 @@ pub fn open_partition(
 
 /// Key material of an optional weight file parameter (`pretrained`): its content hash, never
 /// its path. A missing file is a user's mistake reported before anything runs.
-pub fn weight_fingerprint(
+pub(crate) fn weight_fingerprint(
     params: &Params,
     name: &str,
     env: &FingerprintEnv<'_>,
@@ -166,11 +165,6 @@ pub fn weight_fingerprint(
         .hash_file(&full)
         .map_err(|e| StageError::io(&full, e))?;
     Ok(Some((name.to_string(), Value::String(hash))))
-}
-
-/// An integer param of an upstream instance (e.g. the teacher's `resolution`).
-pub fn upstream_int(input: &InputArtifact, name: &str) -> Option<i64> {
-    input.params.get(name).and_then(Value::as_i64)
 }
 
 /// One epoch of a loss curve.

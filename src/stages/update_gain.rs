@@ -22,11 +22,11 @@ use crate::kind::{
 use crate::metrics::{registry, update_gain};
 
 /// The details output of `update-gain`.
-pub const UPDATE_GAIN_OUTPUT: &str = super::outputs::UPDATE_GAIN.file;
+pub(crate) const UPDATE_GAIN_OUTPUT: &str = super::outputs::UPDATE_GAIN.file;
 
 /// The `update-gain` kind.
 #[derive(Clone)]
-pub struct UpdateGainStage;
+pub(crate) struct UpdateGainStage;
 
 const PARAMS: &[ParamDecl] = &[ParamDecl::optional(
     "metrics",

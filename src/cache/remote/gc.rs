@@ -20,9 +20,6 @@ use super::uploads::{Unfinished, Upload};
 use super::Remote;
 use crate::cache::objects::Manifest;
 
-/// The default [`GcOptions::min_age`]: a day.
-pub const MIN_AGE: i64 = 24 * 3600;
-
 /// What to keep.
 #[derive(Debug, Clone, Default)]
 pub struct GcOptions {

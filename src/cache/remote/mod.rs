@@ -53,10 +53,10 @@ use crate::cache::{Cache, RunRecord};
 use crate::config::ProjectConfig;
 use crate::kind::Registry;
 
-pub use download::Fetched;
+pub(crate) use download::Fetched;
 pub use error::RemoteError;
-pub use push::PushStats;
-pub use record::Invalid;
+pub(crate) use push::PushStats;
+pub(crate) use record::Invalid;
 
 /// The outcome of fetching one key.
 pub(crate) type FetchResult = Result<Option<Fetched>, RemoteError>;
@@ -79,7 +79,7 @@ pub struct RemoteSummary {
 }
 
 /// Where a remote's warnings go (standard error unless a command says otherwise).
-pub type WarnSink = Box<dyn Fn(&str) + Send + Sync>;
+pub(crate) type WarnSink = Box<dyn Fn(&str) + Send + Sync>;
 
 /// A record that passed every check, with the metrics of its verified `metrics.json`.
 type Looked = (record::RecordBody, BTreeMap<String, f64>);
@@ -173,12 +173,6 @@ impl Remote {
             false,
             kinds,
         ))
-    }
-
-    /// Sends this remote's warnings to `sink` instead of standard error.
-    pub fn with_warnings(mut self, sink: WarnSink) -> Remote {
-        self.warn = sink;
-        self
     }
 
     /// How many records this process has read from the store.
@@ -383,7 +377,7 @@ impl Remote {
     /// Whether the store honours create-only puts ("first writer wins"), found out once per
     /// process with a probe object; the first answer `false` is also a warning saying what
     /// that means.
-    pub fn create_only_holds(&self) -> Result<bool, RemoteError> {
+    pub(crate) fn create_only_holds(&self) -> Result<bool, RemoteError> {
         if let Some(holds) = self.create_only.get() {
             return Ok(*holds);
         }
@@ -413,7 +407,7 @@ impl Remote {
 
     /// [`Remote::push`] of every record in `runs`, `parallel` at a time; `done` is called after
     /// each (in the order they finish). The results are in the order of `runs`.
-    pub fn push_many(
+    pub(crate) fn push_many(
         &self,
         cache: &Cache,
         runs: &[RunRecord],
@@ -448,11 +442,6 @@ impl Remote {
                     .expect("every record was pushed")
             })
             .collect()
-    }
-
-    /// Whether the remote holds a record for `key` (a HEAD, nothing read).
-    pub fn has_record(&self, key: &str) -> Result<bool, RemoteError> {
-        Ok(self.backend.size(&format!("ac/{key}.json"))?.is_some())
     }
 
     /// For `run`: [`Remote::fetch`] with every failure turned into a warning (through `warn`)

@@ -160,7 +160,7 @@ pub(crate) struct Envelope {
 }
 
 /// The local store's rule for digests: a remote is held to the same one.
-pub use crate::cache::objects::is_digest;
+pub(crate) use crate::cache::objects::is_digest;
 
 /// Whether `p` is a plain relative path that stays inside the folder it is joined to (the
 /// local store's rule, [`crate::cache::objects::check_relative_path`]).

@@ -33,17 +33,17 @@ const HINT: &str = "set `root` to the IJB-C folder holding `loose_crop/` and `me
                     `protocols/` folder) copied into `meta/`";
 
 /// The face crops' folder.
-pub const IMAGES: &str = "loose_crop";
+pub(crate) const IMAGES: &str = "loose_crop";
 /// Face crop -> template and media.
-pub const FACES: &str = "meta/ijbc_face_tid_mid.txt";
+pub(crate) const FACES: &str = "meta/ijbc_face_tid_mid.txt";
 /// The 1:1 template pairs.
-pub const PAIRS: &str = "meta/ijbc_template_pair_label.txt";
+pub(crate) const PAIRS: &str = "meta/ijbc_template_pair_label.txt";
 /// The first 1:N gallery.
-pub const GALLERY_G1: &str = "meta/ijbc_1N_gallery_G1.csv";
+pub(crate) const GALLERY_G1: &str = "meta/ijbc_1N_gallery_G1.csv";
 /// The second 1:N gallery.
-pub const GALLERY_G2: &str = "meta/ijbc_1N_gallery_G2.csv";
+pub(crate) const GALLERY_G2: &str = "meta/ijbc_1N_gallery_G2.csv";
 /// The 1:N probes (still images and video frames mixed).
-pub const PROBES: &str = "meta/ijbc_1N_probe_mixed.csv";
+pub(crate) const PROBES: &str = "meta/ijbc_1N_probe_mixed.csv";
 
 /// One face crop of the template file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub struct IjbcProtocol {
 }
 
 /// The annotation files, relative to the root.
-pub const FILES: [&str; 5] = [FACES, PAIRS, GALLERY_G1, GALLERY_G2, PROBES];
+pub(crate) const FILES: [&str; 5] = [FACES, PAIRS, GALLERY_G1, GALLERY_G2, PROBES];
 
 impl IjbcProtocol {
     /// Reads and cross-checks the protocol files under `root`: every template of the pairs

@@ -14,7 +14,7 @@ use crate::data::DataError;
 
 /// A value read from a MAT file.
 #[derive(Debug, Clone, PartialEq)]
-pub enum MatValue {
+pub(crate) enum MatValue {
     /// A numeric or logical array, converted to f64, in column-major order.
     Num(Vec<f64>),
     /// A character array (a row of text).
@@ -266,7 +266,7 @@ fn matrix(payload: &[u8], big: bool) -> Res<MatValue> {
 }
 
 /// Reads the named top-level variables of a Level 5 MAT file.
-pub fn read_mat(path: &Path) -> Result<BTreeMap<String, MatValue>, DataError> {
+pub(crate) fn read_mat(path: &Path) -> Result<BTreeMap<String, MatValue>, DataError> {
     let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
     parse(&bytes).map_err(|message| DataError::BadFile {
         path: path.to_path_buf(),

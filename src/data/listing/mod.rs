@@ -21,11 +21,10 @@ mod sop;
 
 pub use cars::cars196;
 pub use cub::cub200;
-pub use entry::{Entry, Listing, Part};
+pub use entry::{Listing, Part};
 pub use ijbc::ijbc;
 pub use image_folder::image_folder;
 pub use imagenet::imagenet;
 pub use market::market1501;
-pub use mat::{read_mat, MatValue};
 pub use places::places365;
 pub use sop::sop;

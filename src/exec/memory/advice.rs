@@ -13,11 +13,11 @@ use crate::kind::Params;
 
 /// Kept free for what the estimate leaves out (the CUDA context, cuDNN's workspace, the
 /// caching allocator's fragmentation): a margin chosen, not measured.
-pub const RESERVE: u64 = 1 << 30;
+pub(crate) const RESERVE: u64 = 1 << 30;
 
 /// The memory a device offers, from `80GiB`, `40GB`, `81920MiB` or a plain number of bytes
 /// (GB and MB are powers of ten, GiB and MiB of two).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -55,7 +55,7 @@ pub fn fits(bytes: u64, budget: u64) -> bool {
 /// Settings of a `kind` instance with `params` whose step fits `budget`, in words, best first;
 /// `estimate` re-estimates the step with changed params (`None`: no estimate). Empty when
 /// nothing tried fits.
-pub fn advise(
+pub(crate) fn advise(
     kind: &str,
     params: &Params,
     estimate: &dyn Fn(&Params) -> Option<u64>,

@@ -8,7 +8,7 @@ use crate::kind::Params;
 use crate::stages::groups::precision::Precision;
 
 /// The kinds with an estimate.
-pub const KINDS: &[&str] = &["train-teacher", "distill", "train-classifier", "train-bct"];
+pub(crate) const KINDS: &[&str] = &["train-teacher", "distill", "train-classifier", "train-bct"];
 
 /// The estimate of instance `index` of `plan`: `None` for a kind that trains nothing, an
 /// error (in words) when its parameters do not allow one.
@@ -46,7 +46,7 @@ pub fn step(plan: &Plan, inst: &Instance) -> Result<Step, String> {
 /// `train-teacher`: `batch_size` images, and with negatives mined from a pool (the triplet
 /// loss only) each anchor's `negatives` in the same forward pass (at most that many: the
 /// mined images are the distinct ones).
-pub fn teacher_step(p: &Params) -> Result<Step, String> {
+pub(crate) fn teacher_step(p: &Params) -> Result<Step, String> {
     let net = own_net(p)?;
     let batch = count(p, "batch_size")?;
     let mined = p.str("mining").ok() == Some("pool") && p.str("loss").ok() == Some("triplet");
@@ -115,7 +115,7 @@ pub fn distill_step(
 
 /// `train-classifier` and `train-bct`: `batch_size` images; BCT's old model, when given,
 /// embeds the same batch without gradients (counted for every method, an upper bound).
-pub fn classifier_step(p: &Params, old: Option<NetShape>) -> Result<Step, String> {
+pub(crate) fn classifier_step(p: &Params, old: Option<NetShape>) -> Result<Step, String> {
     let batch = count(p, "batch_size")?;
     let input = side(p, "resolution")?;
     Ok(Step {
@@ -199,7 +199,7 @@ fn count(p: &Params, name: &str) -> Result<u64, String> {
 
 /// What to change in instance `index` of `plan` so its step fits `budget` bytes
 /// ([`super::advice::advise`], re-estimating the instance with each change).
-pub fn advise(plan: &Plan, index: usize, budget: u64) -> Vec<String> {
+pub(crate) fn advise(plan: &Plan, index: usize, budget: u64) -> Vec<String> {
     let inst = &plan.instances()[index];
     let estimate = |params: &Params| {
         let changed = Instance {

@@ -49,7 +49,7 @@ pub use network::NetShape;
 /// convolution, BatchNorm and ReLU output does; `estimates_match_measured_cpu_peaks` in
 /// `crates/tensor/tests/memory_estimate.rs` checks the whole estimate against the project's
 /// own networks at another width and resolution.
-pub const TRAIN_BYTES_PER_VALUE: &[(&str, f64, f64)] = &[
+pub(crate) const TRAIN_BYTES_PER_VALUE: &[(&str, f64, f64)] = &[
     ("resnet18", 9.47, 6.06),
     ("resnet34", 8.97, 5.32),
     ("resnet50", 7.97, 4.28),
@@ -60,7 +60,7 @@ pub const TRAIN_BYTES_PER_VALUE: &[(&str, f64, f64)] = &[
 /// Bytes held at the peak of a forward pass without gradients (a frozen teacher), per value
 /// of the network's largest convolution output, fp32 and bf16; measured by the same script
 /// (ResNet-50, its growth from 16 to 32 images at 128 px and width 16).
-pub const NOGRAD_BYTES_PER_LARGEST: (f64, f64) = (16.94, 10.00);
+pub(crate) const NOGRAD_BYTES_PER_LARGEST: (f64, f64) = (16.94, 10.00);
 
 /// A network trained with gradients in a step: its shape and optimiser.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,7 +195,7 @@ impl StepMemory {
 }
 
 /// Bytes in GiB (or MiB below one GiB), one decimal.
-pub fn gib(bytes: u64) -> String {
+pub(crate) fn gib(bytes: u64) -> String {
     let b = bytes as f64;
     if b >= (1u64 << 30) as f64 {
         format!("{:.1} GiB", b / (1u64 << 30) as f64)

@@ -151,7 +151,7 @@ impl NetShape {
 
     /// Values output by every convolution (the shortcut projections included) for one
     /// `height x width` image, and the largest single output among them.
-    pub fn conv_outputs(&self, height: u64, width: u64) -> Option<(u64, u64)> {
+    pub(crate) fn conv_outputs(&self, height: u64, width: u64) -> Option<(u64, u64)> {
         let groups = self.convs()?;
         let stem = groups[0][0];
         let (mut h, mut w) = (stem.out(height), stem.out(width));

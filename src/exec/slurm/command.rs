@@ -9,9 +9,9 @@
 use std::path::Path;
 
 /// Stands for the job file's path in a [`JobCommand`] argument.
-pub const JOB_PLACEHOLDER: &str = "{job}";
+pub(crate) const JOB_PLACEHOLDER: &str = "{job}";
 /// Stands for the result file's path in a [`JobCommand`] argument.
-pub const RESULT_PLACEHOLDER: &str = "{result}";
+pub(crate) const RESULT_PLACEHOLDER: &str = "{result}";
 
 /// A command line; arguments equal to [`JOB_PLACEHOLDER`] or [`RESULT_PLACEHOLDER`] are
 /// replaced by the paths of that job's files.

@@ -51,15 +51,15 @@ use super::tools::{ToolError, Tools};
 use super::tracker::{condense_failure, Facts, Step, Tracker};
 
 /// The executor's name in the [`ExternalJob`]s it records.
-pub const EXECUTOR_NAME: &str = "slurm";
+pub(crate) const EXECUTOR_NAME: &str = "slurm";
 
 /// Elements in one job array at most (Slurm's default `MaxArraySize` is 1001: indices 0 to
 /// 1000).
-pub const MAX_ARRAY: usize = 1000;
+pub(crate) const MAX_ARRAY: usize = 1000;
 
 /// Refused `sbatch` calls in a row, with no job of the run left to wait for, before the
 /// refused jobs fail.
-pub const MAX_REFUSALS: u32 = 8;
+pub(crate) const MAX_REFUSALS: u32 = 8;
 
 /// The longest wait between two tries of a refused `sbatch`.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);

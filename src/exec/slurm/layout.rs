@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use crate::exec::executor::JobOutcome;
 
 /// How many lines of a log a failure shows.
-pub const LOG_TAIL_LINES: usize = 20;
+pub(crate) const LOG_TAIL_LINES: usize = 20;
 
 /// The files of one key's Slurm jobs.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +36,7 @@ pub struct JobDir {
 
 /// What a result file held.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ResultFile {
+pub(crate) enum ResultFile {
     /// A readable outcome.
     Outcome(Box<JobOutcome>),
     /// A file that is not a JobOutcome (what is wrong with it).
@@ -84,7 +84,7 @@ impl JobDir {
     }
 
     /// The result file of job `slurm_id`, if it wrote one.
-    pub fn read_result(&self, slurm_id: &str) -> Option<ResultFile> {
+    pub(crate) fn read_result(&self, slurm_id: &str) -> Option<ResultFile> {
         let path = self.result(slurm_id);
         let text = std::fs::read_to_string(&path).ok()?;
         Some(match serde_json::from_str::<JobOutcome>(&text) {
@@ -94,7 +94,7 @@ impl JobDir {
     }
 
     /// The exit status the script recorded, if it got that far.
-    pub fn read_exit(&self, slurm_id: &str) -> Option<i32> {
+    pub(crate) fn read_exit(&self, slurm_id: &str) -> Option<i32> {
         std::fs::read_to_string(self.exit(slurm_id))
             .ok()?
             .trim()
@@ -108,7 +108,7 @@ impl JobDir {
     }
 
     /// The last `lines` lines of job `slurm_id`'s log (for a tail to be cut down further).
-    pub fn log_tail_of(&self, slurm_id: &str, lines: usize) -> Option<String> {
+    pub(crate) fn log_tail_of(&self, slurm_id: &str, lines: usize) -> Option<String> {
         tail(&self.log(slurm_id), lines)
     }
 
@@ -181,7 +181,7 @@ impl ArrayDir {
     }
 
     /// Writes the script (renamed into place).
-    pub fn write_script(&self, text: &str) -> std::io::Result<()> {
+    pub(crate) fn write_script(&self, text: &str) -> std::io::Result<()> {
         JobDir {
             dir: self.dir.clone(),
         }
@@ -204,7 +204,7 @@ fn link(_target: &Path, _path: &Path) -> std::io::Result<()> {
 
 /// The job arrays in the cache at `cache_dir` with an element linked to `key`: each array's
 /// folder and the element's index (for an engine that died while `sbatch` ran).
-pub fn arrays_linking(cache_dir: &Path, key: &str) -> Vec<(ArrayDir, usize)> {
+pub(crate) fn arrays_linking(cache_dir: &Path, key: &str) -> Vec<(ArrayDir, usize)> {
     let root = JobDir::new(cache_dir, key).path().with_file_name("arrays");
     let mut found = Vec::new();
     for array in std::fs::read_dir(root).into_iter().flatten().flatten() {
@@ -227,7 +227,7 @@ pub fn arrays_linking(cache_dir: &Path, key: &str) -> Vec<(ArrayDir, usize)> {
 
 /// A Slurm job id as files name it: `1234`, or `1234_7` for element 7 of array 1234; its
 /// order (array or job id, then element).
-pub fn parse_job_id(id: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_job_id(id: &str) -> Option<(u64, u64)> {
     let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
     match id.split_once('_') {
         Some((a, t)) if digits(a) && digits(t) => Some((a.parse().ok()?, t.parse().ok()?)),
@@ -255,7 +255,7 @@ pub fn job_logs(cache_dir: &Path, key: &str) -> Vec<PathBuf> {
 
 /// The label (`stage[axis=value]`) of the job whose files are in `dir`, from its `job.json`
 /// (for `status`, which knows a running job only by its lease).
-pub fn job_label(dir: &Path) -> Option<String> {
+pub(crate) fn job_label(dir: &Path) -> Option<String> {
     let text = std::fs::read_to_string(dir.join("job.json")).ok()?;
     let job: crate::exec::executor::Job = serde_json::from_str(&text).ok()?;
     Some(job.label)

@@ -28,6 +28,9 @@ pub mod tools;
 pub mod tracker;
 
 pub use command::JobCommand;
-pub use executor::{recorded_outcome, SlurmExecutor, SlurmJobInfo, EXECUTOR_NAME};
-pub use layout::{job_label, job_logs};
-pub use profile::{ClassProfile, ProfileError, Request, SlurmProfile};
+pub(crate) use executor::EXECUTOR_NAME;
+pub use executor::{recorded_outcome, SlurmExecutor};
+pub(crate) use layout::job_label;
+pub use layout::job_logs;
+pub(crate) use profile::Request;
+pub use profile::{ClassProfile, SlurmProfile};

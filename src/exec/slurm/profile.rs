@@ -104,7 +104,7 @@ pub struct Request {
 
 impl Request {
     /// The options as `sbatch` arguments, in a fixed order.
-    pub fn to_args(&self) -> Vec<String> {
+    pub(crate) fn to_args(&self) -> Vec<String> {
         let mut args = Vec::new();
         let mut push = |flag: &str, value: &Option<String>| {
             if let Some(v) = value {
@@ -367,7 +367,7 @@ impl SlurmProfile {
 
     /// Where a stage of `class` runs, for `plan`: `Slurm (partition=gpu gres=gpu:1)`, or
     /// `local` with how to change that.
-    pub fn placement(&self, class: Resource) -> String {
+    pub(crate) fn placement(&self, class: Resource) -> String {
         if self.submits(class) {
             format!("Slurm ({})", self.request(class).summary())
         } else {

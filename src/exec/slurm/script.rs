@@ -33,7 +33,7 @@ pub struct RenderError(pub String);
 /// `.`, `=`, `-`, the rest as `_`; at most 48 characters), then `-asymflow-` and the first 16
 /// digits of the key: `train_seed=0-asymflow-0123456789abcdef`. `squeue`'s default format
 /// shows the first 8 characters of a name, so the stage comes first.
-pub fn job_name(job: &Job) -> String {
+pub(crate) fn job_name(job: &Job) -> String {
     format!(
         "{}-asymflow-{}",
         name_part(&job.label, 48),
@@ -80,7 +80,7 @@ pub enum Batch<'a> {
 
 /// The job array's name: the stage, cut as [`job_name`] cuts a label, then `-asymflow-` and
 /// the array folder's hash.
-pub fn array_name(stage: &str, dir: &ArrayDir) -> String {
+pub(crate) fn array_name(stage: &str, dir: &ArrayDir) -> String {
     format!("{}-asymflow-{}", name_part(stage, 48), dir.hash())
 }
 

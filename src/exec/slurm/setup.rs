@@ -11,7 +11,7 @@ use crate::exec::routed::Routed;
 use crate::kind::Resource;
 
 /// The `[executor.slurm]` profile of the project at `project`, checked.
-pub fn project_profile(project: &Path) -> anyhow::Result<SlurmProfile> {
+pub(crate) fn project_profile(project: &Path) -> anyhow::Result<SlurmProfile> {
     let file = project.join(crate::config::CONFIG_FILE);
     let config = crate::config::ProjectConfig::load(project)?;
     let table = config
@@ -38,7 +38,7 @@ pub fn project_profile(project: &Path) -> anyhow::Result<SlurmProfile> {
 
 /// The Slurm executor of the project's profile, with the executor `local` makes for the
 /// classes the profile does not submit.
-pub fn routed(
+pub(crate) fn routed(
     project: &Path,
     max_jobs: Option<usize>,
     local: impl FnOnce() -> Result<Box<dyn Executor>, ExecutorError>,

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// A Slurm job state (`squeue`'s `%T`, `scontrol`'s `JobState`, `sacct`'s `State`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SlurmState {
+pub(crate) enum SlurmState {
     /// Waiting for resources or priority.
     Pending,
     /// Nodes are booting for it.
@@ -137,7 +137,7 @@ impl SlurmState {
 
 /// One job as a tool reported it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sighting {
+pub(crate) struct Sighting {
     /// Its state.
     pub state: SlurmState,
     /// Why it waits (`Priority`, `Resources`), when it does.
@@ -168,10 +168,10 @@ fn some(s: &str) -> Option<String> {
 }
 
 /// The `-o` format [`parse_squeue`] reads.
-pub const SQUEUE_FORMAT: &str = "%i|%T|%r|%N";
+pub(crate) const SQUEUE_FORMAT: &str = "%i|%T|%r|%N";
 
 /// Parses `squeue -h -o '%i|%T|%r|%N'`: job id -> sighting. Lines it cannot read are skipped.
-pub fn parse_squeue(text: &str) -> BTreeMap<String, Sighting> {
+pub(crate) fn parse_squeue(text: &str) -> BTreeMap<String, Sighting> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.trim().split('|').collect();
@@ -187,7 +187,7 @@ pub fn parse_squeue(text: &str) -> BTreeMap<String, Sighting> {
 }
 
 /// Parses `scontrol show job -o ID` (one job on one line of `Key=Value` words).
-pub fn parse_scontrol(text: &str) -> Option<(String, Sighting)> {
+pub(crate) fn parse_scontrol(text: &str) -> Option<(String, Sighting)> {
     let mut fields = BTreeMap::new();
     for word in text.split_whitespace() {
         if let Some((k, v)) = word.split_once('=') {
@@ -204,12 +204,12 @@ pub fn parse_scontrol(text: &str) -> Option<(String, Sighting)> {
 }
 
 /// The `-o` format [`parse_sacct`] reads.
-pub const SACCT_FORMAT: &str = "JobID,State,ExitCode";
+pub(crate) const SACCT_FORMAT: &str = "JobID,State,ExitCode";
 
 /// Parses `sacct -n -P -X -o JobID,State,ExitCode`: job id -> sighting. With several
 /// records of one id (a requeued job), the last one counts; steps (`7.batch`) and array
 /// elements not yet started (`7_[3-9]`) are skipped.
-pub fn parse_sacct(text: &str) -> BTreeMap<String, Sighting> {
+pub(crate) fn parse_sacct(text: &str) -> BTreeMap<String, Sighting> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.trim().split('|').collect();
@@ -228,14 +228,14 @@ pub fn parse_sacct(text: &str) -> BTreeMap<String, Sighting> {
 }
 
 /// Parses `sbatch --parsable` output: `ID` or `ID;CLUSTER`.
-pub fn parse_sbatch(text: &str) -> Option<String> {
+pub(crate) fn parse_sbatch(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
     let id = line.split(';').next()?.trim();
     (!id.is_empty() && id.chars().all(|c| c.is_ascii_digit())).then(|| id.to_string())
 }
 
 /// Whether a tool's error says the job id is unknown (purged, or never existed).
-pub fn unknown_job(stderr: &str) -> bool {
+pub(crate) fn unknown_job(stderr: &str) -> bool {
     stderr.contains("Invalid job id")
 }
 

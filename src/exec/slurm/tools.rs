@@ -18,7 +18,7 @@ use super::state::{
 /// A tool that could not be run, or that failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{tool}: {message}")]
-pub struct ToolError {
+pub(crate) struct ToolError {
     /// The tool.
     pub tool: String,
     /// Its error output, or why it did not start.
@@ -27,7 +27,7 @@ pub struct ToolError {
 
 /// Where the tools are.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tools {
+pub(crate) struct Tools {
     /// Their folder; `None` finds them on `PATH`.
     pub bin_dir: Option<PathBuf>,
 }
@@ -124,7 +124,7 @@ impl Tools {
 
     /// The ids of this user's jobs named `name` that are still queued or running (`squeue`
     /// lists only active jobs by default, and array elements one by one with `-r`).
-    pub fn active_ids(&self, name: &str) -> Result<Vec<String>, ToolError> {
+    pub(crate) fn active_ids(&self, name: &str) -> Result<Vec<String>, ToolError> {
         let args = [
             "-h".to_string(),
             "-r".into(),
@@ -146,7 +146,7 @@ impl Tools {
 
     /// [`Tools::active_ids`] with the folder each writes its log to (`scontrol` gives each
     /// one's `StdOut`).
-    pub fn active_named(&self, name: &str) -> Result<Vec<(String, PathBuf)>, ToolError> {
+    pub(crate) fn active_named(&self, name: &str) -> Result<Vec<(String, PathBuf)>, ToolError> {
         let ids = self.active_ids(name)?;
         let mut jobs = Vec::new();
         for id in &ids {

@@ -22,14 +22,14 @@ use super::layout::ResultFile;
 use super::state::{Sighting, SlurmState};
 
 /// Polls a finished job may go without its result file before it counts as missing.
-pub const RESULT_GRACE_POLLS: u32 = 3;
+pub(crate) const RESULT_GRACE_POLLS: u32 = 3;
 
 /// Polls a job may go unknown to every tool before it counts as lost.
-pub const LOST_GRACE_POLLS: u32 = 3;
+pub(crate) const LOST_GRACE_POLLS: u32 = 3;
 
 /// What one poll found about one job.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// What `squeue`, `scontrol` or `sacct` said; `None` when none of them knows the job.
     pub sighting: Option<Sighting>,
     /// The result file, if there is one.
@@ -49,7 +49,7 @@ pub enum Step {
 
 /// One followed job.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     /// Slurm's job id.
     pub slurm_id: String,
     /// The state last seen.
@@ -81,7 +81,7 @@ impl Tracker {
     }
 
     /// Takes in one poll's facts; what to tell the engine.
-    pub fn observe(&mut self, facts: &Facts) -> Vec<Step> {
+    pub(crate) fn observe(&mut self, facts: &Facts) -> Vec<Step> {
         let mut steps = Vec::new();
         if let Some(ResultFile::Outcome(outcome)) = &facts.result {
             if matches!(**outcome, JobOutcome::Done(_)) {
@@ -310,7 +310,7 @@ fn native_frame(line: &str) -> bool {
 /// dropped from the message and the log tail (then cut to its last
 /// [`super::layout::LOG_TAIL_LINES`] lines), the message's first lines kept, and a CUDA
 /// failure said to be one, with what to check.
-pub fn condense_failure(failure: &mut JobFailure) {
+pub(crate) fn condense_failure(failure: &mut JobFailure) {
     let kept: Vec<&str> = failure
         .message
         .lines()

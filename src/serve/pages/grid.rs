@@ -18,7 +18,7 @@ pub(crate) struct Column {
 
 /// One cell of a [`grid`]: HTML content, the value it sorts by, and extra attributes.
 #[derive(Default)]
-pub(crate) struct Cell {
+pub struct Cell {
     /// The content, already HTML.
     pub html: String,
     /// The sort value (a number sorts numerically); the text when absent.

@@ -62,7 +62,7 @@ const OUTPUTS: &[OutputDecl] = &[
 
 /// See the module docs.
 #[derive(Debug, Clone, Copy)]
-pub struct CommandKind;
+pub(crate) struct CommandKind;
 
 impl CommandKind {
     fn spec(params: &Params) -> Result<CommandSpec, StageError> {

@@ -74,7 +74,7 @@ pub const fn params(d: AugmentDefaults) -> [ParamDecl; 4] {
 }
 
 /// The group's values as the loaders' configuration (no mixup: see [`with_mixup`]).
-pub fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
+pub(crate) fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
     let jitter = params.float("jitter")?;
     if !(0.0..=1.0).contains(&jitter) {
         return Err(StageError::bad_param(
@@ -100,7 +100,7 @@ pub fn augment_config(params: &Params) -> Result<AugmentConfig, StageError> {
 }
 
 /// `config` with mixup's Beta(alpha, alpha), `mixup` of the kinds that declare it (`distill`).
-pub fn with_mixup(config: AugmentConfig, alpha: f64) -> Result<AugmentConfig, StageError> {
+pub(crate) fn with_mixup(config: AugmentConfig, alpha: f64) -> Result<AugmentConfig, StageError> {
     if !(alpha >= 0.0 && alpha.is_finite()) {
         return Err(StageError::bad_param(
             "mixup",

@@ -24,9 +24,9 @@ use crate::kind::{Alias, AliasRewrite, ParamDecl, ParamType, Params, Range, Stag
 pub const NAME: &str = "optimiser and schedule";
 
 /// Optimiser choices, in pipeline spelling.
-pub const OPTIMIZERS: &[&str] = &["adamw", "adam", "sgd"];
+pub(crate) const OPTIMIZERS: &[&str] = &["adamw", "adam", "sgd"];
 /// Schedule choices, in pipeline spelling.
-pub const SCHEDULES: &[&str] = &["one-cycle", "constant", "multi-step"];
+pub(crate) const SCHEDULES: &[&str] = &["one-cycle", "constant", "multi-step"];
 
 /// A kind's defaults, as JSON literals (`"\"adamw\""`, `"1e-4"`).
 pub struct OptimDefaults {

@@ -17,7 +17,7 @@ pub const PRECISIONS: &[&str] = &["fp32", "bf16"];
 
 /// `precision`, shared by the kinds that run a network: `fp32`, or `bf16` autocast on CUDA and
 /// CPU (see asymflow-tensor's `nn::precision`).
-pub const PRECISION: ParamDecl = ParamDecl::optional(
+pub(crate) const PRECISION: ParamDecl = ParamDecl::optional(
     "precision",
     ParamType::Choice(PRECISIONS),
     "\"fp32\"",
