@@ -305,29 +305,18 @@ fn bct_quickstart_plans_nine_models_and_the_whole_chain_per_seed() {
             "{model}: the view the validation split chose"
         );
     }
-    // What the validation split chose (bct-quickstart-validation.toml, README).
+    // The recipe `bct-quickstart-search.toml` chose on the validation split (the learning
+    // rate and batch size of every model, the paragon's epochs), and what is fixed: lambda at
+    // the paper's 1, the templates' head, 10 epochs for every other model.
     for model in models {
         assert_eq!(one[model][0].int("batch_size").unwrap(), 32, "{model}");
-    }
-    for (model, lambda) in [
-        ("bct-old", 1.0),
-        ("bct-synth", 1.0),
-        ("bct-kd", 1.0),
-        ("phi2", 5.0),
-        ("phi3", 5.0),
-    ] {
-        assert_eq!(one[model][0].float("lambda").unwrap(), lambda, "{model}");
-    }
-    for (model, epochs) in [("phi1", 20), ("phi2", 20), ("phi3", 15), ("new", 10)] {
+        assert_eq!(one[model][0].float("lr").unwrap(), 4e-3, "{model}");
+        assert_eq!(one[model][0].float("scale").unwrap(), 16.0, "{model}");
+        let epochs = if model == "new" { 40 } else { 10 };
         assert_eq!(one[model][0].int("epochs").unwrap(), epochs, "{model}");
     }
-    for (model, scale) in [
-        ("phi1", 12.0),
-        ("phi2", 12.0),
-        ("phi3", 12.0),
-        ("old", 16.0),
-    ] {
-        assert_eq!(one[model][0].float("scale").unwrap(), scale, "{model}");
+    for model in ["bct-old", "bct-synth", "bct-kd", "phi2", "phi3"] {
+        assert_eq!(one[model][0].float("lambda").unwrap(), 1.0, "{model}");
     }
     let chain = one.keys().filter(|s| s.starts_with("eval-phi")).count();
     assert_eq!(
@@ -350,6 +339,63 @@ fn bct_quickstart_plans_nine_models_and_the_whole_chain_per_seed() {
         assert_eq!(seeds, [0, 1, 2], "{model}");
     }
     assert_eq!(three["table"].len(), 1, "one table gathers every seed");
+}
+
+/// The BCT quickstart's recipe is what `bct-quickstart-search.toml` chose on the validation
+/// split: its networks train on `val-train` and retrieve on `val-test` (`plan` finds no stage
+/// that reads a test image), on the quickstart's data, and the quickstart's learning rate,
+/// batch size and paragon epochs are points of the searches' spaces (which won, with its
+/// numbers, is in docs/quickstarts.md).
+#[test]
+fn bct_quickstart_recipe_comes_from_its_searches_on_validation() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("pipelines/bct-quickstart-search.toml")).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let stages = table["stages"].as_table().unwrap();
+    for (stage, spec) in stages {
+        if let Some(partition) = spec.get("params").and_then(|p| p.get("partition")) {
+            let expected = if stage.starts_with("emb-") {
+                "val-test"
+            } else {
+                "val-train"
+            };
+            assert_eq!(partition.as_str(), Some(expected), "{stage}");
+        }
+    }
+    let p = crate::support::Project::new();
+    crate::support::copy_tree(&repo.join("stages"), &p.path().join("stages"));
+    p.write("pipelines/s.toml", &text);
+    let out = p.run(&["plan", "pipelines/s.toml", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(plan.get("reads_test_images").is_none(), "{plan}");
+
+    let quickstart = expand("pipelines/bct-quickstart.toml", &[]);
+    for (name, value) in stages["split"]["params"].as_table().unwrap() {
+        if name != "validation" {
+            assert_eq!(
+                Some(&serde_json::to_value(value).unwrap()),
+                quickstart["split"][0].get(name),
+                "split: {name}"
+            );
+        }
+    }
+    let choices = |search: &str, dim: &str| -> Vec<f64> {
+        table["search"][search]["space"][dim]["choice"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_float().or(v.as_integer().map(|i| i as f64)).unwrap())
+            .collect()
+    };
+    let new = &quickstart["new"][0];
+    assert!(choices("recipe", "lr").contains(&new.float("lr").unwrap()));
+    assert!(choices("recipe", "batch_size").contains(&(new.int("batch_size").unwrap() as f64)));
+    assert!(choices("budget", "epochs").contains(&(new.int("epochs").unwrap() as f64)));
 }
 
 /// The BCT quickstart's hyper-parameters are chosen on the validation split: the validation
