@@ -16,14 +16,15 @@
 
 use tch::Device;
 
-use super::training::{gem_group, open_partition, optim_config, resolve, Batching, Epoch, Tally};
+use super::training::{
+    accumulating_optim, open_partition, resolve, Batching, Epoch, LoopOptim, Tally,
+};
 use crate::data::{device_feed, DistillConfig, DistillLoader, Resolution};
 use crate::kind::{Run, StageContext, StageError};
 use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta, META_FILE, WEIGHTS_FILE};
 use crate::nn::precision::precision_param;
 use crate::nn::train::DistillStep;
-use crate::nn::{gflops, Arch, DistillLoss, NetConfig, Optim, Stem};
-use crate::TorchResult;
+use crate::nn::{gflops, Arch, DistillLoss, NetConfig, Stem};
 use asymflow::stages::distill::*;
 
 /// See the module docs.
@@ -173,23 +174,20 @@ fn distill_step(
     if let Some(note) = loader.capped_epoch_note() {
         ctx.log(note);
     }
-    let (accumulate, warning) = super::training::clamp_accumulate(p.accumulate, batches);
-    if let Some(warning) = warning {
-        ctx.log(warning);
-    }
-    let steps_per_epoch = batches.div_ceil(accumulate);
-    let optim = gem_group(
-        Optim::new(
-            &student.vs,
-            &optim_config(&p.optim),
-            p.batching.epochs,
-            steps_per_epoch,
-        )
-        .torch()?,
+    let settings = LoopOptim {
+        optim: &p.optim,
+        gem: p.gem,
+        epochs: p.batching.epochs,
+        accumulate: p.accumulate,
+    };
+    let (optim, accumulate) = accumulating_optim(
+        ctx,
+        settings,
+        &student.vs,
         &student.meta.net,
-        p.gem,
-    )
-    .starting_at(start_epoch * steps_per_epoch);
+        batches,
+        start_epoch,
+    )?;
     Ok(DistillStep::new(
         student,
         teacher,

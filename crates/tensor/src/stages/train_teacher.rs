@@ -18,7 +18,8 @@ use std::time::Instant;
 use tch::{Device, Tensor};
 
 use super::training::{
-    gem_group, net_config, open_partition, optim_config, resolve, Batching, Epoch, LossCurve, Tally,
+    accumulating_optim, net_config, open_partition, resolve, Batching, Epoch, LoopOptim, LossCurve,
+    Tally,
 };
 use crate::data::negatives::{NegativeBatch, NegativeLoader};
 use crate::data::{
@@ -30,7 +31,7 @@ use crate::nn::checkpoint::{load_pretrained, Model, ModelMeta};
 use crate::nn::mining_pool::{draw_pool, mine_epoch, pool_candidates, EpochNegatives, PoolMining};
 use crate::nn::precision::precision_param;
 use crate::nn::train::{TeacherLoss, TeacherStep};
-use crate::nn::{gflops, ClassifierConfig, HeadKind, NetConfig, Optim, Precision};
+use crate::nn::{gflops, ClassifierConfig, HeadKind, NetConfig, Precision};
 use crate::TorchResult;
 use asymflow::stages::train_teacher::TrainTeacherParams;
 
@@ -312,23 +313,14 @@ fn training_step(
     if let Some(note) = loader.capped_epoch_note() {
         ctx.log(note);
     }
-    let (accumulate, warning) = super::training::clamp_accumulate(p.accumulate, batches);
-    if let Some(warning) = warning {
-        ctx.log(warning);
-    }
-    let steps_per_epoch = batches.div_ceil(accumulate);
-    let optim = gem_group(
-        Optim::new(
-            &model.vs,
-            &optim_config(&p.optim),
-            p.batching.epochs,
-            steps_per_epoch,
-        )
-        .torch()?,
-        net,
-        p.gem,
-    )
-    .starting_at(start_epoch * steps_per_epoch);
+    let settings = LoopOptim {
+        optim: &p.optim,
+        gem: p.gem,
+        epochs: p.batching.epochs,
+        accumulate: p.accumulate,
+    };
+    let (optim, accumulate) =
+        accumulating_optim(ctx, settings, &model.vs, net, batches, start_epoch)?;
     Ok(TeacherStep::new(
         model,
         optim,

@@ -15,6 +15,7 @@ use crate::nn::timing::RunTimes;
 use crate::nn::{
     Arch, NetConfig, Optim, OptimConfig, OptimKind, Pool, Precision, ScheduleConfig, Stem,
 };
+use crate::TorchResult;
 
 /// The optimiser group ([`OptimParams`]) as the optimiser's configuration.
 pub fn optim_config(group: &OptimParams) -> OptimConfig {
@@ -85,6 +86,45 @@ impl Tally {
             images: 0,
         }
     }
+}
+
+/// The optimiser settings of a loop that accumulates gradients (`train-teacher`, `distill`).
+pub(crate) struct LoopOptim<'a> {
+    /// The optimiser group.
+    pub(crate) optim: &'a OptimParams,
+    /// GeM's `p` learning-rate scale and decay.
+    pub(crate) gem: GemParams,
+    /// The run's epochs (the schedule spans them all).
+    pub(crate) epochs: usize,
+    /// `accumulate` as written (clamped here to the batches of an epoch).
+    pub(crate) accumulate: usize,
+}
+
+/// The optimiser of `vs` (with GeM's group for a GeM `net`) scheduled over the epochs' steps
+/// of `batches` batches each, at the start of epoch `start_epoch` (0 unless resumed), and the
+/// `accumulate` to use, clamped to the batches of an epoch (the clamp's warning logged).
+pub(crate) fn accumulating_optim(
+    ctx: &mut StageContext<'_>,
+    settings: LoopOptim<'_>,
+    vs: &tch::nn::VarStore,
+    net: &NetConfig,
+    batches: usize,
+    start_epoch: usize,
+) -> Result<(Optim, usize), StageError> {
+    let (accumulate, warning) = clamp_accumulate(settings.accumulate, batches);
+    if let Some(warning) = warning {
+        ctx.log(warning);
+    }
+    let steps_per_epoch = batches.div_ceil(accumulate);
+    let optim = Optim::new(
+        vs,
+        &optim_config(settings.optim),
+        settings.epochs,
+        steps_per_epoch,
+    )
+    .torch()?;
+    let optim = gem_group(optim, net, settings.gem).starting_at(start_epoch * steps_per_epoch);
+    Ok((optim, accumulate))
 }
 
 /// The `accumulate` a run uses: at most the batches an epoch has. An epoch ends with a step
