@@ -10,7 +10,8 @@
 #              1,000,000) results (goals: 1 s and 5 s); prints the index's size on disk
 #   remote     `remote status` against a folder remote holding M records and M blobs
 #   dashboard  the dashboard's pipeline page of the N-instance sweep: time to first byte and
-#              to the last byte over HTTP (`serve` on a free port, curl)
+#              to the last byte over HTTP (`serve` on a free port, curl), on the first view
+#              after `serve` starts, two more, then sorted, filtered, and both
 #
 # Rows go into the index straight through SQLite (benches/scale_gen.py says exactly what it
 # writes): running a million stages is not what is measured. Needs python3 and curl. Each
@@ -130,12 +131,16 @@ bench_dashboard() {
     done
     [[ -n "$url" ]] || { echo "serve did not start" >&2; cat "$work/serve.out" >&2; exit 1; }
     # The first view computes the pipeline's state; later ones find it kept (serve/memo.rs).
-    for view in first second third; do
+    for view in "first view" "second view" "third view" \
+        "sorted by i, descending:?sort=i&dir=desc" "filtered to i > n/2:?f.i=%3E$((n / 2))" \
+        "filtered and sorted:?f.i=%3E$((n / 2))&sort=i&dir=desc"; do
+        local query=""
+        [[ "$view" == *:* ]] && query="${view#*:}"
         curl -s -o "$work/page.html" -w '%{time_starttransfer} %{time_total} %{size_download}\n' \
-            "${url}p/sweep" >"$work/curl"
+            "${url}p/sweep$query" >"$work/curl"
         read -r first total bytes <"$work/curl"
         printf '%-52s %7.2f s to first byte, %.2f s to last (%s bytes)\n' \
-            "dashboard pipeline page, $n instances, $view view" "$first" "$total" "$bytes"
+            "dashboard pipeline page, $n instances, ${view%%:*}" "$first" "$total" "$bytes"
     done
     kill "$server"
     wait "$server" 2>/dev/null || true

@@ -392,7 +392,10 @@ fn raml_quickstart_recipe_comes_from_its_searches_on_validation() {
     ] {
         let measured = budgets(budgeted);
         let searched_at = param(searched, "epochs").as_integer().unwrap();
-        assert!(measured.contains(&searched_at), "{searched}: {searched_at} epochs in {measured:?}");
+        assert!(
+            measured.contains(&searched_at),
+            "{searched}: {searched_at} epochs in {measured:?}"
+        );
         for q in &test[quickstart] {
             assert_eq!(
                 q.get("epochs").and_then(Value::as_i64),

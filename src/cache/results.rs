@@ -137,14 +137,32 @@ impl Index {
             check_output(key, &name, &output)?;
             record.outputs.insert(name, output);
         }
+        record.metrics = self.metrics_of(key)?;
+        Ok(Some(record))
+    }
+
+    /// The metrics recorded for `key` (none when it has no result).
+    fn metrics_of(&self, key: &str) -> Result<BTreeMap<String, f64>, IndexError> {
+        Ok(self.metrics_of_each(&[key])?.pop().unwrap_or_default())
+    }
+
+    /// The metrics recorded for each of `keys`, in their order, through one prepared query:
+    /// what [`Self::lookup`] reads of them, for the dashboard, which shows every cached
+    /// instance's metrics but reads the rest of a record only for the instances a page opens.
+    pub(crate) fn metrics_of_each(
+        &self,
+        keys: &[&str],
+    ) -> Result<Vec<BTreeMap<String, f64>>, IndexError> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT name, value FROM metrics WHERE key = ?1")?;
-        for row in stmt.query_map([key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))? {
-            let (name, value) = row?;
-            record.metrics.insert(name, value);
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            let rows =
+                stmt.query_map([key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))?;
+            out.push(rows.collect::<Result<_, _>>()?);
         }
-        Ok(Some(record))
+        Ok(out)
     }
 
     /// The outputs of the successful run recorded for `key` (`None` when there is none): what

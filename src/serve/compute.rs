@@ -1,6 +1,6 @@
 //! A pipeline's state for a request: the one kept from an earlier request when nothing it
 //! was computed from changed ([`super::memo`]), else computed now from the plan, the cache's
-//! statuses ([`crate::exec::plan_status`], as `asymflow plan` has them) and what running
+//! statuses ([`crate::exec::plan_status_with`], as `asymflow plan` has them) and what running
 //! processes show ([`super::live`]). Apart from the state's data ([`super::state`]), so the
 //! memo can hold states without importing the site that holds the memo.
 
@@ -10,7 +10,8 @@ use super::error::ServeError;
 use super::live;
 use super::site::Site;
 use super::state::{InstanceState, PipelineState, Status};
-use crate::exec::plan_status;
+use crate::cache::Index;
+use crate::exec::plan_status_with;
 use crate::spec::PipelineSpec;
 
 /// The pipeline `name` with every instance's state: the state kept from an earlier request
@@ -40,14 +41,14 @@ fn compute(site: &Site, name: &str, spec: PipelineSpec) -> Result<PipelineState,
                 status: Status::ToRun,
                 key: None,
                 reason: "never ran (the cache is empty)".into(),
-                record: None,
+                metrics: None,
                 failure: None,
                 progress: None,
             })
             .collect();
-        return Ok(PipelineState::new(name, plan, instances));
+        return Ok(PipelineState::new(name, plan, instances, None));
     };
-    let planned = plan_status(&plan, site.registry(), site.cache())?;
+    let planned = plan_status_with(&plan, site.registry(), site.cache(), None)?;
     let running = live::running_keys(&index)?;
     let mut instances = Vec::with_capacity(planned.len());
     for (i, p) in planned.into_iter().enumerate() {
@@ -60,7 +61,7 @@ fn compute(site: &Site, name: &str, spec: PipelineSpec) -> Result<PipelineState,
             },
             key: p.key,
             reason: p.reason,
-            record: p.record.map(|r| *r),
+            metrics: None,
             failure: None,
             progress: None,
         };
@@ -77,5 +78,24 @@ fn compute(site: &Site, name: &str, spec: PipelineSpec) -> Result<PipelineState,
         }
         instances.push(state);
     }
-    Ok(PipelineState::new(name, plan, instances))
+    read_metrics(&index, &mut instances)?;
+    Ok(PipelineState::new(name, plan, instances, Some(index)))
+}
+
+/// Reads the metrics of every cached instance, in key order: keys are blake3 digests, so in
+/// plan order each read lands on a page of the index far from the last, and in key order
+/// consecutive reads share pages.
+fn read_metrics(index: &Index, instances: &mut [InstanceState]) -> Result<(), ServeError> {
+    let mut cached: Vec<(String, usize)> = instances
+        .iter()
+        .filter(|s| s.status == Status::Cached)
+        .filter_map(|s| Some((s.key.clone()?, s.index)))
+        .collect();
+    cached.sort_unstable();
+    let keys: Vec<&str> = cached.iter().map(|(key, _)| key.as_str()).collect();
+    let metrics = index.metrics_of_each(&keys)?;
+    for ((_, i), metrics) in cached.iter().zip(metrics) {
+        instances[*i].metrics = Some(metrics);
+    }
+    Ok(())
 }

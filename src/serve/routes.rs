@@ -273,7 +273,7 @@ async fn instance_log(
     blocking(uri, move || {
         let state = pipeline_state(&site, &name)?;
         let s = state.instance(&id)?;
-        let text = instance::log_text(&site, s)?.ok_or_else(|| {
+        let text = instance::log_text(&site, &state, s)?.ok_or_else(|| {
             ServeError::NotFound(format!("{} has no log yet", state.label(s.index)))
         })?;
         Ok(Reply::File(
@@ -293,7 +293,7 @@ async fn instance_output(
     blocking(uri, move || {
         let state = pipeline_state(&site, &name)?;
         let s = state.instance(&id)?;
-        let record = s.record.as_ref().ok_or_else(|| {
+        let record = state.record(s.index).ok_or_else(|| {
             ServeError::NotFound(format!(
                 "{} is not cached, so it has no outputs",
                 state.label(s.index)
@@ -393,7 +393,7 @@ async fn api_instance(
     blocking(uri, move || {
         let state = pipeline_state(&site, &name)?;
         let s = state.instance(&id)?;
-        Ok(Reply::Json(instance::live_json(&site, s)?))
+        Ok(Reply::Json(instance::live_json(&site, &state, s)?))
     })
     .await
 }

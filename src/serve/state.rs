@@ -1,20 +1,26 @@
 //! Every instance of a pipeline with its status now: `cached` (a hit), `running` (a live
 //! process holds its lease), `failed` (its last run under this key failed) or `to-run`, with
-//! the engine's reason, its record when cached, and the progress of a running stage.
+//! the engine's reason, its metrics when cached, and the progress of a running stage.
+//!
+//! A cached instance's whole record (outputs, times, its key's JSON) is read from the index
+//! the first time a page asks for it ([`PipelineState::record`]), not with the state: pages
+//! show the metrics of every instance but the records of a few, and reading all 100,000
+//! records of a large sweep was a third of its first view. The state is served only while the
+//! index is unchanged ([`super::memo`]), so a record read later is the one the state saw.
 //!
 //! The statuses come from [`crate::exec::plan_status`], the same code `asymflow plan` uses,
 //! refined by the leases and failures in the index. A project with no cache yet is served as
 //! is: every instance is to run, and no index is created.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::error::ServeError;
 use super::live::Progress;
-use crate::cache::RunRecord;
+use crate::cache::{Index, RunRecord};
 use crate::graph::Plan;
 
 /// An instance's status.
@@ -54,8 +60,8 @@ pub struct InstanceState {
     pub key: Option<String>,
     /// Why it would run (empty when cached).
     pub reason: String,
-    /// Its result, when cached.
-    pub record: Option<RunRecord>,
+    /// Its recorded metrics, when cached (its whole record: [`PipelineState::record`]).
+    pub metrics: Option<BTreeMap<String, f64>>,
     /// The error of its last run, when failed.
     pub failure: Option<String>,
     /// Progress of a running stage.
@@ -73,6 +79,17 @@ pub struct PipelineState {
     /// Lists derived from every instance, made once per state (a kept state serves many
     /// pages, and each list walks 100,000 instances in a large sweep).
     derived: Derived,
+    /// The cached instances' records, each read on first use.
+    records: Records,
+}
+
+/// The records of a state's cached instances, read from the index the state was computed
+/// with when first asked for.
+struct Records {
+    /// The index (`None`: the project has no cache yet, so nothing is cached).
+    index: Mutex<Option<Index>>,
+    /// One slot per instance.
+    read: Vec<OnceLock<Option<RunRecord>>>,
 }
 
 /// [`PipelineState`]'s derived lists, each made on first use.
@@ -126,14 +143,48 @@ impl Counts {
 }
 
 impl PipelineState {
-    /// The state of pipeline `name`: `plan` with one state per instance.
-    pub(crate) fn new(name: &str, plan: Plan, instances: Vec<InstanceState>) -> Self {
+    /// The state of pipeline `name`: `plan` with one state per instance, their records to be
+    /// read from `index` when asked for.
+    pub(crate) fn new(
+        name: &str,
+        plan: Plan,
+        instances: Vec<InstanceState>,
+        index: Option<Index>,
+    ) -> Self {
+        let records = Records {
+            index: Mutex::new(index),
+            read: instances.iter().map(|_| OnceLock::new()).collect(),
+        };
         PipelineState {
             name: name.to_string(),
             plan,
             instances,
             derived: Derived::default(),
+            records,
         }
+    }
+
+    /// The record of instance `i` when it is cached, read from the index on first use. A
+    /// record that cannot be read then (the index failing, or the result removed since the
+    /// state was computed) is none, as a page shows an instance without one, and is logged.
+    pub fn record(&self, i: usize) -> Option<&RunRecord> {
+        let s = self.instances.get(i)?;
+        if s.status != Status::Cached {
+            return None;
+        }
+        let key = s.key.as_deref()?;
+        self.records.read[i]
+            .get_or_init(|| {
+                let index = self.records.index.lock().ok()?;
+                match index.as_ref()?.lookup(key) {
+                    Ok(record) => record,
+                    Err(e) => {
+                        eprintln!("serve: the record of {} cannot be read: {e}", self.label(i));
+                        None
+                    }
+                }
+            })
+            .as_ref()
     }
 
     /// The instance with id `id` (a decimal index), or a 404.
@@ -207,8 +258,8 @@ impl PipelineState {
                 let names: BTreeSet<&String> = self
                     .instances
                     .iter()
-                    .filter_map(|s| s.record.as_ref())
-                    .flat_map(|r| r.metrics.keys())
+                    .filter_map(|s| s.metrics.as_ref())
+                    .flat_map(|m| m.keys())
                     .collect();
                 names.into_iter().cloned().collect()
             })

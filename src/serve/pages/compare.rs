@@ -116,8 +116,8 @@ fn param_rows(insts: &[&Instance]) -> String {
 fn metric_rows(state: &PipelineState, ids: &[usize]) -> String {
     let metrics: BTreeSet<&String> = ids
         .iter()
-        .filter_map(|&i| state.instances[i].record.as_ref())
-        .flat_map(|r| r.metrics.keys())
+        .filter_map(|&i| state.instances[i].metrics.as_ref())
+        .flat_map(|metrics| metrics.keys())
         .collect();
     let mut body = String::from(
         "<tr class=\"group\"><th colspan=\"99\">metrics (difference from the first)</th></tr>\n",
@@ -125,7 +125,7 @@ fn metric_rows(state: &PipelineState, ids: &[usize]) -> String {
     for m in metrics {
         let values: Vec<Option<f64>> = ids
             .iter()
-            .map(|&i| state.instances[i].record.as_ref()?.metrics.get(m).copied())
+            .map(|&i| state.instances[i].metrics.as_ref()?.get(m).copied())
             .collect();
         let first = values[0];
         let cells: Vec<String> = values

@@ -41,9 +41,8 @@ pub fn render(
     let mut per_instance: Vec<(usize, Value)> = Vec::new();
     let mut without: Vec<String> = Vec::new();
     for &i in ids {
-        let curves = state.instances[i]
-            .record
-            .as_ref()
+        let curves = state
+            .record(i)
             .and_then(|r| super::instance::loss_curves(site, r));
         match curves {
             Some(Value::Array(curves)) => {

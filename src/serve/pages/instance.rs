@@ -45,7 +45,7 @@ pub(crate) fn why_rerun(
     let Ok(fp) = fingerprint(plan, inst, site.registry(), &hasher) else {
         return Ok(vec![s.reason.clone()]);
     };
-    let upstream = |u: usize| state.instances[u].record.clone();
+    let upstream = |u: usize| state.record(u).cloned();
     let Some(key) = instance_key(plan, inst, site.registry(), &upstream, fp) else {
         return Ok(vec![s.reason.clone()]);
     };
@@ -64,8 +64,15 @@ pub(crate) fn why_rerun(
 
 /// The log of the instance: the recorded `log.txt` when cached, what a running stage has
 /// written so far, or `None`.
-pub(crate) fn log_text(site: &Site, s: &InstanceState) -> Result<Option<String>, ServeError> {
-    if let Some(out) = s.record.as_ref().and_then(|r| r.outputs.get(LOG_OUTPUT)) {
+pub(crate) fn log_text(
+    site: &Site,
+    state: &PipelineState,
+    s: &InstanceState,
+) -> Result<Option<String>, ServeError> {
+    if let Some(out) = state
+        .record(s.index)
+        .and_then(|r| r.outputs.get(LOG_OUTPUT))
+    {
         let bytes = objects::read(site.cache(), &out.digest)?;
         return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
     }
@@ -82,8 +89,12 @@ fn short(digest: &str) -> &str {
 
 /// The log for the page and the live updates: its text, or why it cannot be shown (a corrupt
 /// or unreadable object), so the page is still built.
-fn log_or_error(site: &Site, s: &InstanceState) -> Result<Option<String>, String> {
-    log_text(site, s).map_err(|e| e.to_string())
+fn log_or_error(
+    site: &Site,
+    state: &PipelineState,
+    s: &InstanceState,
+) -> Result<Option<String>, String> {
+    log_text(site, state, s).map_err(|e| e.to_string())
 }
 
 /// The digests of `record`'s outputs whose objects turned out corrupt while the page read
@@ -152,7 +163,7 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
         body.push_str("</section>\n");
     }
 
-    if let Some(record) = &s.record {
+    if let Some(record) = state.record(s.index) {
         body.push_str(&outputs_section(site, record, &here));
         body.push_str(&metrics_section(record));
         if let Some(curves) = loss_curves(site, record) {
@@ -166,7 +177,7 @@ pub fn render(site: &Site, state: &PipelineState, s: &InstanceState) -> Result<S
     if s.status == Status::Running {
         body.push_str(&live_loss_section(site, s));
     }
-    body.push_str(&log_section(site, s, &here));
+    body.push_str(&log_section(site, state, s, &here));
 
     Ok(page(
         &title,
@@ -380,10 +391,10 @@ fn live_loss_section(site: &Site, s: &InstanceState) -> String {
 }
 
 /// The instance's log, or why it cannot be shown.
-fn log_section(site: &Site, s: &InstanceState, here: &str) -> String {
+fn log_section(site: &Site, state: &PipelineState, s: &InstanceState, here: &str) -> String {
     let mut body = String::new();
     body.push_str("<section><h2>Log</h2>");
-    match log_or_error(site, s) {
+    match log_or_error(site, state, s) {
         Ok(Some(text)) => {
             let _ = write!(
                 body,
@@ -424,8 +435,12 @@ fn live_loss(site: &Site, s: &InstanceState) -> Vec<[f64; 2]> {
 /// What the script polls on an instance page: status, progress, the loss a running stage has
 /// logged so far (`loss`: `[[epoch, loss], ...]`), and the log so far (or, in `log_error`,
 /// why it cannot be shown).
-pub(crate) fn live_json(site: &Site, s: &InstanceState) -> Result<Value, ServeError> {
-    let (log, log_error) = match log_or_error(site, s) {
+pub(crate) fn live_json(
+    site: &Site,
+    state: &PipelineState,
+    s: &InstanceState,
+) -> Result<Value, ServeError> {
+    let (log, log_error) = match log_or_error(site, state, s) {
         Ok(log) => (log, None),
         Err(why) => (None, Some(why)),
     };
@@ -436,6 +451,6 @@ pub(crate) fn live_json(site: &Site, s: &InstanceState) -> Result<Value, ServeEr
         "loss": live_loss(site, s),
         "log": log,
         "log_error": log_error,
-        "metrics": s.record.as_ref().map(|r| &r.metrics),
+        "metrics": s.metrics,
     }))
 }

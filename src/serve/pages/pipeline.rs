@@ -198,6 +198,19 @@ fn value_cell(value: Option<&Value>) -> Cell {
     }
 }
 
+/// What one column of the instance table shows.
+enum InstanceColumn {
+    Pick,
+    Id,
+    Stage,
+    Axis(String),
+    Param(String),
+    Metric(String),
+    Status,
+    Progress,
+    Why,
+}
+
 /// The instance table: one row per instance, with its pick box, number and stage, its axes,
 /// parameters and metrics, and its live status, progress and reason to run.
 fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
@@ -219,111 +232,143 @@ fn instance_table(state: &PipelineState, base: &str, q: &TableQuery) -> String {
         },
     ];
     columns.extend(value_columns(&axes, &params, &metrics));
-    columns.push(Column {
-        label: "status".into(),
-        class: "status",
-    });
-    columns.push(Column {
-        label: "progress".into(),
-        class: "progress",
-    });
-    columns.push(Column {
-        label: "why it runs".into(),
-        class: "why",
-    });
-    let row = |id: usize| {
-        let (s, inst) = (&state.instances[id], &state.plan.instances()[id]);
-        let mut cells = identity_cells(state, base, id, &inst.stage);
-        for a in &axes {
-            cells.push(value_cell(inst.binding.get(a)));
-        }
-        for p in &params {
-            cells.push(value_cell(inst.params.0.get(p)));
-        }
-        for m in &metrics {
-            let mut cell = match s.record.as_ref().and_then(|r| r.metrics.get(m)) {
-                Some(v) => Cell::number(*v),
-                None => Cell::default(),
-            };
-            cell.attrs = format!(" data-metric=\"{}\"", esc(m));
-            cells.push(cell);
-        }
-        cells.extend(live_cells(s));
-        (format!(" data-id=\"{id}\""), cells)
+    for (label, class) in [
+        ("status", "status"),
+        ("progress", "progress"),
+        ("why it runs", "why"),
+    ] {
+        columns.push(Column {
+            label: label.into(),
+            class,
+        });
+    }
+    let mut shows = vec![
+        InstanceColumn::Pick,
+        InstanceColumn::Id,
+        InstanceColumn::Stage,
+    ];
+    shows.extend(axes.into_iter().map(InstanceColumn::Axis));
+    shows.extend(params.into_iter().map(InstanceColumn::Param));
+    shows.extend(metrics.into_iter().map(InstanceColumn::Metric));
+    shows.extend([
+        InstanceColumn::Status,
+        InstanceColumn::Progress,
+        InstanceColumn::Why,
+    ]);
+    let rows = Rows {
+        total: state.instances.len(),
+        attrs: |id: usize| format!(" data-id=\"{id}\""),
+        cell: |id: usize, c: usize| instance_cell(state, base, id, &shows[c]),
     };
-    paged_table(base, "instances", &columns, state.instances.len(), row, q)
+    paged_table(base, "instances", &columns, rows, q)
 }
 
-/// The first cells of an instance's row: its pick box, its number and its stage (a link to
-/// its page).
-fn identity_cells(state: &PipelineState, base: &str, id: usize, stage: &str) -> Vec<Cell> {
-    let mut cells = vec![
-        Cell {
+/// Instance `id`'s cell in a column that shows `what`.
+fn instance_cell(state: &PipelineState, base: &str, id: usize, what: &InstanceColumn) -> Cell {
+    let (s, inst) = (&state.instances[id], &state.plan.instances()[id]);
+    match what {
+        InstanceColumn::Pick => Cell {
             html: format!(
                 "<input type=\"checkbox\" class=\"pick\" value=\"{id}\" aria-label=\"pick {}\">",
                 esc(&state.label(id))
             ),
             ..Cell::default()
         },
-        Cell {
+        InstanceColumn::Id => Cell {
             html: id.to_string(),
             sort: Some(id.to_string()),
             class: "num".into(),
+            plain: id.to_string(),
             ..Cell::default()
         },
-        Cell {
-            html: format!("<a href=\"{base}/i/{id}\">{}</a>", esc(stage)),
-            sort: Some(stage.to_string()),
-            plain: stage.to_string(),
+        InstanceColumn::Stage => Cell {
+            html: format!("<a href=\"{base}/i/{id}\">{}</a>", esc(&inst.stage)),
+            sort: Some(inst.stage.clone()),
+            plain: inst.stage.clone(),
             ..Cell::default()
         },
-    ];
-    cells[1].plain = id.to_string();
-    cells
+        InstanceColumn::Axis(a) => value_cell(inst.binding.get(a)),
+        InstanceColumn::Param(p) => value_cell(inst.params.0.get(p)),
+        InstanceColumn::Metric(m) => {
+            let mut cell = match s.metrics.as_ref().and_then(|metrics| metrics.get(m)) {
+                Some(v) => Cell::number(*v),
+                None => Cell::default(),
+            };
+            cell.attrs = format!(" data-metric=\"{}\"", esc(m));
+            cell
+        }
+        InstanceColumn::Status => status_cell(s),
+        InstanceColumn::Progress => progress_cell(s),
+        InstanceColumn::Why => why_cell(s),
+    }
 }
 
-/// The last cells of an instance's row, which the page's script updates: its status, its
-/// progress and why it runs (or why it failed).
-fn live_cells(s: &InstanceState) -> [Cell; 3] {
-    let id = s.index;
-    let status = Cell {
+/// An instance's status cell, which the page's script updates.
+fn status_cell(s: &InstanceState) -> Cell {
+    Cell {
         html: s.status.name().into(),
         sort: Some(s.status.name().into()),
         class: format!("st-{}", s.status.name()),
-        attrs: format!(" data-status-of=\"{id}\""),
+        attrs: format!(" data-status-of=\"{}\"", s.index),
         plain: s.status.name().into(),
-    };
+    }
+}
+
+/// An instance's progress cell, which the page's script updates.
+fn progress_cell(s: &InstanceState) -> Cell {
     let progress = progress_text(s.progress.as_ref());
-    let progress = Cell {
+    Cell {
         html: esc(&progress),
-        attrs: format!(" data-progress-of=\"{id}\""),
+        attrs: format!(" data-progress-of=\"{}\"", s.index),
         plain: progress,
         ..Cell::default()
-    };
+    }
+}
+
+/// Why an instance runs (or why it failed), which the page's script updates.
+fn why_cell(s: &InstanceState) -> Cell {
     let mut why = Cell::text(match s.status {
         Status::Cached => "",
         Status::Failed => s.failure.as_deref().unwrap_or(""),
         _ => &s.reason,
     });
-    why.attrs = format!(" data-why-of=\"{id}\"");
-    [status, progress, why]
+    why.attrs = format!(" data-why-of=\"{}\"", s.index);
+    why
 }
 
-/// A table row (attributes, cells) with its position before sorting.
-type Numbered = (usize, (String, Vec<Cell>));
+/// The rows of a server-paged table, made on demand: `attrs(i)` is row `i`'s attributes and
+/// `cell(i, c)` its cell in column `c`.
+struct Rows<A, C> {
+    total: usize,
+    attrs: A,
+    cell: C,
+}
+
+impl<A: Fn(usize) -> String, C: Fn(usize, usize) -> Cell> Rows<A, C> {
+    /// Row `i` with every one of its `columns` cells.
+    fn row(&self, i: usize, columns: usize) -> (String, Vec<Cell>) {
+        (
+            (self.attrs)(i),
+            (0..columns).map(|c| (self.cell)(i, c)).collect(),
+        )
+    }
+}
 
 /// The rows `q` asks for: filtered, sorted, and the page of them, with the tools above the
-/// table (how many rows, the pages) and the table, whose sort and filters show `q`'s. `row(i)`
-/// makes row `i`; without a filter or a sort only the page's rows are made (a page of a
-/// 100,000-instance sweep shows 50 of them).
-fn paged_table(
+/// table (how many rows, the pages) and the table, whose sort and filters show `q`'s. Only
+/// the page's rows are made whole (a page of a 100,000-instance sweep shows 50 of them); a
+/// filter or a sort makes the cells of its own column for the other rows, nothing else.
+fn paged_table<A, C>(
     base: &str,
     id: &str,
     columns: &[Column],
-    total: usize,
-    row: impl Fn(usize) -> (String, Vec<Cell>),
+    rows: Rows<A, C>,
     q: &TableQuery,
-) -> String {
+) -> String
+where
+    A: Fn(usize) -> String,
+    C: Fn(usize, usize) -> Cell,
+{
     let position = |name: &str| {
         columns
             .iter()
@@ -335,30 +380,29 @@ fn paged_table(
         .filter_map(|(c, e)| Some((position(c)?, e.as_str())))
         .collect();
     let sort = q.sort.as_deref().and_then(position);
-    let (shown, page, pages, rows) = if filters.is_empty() && sort.is_none() {
-        let (page, pages, start) = page_of(total, q);
-        let rows: Vec<(String, Vec<Cell>)> = (start..total.min(start + q.per)).map(&row).collect();
-        (total, page, pages, rows)
-    } else {
-        let kept = filtered_and_sorted((0..total).map(&row).enumerate(), &filters, sort, q);
-        let shown = kept.len();
-        let (page, pages, start) = page_of(shown, q);
-        let rows = kept
-            .into_iter()
+    let total = rows.total;
+    let order: Option<Vec<usize>> = (!filters.is_empty() || sort.is_some())
+        .then(|| filtered_and_sorted(total, &rows.cell, &filters, sort, q));
+    let shown = order.as_ref().map_or(total, Vec::len);
+    let (page, pages, start) = page_of(shown, q);
+    let page_rows: Vec<(String, Vec<Cell>)> = match &order {
+        None => (start..total.min(start + q.per))
+            .map(|i| rows.row(i, columns.len()))
+            .collect(),
+        Some(order) => order
+            .iter()
             .skip(start)
             .take(q.per)
-            .map(|(_, row)| row)
-            .collect();
-        (shown, page, pages, rows)
+            .map(|&i| rows.row(i, columns.len()))
+            .collect(),
     };
-    let start = (page - 1) * q.per;
     let count = if shown == total {
         format!("{total} rows")
     } else {
         format!("{shown} of {total} rows")
     };
     let range = if pages > 1 {
-        format!(", showing {}-{}", start + 1, start + rows.len())
+        format!(", showing {}-{}", start + 1, start + page_rows.len())
     } else {
         String::new()
     };
@@ -372,7 +416,7 @@ fn paged_table(
         filters: filters.iter().map(|&(c, e)| (c, e.to_string())).collect(),
         server: true,
     };
-    out.push_str(&table(id, columns, &rows, &state));
+    out.push_str(&table(id, columns, &page_rows, &state));
     out
 }
 
@@ -384,49 +428,51 @@ fn page_of(shown: usize, q: &TableQuery) -> (usize, usize, usize) {
     (page, pages, (page - 1) * q.per)
 }
 
-/// The rows that pass every filter, in the order of the sort column (`desc` as `q` says),
-/// each with its number.
+/// The numbers of the rows among `0..total` that pass every filter, in the order of the sort
+/// column (`desc` as `q` says). `cell(i, c)` is made only for the filtered and sorted columns.
 fn filtered_and_sorted(
-    rows: impl Iterator<Item = Numbered>,
+    total: usize,
+    cell: &impl Fn(usize, usize) -> Cell,
     filters: &[(usize, &str)],
     sort: Option<usize>,
     q: &TableQuery,
-) -> Vec<Numbered> {
-    let mut kept: Vec<Numbered> = rows
-        .filter(|(_, (_, cells))| {
+) -> Vec<usize> {
+    let kept: Vec<usize> = (0..total)
+        .filter(|&i| {
             filters.iter().all(|&(c, expr)| {
+                let cell = cell(i, c);
                 query::passes(
                     expr,
                     &query::Value {
-                        text: &cells[c].plain,
-                        sort: cells[c].sort.as_deref(),
+                        text: &cell.plain,
+                        sort: cell.sort.as_deref(),
                     },
                 )
             })
         })
         .collect();
-    if let Some(c) = sort {
-        let values: Vec<query::Value<'_>> = kept
-            .iter()
-            .map(|(_, (_, cells))| query::Value {
-                text: &cells[c].plain,
-                sort: cells[c].sort.as_deref(),
-            })
-            .collect();
-        let numeric = query::is_numeric(values.iter());
-        let mut order: Vec<usize> = (0..kept.len()).collect();
-        order.sort_by(|&a, &b| {
-            query::order(
-                (&values[a], kept[a].0),
-                (&values[b], kept[b].0),
-                numeric,
-                q.desc,
-            )
-        });
-        let mut slots: Vec<Option<Numbered>> = kept.into_iter().map(Some).collect();
-        kept = order.into_iter().filter_map(|i| slots[i].take()).collect();
-    }
-    kept
+    let Some(c) = sort else {
+        return kept;
+    };
+    let cells: Vec<Cell> = kept.iter().map(|&i| cell(i, c)).collect();
+    let values: Vec<query::Value<'_>> = cells
+        .iter()
+        .map(|cell| query::Value {
+            text: &cell.plain,
+            sort: cell.sort.as_deref(),
+        })
+        .collect();
+    let numeric = query::is_numeric(values.iter());
+    let mut order: Vec<usize> = (0..kept.len()).collect();
+    order.sort_by(|&a, &b| {
+        query::order(
+            (&values[a], kept[a]),
+            (&values[b], kept[b]),
+            numeric,
+            q.desc,
+        )
+    });
+    order.into_iter().map(|at| kept[at]).collect()
 }
 
 /// Links to the first, previous, next and last page (nothing when there is one page).
@@ -555,7 +601,7 @@ fn uniform_params(state: &PipelineState, groups: &[Vec<usize>], over: &str) -> V
 fn aggregate_cell(state: &PipelineState, members: &[usize], m: &str) -> Cell {
     let values: Vec<f64> = members
         .iter()
-        .filter_map(|&i| state.instances[i].record.as_ref()?.metrics.get(m).copied())
+        .filter_map(|&i| state.instances[i].metrics.as_ref()?.get(m).copied())
         .collect();
     let agg = Agg {
         metric: m.to_string(),
@@ -614,7 +660,7 @@ pub(crate) fn status_json(state: &PipelineState, ids: Option<&[usize]>) -> Value
                 "status": s.status.name(),
                 "key": s.key,
                 "progress": s.progress,
-                "metrics": s.record.as_ref().map(|r| &r.metrics),
+                "metrics": s.metrics,
             })
         })
         .collect();

@@ -20,7 +20,6 @@ fn artifacts(state: &PipelineState, ups: &[usize]) -> Vec<InputArtifact> {
         .map(|&u| {
             let inst = &state.plan.instances()[u];
             let s = &state.instances[u];
-            let record = s.record.as_ref();
             InputArtifact {
                 stage: inst.stage.clone(),
                 kind: inst.kind.clone(),
@@ -28,7 +27,7 @@ fn artifacts(state: &PipelineState, ups: &[usize]) -> Vec<InputArtifact> {
                 params: (*inst.params).clone(),
                 key: s.key.clone().unwrap_or_default(),
                 outputs: BTreeMap::new(),
-                metrics: record.map(|r| r.metrics.clone()).unwrap_or_default(),
+                metrics: s.metrics.clone().unwrap_or_default(),
                 draws: Vec::new(),
             }
         })
@@ -194,7 +193,7 @@ pub fn render(state: &PipelineState) -> String {
             }
             body.push_str("</ul></details>");
         }
-        if let Some(record) = &s.record {
+        if let Some(record) = state.record(s.index) {
             for name in record.outputs.keys().filter(|n| n.ends_with(".svg")) {
                 let _ = write!(
                     body,

@@ -29,10 +29,10 @@ pub struct Choice {
 fn stage_metrics(state: &PipelineState) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (s, inst) in state.instances.iter().zip(state.plan.instances()) {
-        if let Some(r) = &s.record {
+        if let Some(metrics) = &s.metrics {
             out.entry(inst.stage.clone())
                 .or_default()
-                .extend(r.metrics.keys().cloned());
+                .extend(metrics.keys().cloned());
         }
     }
     out
@@ -141,9 +141,9 @@ pub fn render(state: &PipelineState, choice: &Choice) -> Result<String, ServeErr
         .collect();
     let metric_of = |i: usize| {
         state.instances[i]
-            .record
+            .metrics
             .as_ref()
-            .and_then(|r| r.metrics.get(&metric).copied())
+            .and_then(|m| m.get(&metric).copied())
     };
     let with = ids.iter().filter(|&&i| metric_of(i).is_some()).count();
     let _ = write!(
