@@ -9,7 +9,9 @@
 #      and of the teacher symmetric one);
 #   4. times a ResNet-50 teacher step at 224 and 448 px and a distillation step (448 -> 224 px)
 #      in fp32 and bf16 against PyTorch eager on the same GPU (`cargo bench --bench gpu_check`,
-#      compiled code; PyTorch from the torch wheel the set-up installed);
+#      compiled code; PyTorch from the torch wheel the set-up installed), and prints the peak
+#      device memory of each step as `plan` estimates it beside the peak PyTorch's CUDA
+#      allocator measured for the same step;
 #   5. prints one Markdown table.
 # Without a GPU (no `nvidia-smi`, a driver that lists none, or a libtorch without CUDA) it says
 # so in one line and exits 0. `NVIDIA_SMI` names the nvidia-smi to ask (tests point it away).

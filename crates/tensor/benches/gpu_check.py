@@ -1,7 +1,10 @@
 """PyTorch eager peer of benches/gpu_check.rs: the same ResNet-50 (ImageNet stem, GeM, L2N,
 projection, L2N), normalised-softmax head, AdamW, batch, resolution and precision (bf16:
 torch.autocast over the forward pass, the loss in fp32), timed the same way on cuda:0.
-Prints one JSON line: images/s of each case, fp32 then bf16.
+Prints one JSON line: `rates`, the images/s of each case, fp32 then bf16, and `peaks`, the
+peak bytes PyTorch's CUDA allocator held during each (torch.cuda.max_memory_allocated, reset
+before each case), what asymflow's memory estimate (calibrated on PyTorch's CPU peaks) is
+compared with.
 
 Run by the Rust benchmark (`cargo bench -p asymflow-tensor --bench gpu_check`); by hand:
 PYTHONPATH=~/.cache/asymflow/torch-2.11.0 python3 crates/tensor/benches/gpu_check.py \
@@ -151,17 +154,20 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = True
-    out = []
+    rates, peaks = [], []
     for case in args.case:
         kind, a, b = case.split(",")
         for bf16 in (False, True):
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
             if kind == "teacher":
-                out.append(teacher(int(a), int(b), bf16, args))
+                rates.append(teacher(int(a), int(b), bf16, args))
             else:
                 big, small = map(int, a.split(":"))
                 images, views = map(int, b.split(":"))
-                out.append(distill(big, small, images, views, bf16, args))
-    print(json.dumps(out))
+                rates.append(distill(big, small, images, views, bf16, args))
+            peaks.append(torch.cuda.max_memory_allocated())
+    print(json.dumps({"rates": rates, "peaks": peaks}))
 
 
 if __name__ == "__main__":

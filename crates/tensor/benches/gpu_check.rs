@@ -2,7 +2,11 @@
 //! distillation step (teacher at 448 px, student at 224 px), in fp32 and in bf16 autocast,
 //! through the same step code the stages run (`nn::train`), side by side with PyTorch eager on
 //! the same GPU (`benches/gpu_check.py`: same network, batch, resolution, optimiser and
-//! precision). Prints one table: images/s of each and the ratio.
+//! precision). Prints one table: images/s of each and the ratio, and for each case the peak
+//! device memory of one step as the engine estimates it before a stage runs
+//! (`asymflow::exec::memory`) beside the peak PyTorch's CUDA allocator measured for the same
+//! step (its constants were calibrated on PyTorch's peaks on a CPU; the estimate leaves out
+//! the classifier head and cuDNN's workspace, which the measured peak holds).
 //!
 //! `cargo bench -p asymflow-tensor --bench gpu_check` (`ASYMFLOW_GPU_CHECK_STEPS` timed steps,
 //! default 10, after 3 warm-up steps). Without a CUDA device it prints one line and exits 0.
@@ -10,6 +14,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
+
+use asymflow::exec::memory::{Frozen, NetShape, Step, Trained};
+use asymflow::stages::groups::precision::Precision as EnginePrecision;
 
 use asymflow_tensor::nn::checkpoint::{copy_vars, Model, ModelMeta};
 use asymflow_tensor::nn::train::{DistillStep, TeacherLoss, TeacherStep};
@@ -57,6 +64,58 @@ impl Case {
             Case::Teacher { batch, .. } => batch,
             Case::Distill { images, views, .. } => images * views,
         }
+    }
+
+    /// The engine's estimate of the peak bytes of one step of this case (AdamW: two moments).
+    fn estimate(self, precision: Precision) -> u64 {
+        let net = NetShape {
+            arch: "resnet50".into(),
+            width: 64,
+            small_stem: false,
+            embed_dim: EMBED_DIM as u64,
+        };
+        let precision = match precision {
+            Precision::Fp32 => EnginePrecision::Fp32,
+            Precision::Bf16 => EnginePrecision::Bf16,
+        };
+        let trained = Trained {
+            net: net.clone(),
+            moments: 2,
+        };
+        let step = match self {
+            Case::Teacher { res, batch } => {
+                let (side, rows) = (res as u64, batch as u64);
+                Step {
+                    trained,
+                    input: (side, side),
+                    rows,
+                    input_pixels: rows * side * side,
+                    frozen: None,
+                    precision,
+                }
+            }
+            Case::Distill {
+                big,
+                small,
+                images,
+                views,
+            } => {
+                let (big, small, rows) = (big as u64, small as u64, (images * views) as u64);
+                Step {
+                    trained,
+                    input: (small, small),
+                    rows,
+                    input_pixels: rows * (small * small + big * big),
+                    frozen: Some(Frozen {
+                        net,
+                        input: (big, big),
+                        rows,
+                    }),
+                    precision,
+                }
+            }
+        };
+        step.estimate().expect("resnet50 is measured").bytes
     }
 
     /// The arguments of the PyTorch peer for this case.
@@ -187,8 +246,16 @@ fn ours(case: Case, precision: Precision, device: Device, steps: usize) -> f64 {
     (case.images() as usize * steps) as f64 / seconds
 }
 
-/// The PyTorch peer's images/s for every case and precision, in order, or why not.
-fn peer(steps: usize) -> Result<Vec<f64>, String> {
+/// What the PyTorch peer measured for every case and precision, in order: images/s and the
+/// peak bytes its CUDA allocator held.
+#[derive(serde::Deserialize)]
+struct PeerNumbers {
+    rates: Vec<f64>,
+    peaks: Vec<f64>,
+}
+
+/// The PyTorch peer's numbers, or why there are none.
+fn peer(steps: usize) -> Result<PeerNumbers, String> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/gpu_check.py");
     let pythonpath = std::env::var("ASYMFLOW_BENCH_PYTHONPATH").unwrap_or_else(|_| {
         let home = std::env::var("ASYMFLOW_HOME").unwrap_or_else(|_| {
@@ -225,16 +292,23 @@ fn peer(steps: usize) -> Result<Vec<f64>, String> {
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().last().unwrap_or_default();
-    let v: Vec<f64> =
+    let v: PeerNumbers =
         serde_json::from_str(line).map_err(|e| format!("peer output {line:?}: {e}"))?;
-    if v.len() != CASES.len() * 2 {
-        return Err(format!(
-            "peer gave {} numbers, expected {}",
-            v.len(),
-            CASES.len() * 2
-        ));
+    for (what, numbers) in [("rates", &v.rates), ("peaks", &v.peaks)] {
+        if numbers.len() != CASES.len() * 2 {
+            return Err(format!(
+                "peer gave {} {what}, expected {}",
+                numbers.len(),
+                CASES.len() * 2
+            ));
+        }
     }
     Ok(v)
+}
+
+/// Bytes in GiB, as the table shows them.
+fn gib(bytes: f64) -> String {
+    format!("{:.2} GiB", bytes / f64::from(1u32 << 30))
 }
 
 fn main() {
@@ -264,7 +338,7 @@ fn main() {
     for (i, case) in CASES.iter().enumerate() {
         let (fp32, bf16) = (rows[2 * i].2, rows[2 * i + 1].2);
         let cell = |ours: f64, j: usize| match &peer {
-            Ok(v) => format!("{:.1} ({:.2}x)", v[j], ours / v[j]),
+            Ok(v) => format!("{:.1} ({:.2}x)", v.rates[j], ours / v.rates[j]),
             Err(_) => "-".to_string(),
         };
         println!(
@@ -272,6 +346,25 @@ fn main() {
             case.name(),
             cell(fp32, 2 * i),
             cell(bf16, 2 * i + 1)
+        );
+    }
+    for (i, case) in CASES.iter().enumerate() {
+        let estimates = [Precision::Fp32, Precision::Bf16].map(|p| case.estimate(p) as f64);
+        let cell = |j: usize| match &peer {
+            Ok(v) => format!(
+                "{} (estimate / peak {:.2})",
+                gib(v.peaks[2 * i + j]),
+                estimates[j] / v.peaks[2 * i + j]
+            ),
+            Err(_) => "-".to_string(),
+        };
+        println!(
+            "| {}, peak memory: asymflow's estimate, PyTorch's measured peak | {} | {} | {} | {} |",
+            case.name(),
+            gib(estimates[0]),
+            gib(estimates[1]),
+            cell(0),
+            cell(1)
         );
     }
     if let Err(e) = peer {
