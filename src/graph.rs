@@ -505,17 +505,7 @@ fn expand(
             .find(|a| a.dimension == dim)
             .map_or(1, |a| a.values.len())
     };
-    // The dimensions in axis-declaration order: coordinate combinations are made in that
-    // order, the first dimension varying slowest.
-    let ordered_dims: Vec<Arc<str>> = {
-        let mut seen: Vec<Arc<str>> = Vec::new();
-        for a in &spec.axes {
-            if dims.contains(&a.dimension) && !seen.iter().any(|d| **d == *a.dimension) {
-                seen.push(Arc::from(a.dimension.as_str()));
-            }
-        }
-        seen
-    };
+    let ordered_dims = ordered_dimensions(spec, dims);
     let lens: Vec<usize> = ordered_dims.iter().map(|d| dim_len(d)).collect();
     // Where each dimension goes in an instance's sorted coordinates, and each bound axis's
     // position among the ordered dimensions.
@@ -543,25 +533,7 @@ fn expand(
     // Parameters that use no axis are the same for every instance: made once, shared.
     let shared = own_axes.is_empty().then(|| bind(&BTreeMap::new()));
     let gathers = !stage.gather.is_empty();
-    // Per input, per upstream stage: its instances grouped for the look-up of those that
-    // agree with an instance of this stage.
-    let upstream: Vec<Vec<Agreeing>> = stage
-        .inputs
-        .iter()
-        .map(|input| {
-            input
-                .stages
-                .iter()
-                .map(|up| {
-                    Agreeing::new(
-                        by_stage.get(up).map_or(&[], Vec::as_slice),
-                        existing,
-                        &ordered_dims,
-                    )
-                })
-                .collect()
-        })
-        .collect();
+    let upstream = upstream_lookups(stage, by_stage, existing, &ordered_dims);
     let count: usize = lens.iter().product();
     let mut out = Vec::with_capacity(count);
     let mut at = vec![0usize; ordered_dims.len()];
@@ -602,6 +574,45 @@ fn expand(
         });
     }
     Ok(out)
+}
+
+/// The dimensions of `dims` in axis-declaration order: coordinate combinations are made in
+/// that order, the first dimension varying slowest.
+fn ordered_dimensions(spec: &PipelineSpec, dims: &BTreeSet<String>) -> Vec<Arc<str>> {
+    let mut seen: Vec<Arc<str>> = Vec::new();
+    for a in &spec.axes {
+        if dims.contains(&a.dimension) && !seen.iter().any(|d| **d == *a.dimension) {
+            seen.push(Arc::from(a.dimension.as_str()));
+        }
+    }
+    seen
+}
+
+/// Per input of `stage`, per upstream stage it names: that stage's instances grouped for the
+/// look-up of those that agree with an instance of `stage`.
+fn upstream_lookups(
+    stage: &StageSpec,
+    by_stage: &BTreeMap<String, Vec<usize>>,
+    existing: &[Instance],
+    ordered_dims: &[Arc<str>],
+) -> Vec<Vec<Agreeing>> {
+    stage
+        .inputs
+        .iter()
+        .map(|input| {
+            input
+                .stages
+                .iter()
+                .map(|up| {
+                    Agreeing::new(
+                        by_stage.get(up).map_or(&[], Vec::as_slice),
+                        existing,
+                        ordered_dims,
+                    )
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The instances of one upstream stage, grouped by their coordinates in the dimensions the
