@@ -304,7 +304,7 @@ fn raml_validation_rounds_read_no_test_image() {
                 );
             }
         }
-        assert_validation_partitions(file, &crate::support::partitions(&val));
+        crate::support::assert_validation_partitions(file, &crate::support::partitions(&val));
     }
     let data = crate::support::expand("pipelines/quickstart-validation-data.toml", &[]);
     let chosen = test["split"][0].get("detail_scale");
@@ -316,21 +316,6 @@ fn raml_validation_rounds_read_no_test_image() {
     );
 }
 
-/// Every (stage, partition) of a validation pipeline: embeddings of `val-test`, everything
-/// else (the networks) trained on `val-train`, and at least one network.
-fn assert_validation_partitions(file: &str, partitions: &[(&str, &str)]) {
-    let mut trained = 0;
-    for (stage, partition) in partitions {
-        if stage.starts_with("emb-") {
-            assert_eq!(*partition, "val-test", "{file}: {stage}");
-        } else {
-            assert_eq!(*partition, "val-train", "{file}: {stage}");
-            trained += 1;
-        }
-    }
-    assert!(trained > 0, "{file}");
-}
-
 /// The quickstart's recipe is what `quickstart-search.toml` chose on the validation split:
 /// the searches train on `val-train` and retrieve on `val-test` (`plan` finds no stage that
 /// reads a test image), on the quickstart's data and networks, and the quickstart's searched
@@ -340,29 +325,8 @@ fn assert_validation_partitions(file: &str, partitions: &[(&str, &str)]) {
 /// cut costs is measured on validation.
 #[test]
 fn raml_quickstart_recipe_comes_from_its_searches_on_validation() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(repo.join("pipelines/quickstart-search.toml")).unwrap();
-    let search: toml::Table = toml::from_str(&text).unwrap();
+    let search = crate::support::search_on_validation("pipelines/quickstart-search.toml");
     let stages = search["stages"].as_table().unwrap();
-    let mut partitions = Vec::new();
-    for (stage, table) in stages {
-        if let Some(partition) = table.get("params").and_then(|p| p.get("partition")) {
-            partitions.push((stage.as_str(), partition.as_str().unwrap()));
-        }
-    }
-    assert_validation_partitions("quickstart-search.toml", &partitions);
-
-    let p = crate::support::Project::new();
-    crate::support::copy_tree(&repo.join("stages"), &p.path().join("stages"));
-    p.write("pipelines/quickstart-search.toml", &text);
-    let out = p.run(&["plan", "pipelines/quickstart-search.toml", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(plan.get("reads_test_images").is_none(), "{plan}");
 
     let test = crate::support::expand("pipelines/quickstart.toml", &[]);
     let param = |stage: &str, name: &str| stages[stage]["params"][name].clone();

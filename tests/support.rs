@@ -197,6 +197,53 @@ pub fn partitions(expanded: &BTreeMap<String, Vec<asymflow::kind::Params>>) -> V
         .collect()
 }
 
+/// Every (stage, partition) of a validation pipeline: embeddings of `val-test`, everything
+/// else (the networks) trained on `val-train`, and at least one network.
+pub fn assert_validation_partitions(file: &str, partitions: &[(&str, &str)]) {
+    let mut trained = 0;
+    for (stage, partition) in partitions {
+        if stage.starts_with("emb-") {
+            assert_eq!(*partition, "val-test", "{file}: {stage}");
+        } else {
+            assert_eq!(*partition, "val-train", "{file}: {stage}");
+            trained += 1;
+        }
+    }
+    assert!(trained > 0, "{file}");
+}
+
+/// `file`, a search of this repository that chooses a quickstart's recipe on the validation
+/// split, parsed and checked to be one: each stage's `partition` as
+/// [`assert_validation_partitions`] wants it, and `plan` of the file (in a project with the
+/// repository's stage templates) finding no stage that reads a test image.
+pub fn search_on_validation(file: &str) -> toml::Table {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join(file)).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let partitions: Vec<(&str, &str)> = table["stages"]
+        .as_table()
+        .unwrap()
+        .iter()
+        .filter_map(|(stage, spec)| {
+            let partition = spec.get("params")?.get("partition")?;
+            Some((stage.as_str(), partition.as_str().unwrap()))
+        })
+        .collect();
+    assert_validation_partitions(file, &partitions);
+    let p = Project::new();
+    copy_tree(&repo.join("stages"), &p.path().join("stages"));
+    p.write(file, &text);
+    let out = p.run(&["plan", file, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(plan.get("reads_test_images").is_none(), "{plan}");
+    table
+}
+
 /// The keys of every successful result in the index of the cache at `cache`, read straight
 /// from SQLite.
 pub fn ok_keys(cache: &Path) -> Vec<String> {

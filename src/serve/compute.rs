@@ -82,9 +82,8 @@ fn compute(site: &Site, name: &str, spec: PipelineSpec) -> Result<PipelineState,
     Ok(PipelineState::new(name, plan, instances, Some(index)))
 }
 
-/// Reads the metrics of every cached instance, in key order: keys are blake3 digests, so in
-/// plan order each read lands on a page of the index far from the last, and in key order
-/// consecutive reads share pages.
+/// Reads the metrics of every cached instance, the keys sorted so that each query names
+/// neighbours in the index (keys are blake3 digests: in plan order they are scattered).
 fn read_metrics(index: &Index, instances: &mut [InstanceState]) -> Result<(), ServeError> {
     let mut cached: Vec<(String, usize)> = instances
         .iter()

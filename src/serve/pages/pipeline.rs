@@ -356,7 +356,7 @@ impl<A: Fn(usize) -> String, C: Fn(usize, usize) -> Cell> Rows<A, C> {
 
 /// The rows `q` asks for: filtered, sorted, and the page of them, with the tools above the
 /// table (how many rows, the pages) and the table, whose sort and filters show `q`'s. Only
-/// the page's rows are made whole (a page of a 100,000-instance sweep shows 50 of them); a
+/// the page's rows are made whole (200 unless the URL says, of a 100,000-instance sweep); a
 /// filter or a sort makes the cells of its own column for the other rows, nothing else.
 fn paged_table<A, C>(
     base: &str,
