@@ -8,10 +8,12 @@ SQLite, in one transaction.
   scale_gen.py index CACHE_DIR N              N results of a synthetic pipeline `big`
   scale_gen.py remote FOLDER N                N records and N blobs in a folder remote
 
-`cached`: each instance gets a result under the key `plan --json` printed for it, whose
-outputs (`log.txt`, `metrics.json`, `value.json`) are the objects of one real run of the stage
-already in the store (the outputs' content is not what is measured: a no-op `run` checks that
-each object exists, it does not read it).
+`cached`: each instance gets a result under the key `plan --json` printed for it, with the
+outputs of one real run of the stage already in the store (`log.txt`, `metrics.json`,
+`value.json`): the log is that run's, shared, and `metrics.json` and `value.json` are objects
+of the instance's own, empty files in the store, as a real sweep's instances write different
+values (the outputs' content is not what is measured: `plan` and a no-op `run` check that each
+object exists, they do not read it), and one metric `value`.
 
 `index`: N results of one stage `s` of a pipeline `big` (binding `{"i": i}`, a key JSON of
 the size a trivial stage has), each with three outputs: a `log.txt` all share and a
@@ -45,8 +47,9 @@ def cached(project, plan_json):
     with open(plan_json) as f:
         plan = json.load(f)
     now = time.time()
-    runs, outs, hist = [], [], []
-    for inst in plan["instances"]:
+    runs, outs, hist, metrics = [], [], [], []
+    log = next(t for t in template if t[0] == "log.txt")
+    for n, inst in enumerate(plan["instances"]):
         key = inst["key"]
         binding = json.dumps(inst["binding"], separators=(",", ":"), sort_keys=True)
         key_json = json.dumps(
@@ -55,15 +58,32 @@ def cached(project, plan_json):
             separators=(",", ":"), sort_keys=True)
         runs.append((key, inst["stage"], inst["kind"], plan["pipeline"], binding, key_json,
                      now, now, 0.01))
-        outs.extend((key, name, digest, is_dir) for name, digest, is_dir in template)
+        own = [(name, touch(os.path.join(cache, "objects"), hexof(name, n)), 0)
+               for name in ("metrics.json", "value.json")]
+        outs.extend((key, name, digest, is_dir) for name, digest, is_dir in [log] + own)
         hist.append((plan["pipeline"], inst["stage"], binding, key, now))
+        metrics.append((key, float(n)))
     with db:
         db.executemany(
             "INSERT OR REPLACE INTO runs (key, stage, kind, pipeline, binding, key_json, status,"
             " started, finished, duration, device) VALUES (?,?,?,?,?,?,'ok',?,?,?,'cpu')", runs)
         db.executemany("INSERT OR REPLACE INTO outputs VALUES (?,?,?,?)", outs)
         db.executemany("INSERT OR REPLACE INTO history VALUES (?,?,?,?,?)", hist)
+        db.executemany("INSERT OR REPLACE INTO metrics VALUES (?, 'value', ?)", metrics)
     print(f"recorded {len(runs)} cached instances")
+
+
+MADE_SHARDS = set()
+
+
+def touch(objects, digest):
+    """An empty file in the store under `digest`; returns `digest`."""
+    shard = os.path.join(objects, digest[:2])
+    if shard not in MADE_SHARDS:
+        os.makedirs(shard, exist_ok=True)
+        MADE_SHARDS.add(shard)
+    os.close(os.open(os.path.join(shard, digest[2:]), os.O_CREAT | os.O_WRONLY, 0o644))
+    return digest
 
 
 def index(cache, n):
@@ -73,16 +93,7 @@ def index(cache, n):
     log = hexof("log", 0)
     now = time.time() - 86400 * 365
     batch = 100_000
-    made_dirs = set()
-
-    def touch(digest):
-        shard = os.path.join(objects, digest[:2])
-        if shard not in made_dirs:
-            os.makedirs(shard, exist_ok=True)
-            made_dirs.add(shard)
-        os.close(os.open(os.path.join(shard, digest[2:]), os.O_CREAT | os.O_WRONLY, 0o644))
-
-    touch(log)
+    touch(objects, log)
     db.execute("INSERT OR REPLACE INTO objects VALUES (?, 15, ?)", (log, now))
     for start in range(0, n, batch):
         runs, outs, metrics, hist, objs = [], [], [], [], []
@@ -100,8 +111,8 @@ def index(cache, n):
             metrics.append((key, float(i)))
             hist.append((binding, key, at))
             objs += [(metric, 20, at), (value, 3, at)]
-            touch(metric)
-            touch(value)
+            touch(objects, metric)
+            touch(objects, value)
         with db:
             db.executemany(
                 "INSERT INTO runs (key, stage, kind, pipeline, binding, key_json, status,"

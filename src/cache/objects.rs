@@ -147,6 +147,12 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
     /// Whether the object exists (not verified).
     fn contains(&self, digest: &str) -> bool;
 
+    /// For each of `digests`, whether the object exists (not verified): [`Self::contains`]
+    /// for each, for a store that can answer many at once faster.
+    fn contains_each(&self, digests: &[&str]) -> Vec<bool> {
+        digests.iter().map(|d| self.contains(d)).collect()
+    }
+
     /// The object's size in bytes, if it exists.
     fn size_of(&self, digest: &str) -> Option<u64>;
 
@@ -347,6 +353,23 @@ impl LocalObjectStore {
 impl ObjectStore for LocalObjectStore {
     fn contains(&self, digest: &str) -> bool {
         check_digest(digest).is_ok() && self.shards.has_file(&digest[..2], &digest[2..])
+    }
+
+    /// Well-formed digests asked together, many to a shard folder, are answered by listing
+    /// the folders asked about for a good part of their entries ([`ShardDirs::have_files`]).
+    fn contains_each(&self, digests: &[&str]) -> Vec<bool> {
+        let checked: Vec<(usize, (&str, &str))> = digests
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| check_digest(d).is_ok())
+            .map(|(at, d)| (at, (&d[..2], &d[2..])))
+            .collect();
+        let names: Vec<(&str, &str)> = checked.iter().map(|(_, name)| *name).collect();
+        let mut found = vec![false; digests.len()];
+        for ((at, _), present) in checked.iter().zip(self.shards.have_files(&names)) {
+            found[*at] = present;
+        }
+        found
     }
 
     fn size_of(&self, digest: &str) -> Option<u64> {
@@ -650,6 +673,26 @@ mod tests {
         assert_eq!(&text[mentions[0].span.clone()], "/c/objects/14/e72cab");
         assert_eq!(mentions[0].digest, "14e72cab");
         assert_eq!(mentions[1].digest, "abcd");
+    }
+
+    /// Asked together, objects are found as asked one by one: stored ones, a removed one, one
+    /// never stored, and text that is not a digest (never a path).
+    #[test]
+    fn objects_asked_together_are_found_as_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(dir.path());
+        let stored: Vec<String> = (0..300u32)
+            .map(|i| store.put_bytes(&i.to_le_bytes()).unwrap().0)
+            .collect();
+        fs::remove_file(store.path(&stored[5]).unwrap()).unwrap();
+        let never = "0".repeat(64);
+        let mut asked: Vec<&str> = stored.iter().map(String::as_str).collect();
+        asked.extend([never.as_str(), "../../etc/passwd", "ab", ""]);
+        let each = store.contains_each(&asked);
+        let one_by_one: Vec<bool> = asked.iter().map(|d| store.contains(d)).collect();
+        assert_eq!(each, one_by_one);
+        assert_eq!(each.iter().filter(|&&found| found).count(), 299);
+        assert!(!each[5]);
     }
 
     #[test]

@@ -89,9 +89,36 @@ pub(crate) fn check_output(key: &str, name: &str, output: &OutputRef) -> Result<
     Ok(())
 }
 
-/// How many keys one metrics query names ([`Index::metrics_of_each`]): far below SQLite's
-/// limit on bound values (32,766).
-const METRICS_CHUNK: usize = 500;
+/// Hands `rows`, the rows of `key`, to `take` for each position in `chunk` (positions of
+/// `keys`, in key order, from `next` on) whose key it is; returns where the next key's
+/// positions start.
+fn hand_over<T: Clone>(
+    keys: &[&str],
+    chunk: &[usize],
+    mut next: usize,
+    key: &str,
+    rows: Vec<T>,
+    take: &mut impl FnMut(&str, usize, Vec<T>) -> Result<(), IndexError>,
+) -> Result<usize, IndexError> {
+    while next < chunk.len() && keys[chunk[next]] < key {
+        next += 1;
+    }
+    let same = chunk[next..]
+        .iter()
+        .take_while(|&&at| keys[at] == key)
+        .count();
+    if let Some((&last, rest)) = chunk[next..next + same].split_last() {
+        for &at in rest {
+            take(key, at, rows.clone())?;
+        }
+        take(key, last, rows)?;
+    }
+    Ok(next + same)
+}
+
+/// How many keys one query of [`Index::metrics_of_each`] or [`Index::outputs_of_each`] names:
+/// far below SQLite's limit on bound values (32,766).
+const KEYS_PER_QUERY: usize = 500;
 
 impl Index {
     /// The successful run recorded for `key`, with its outputs and metrics.
@@ -156,68 +183,98 @@ impl Index {
 
     /// The metrics recorded for each of `keys`, in their order: what [`Self::lookup`] reads
     /// of them, for the dashboard, which shows every cached instance's metrics but reads the
-    /// rest of a record only for the instances a page opens. The keys go to SQLite
-    /// [`METRICS_CHUNK`] at a time in one `IN` list: a query per key spent most of its time
-    /// crossing into SQLite and back (0.26 s for 100,000 keys).
+    /// rest of a record only for the instances a page opens ([`Self::rows_of_each`]: a query
+    /// per key spent most of its time crossing into SQLite and back, 0.26 s for 100,000 keys).
     pub(crate) fn metrics_of_each(
         &self,
         keys: &[&str],
     ) -> Result<Vec<BTreeMap<String, f64>>, IndexError> {
         let mut out: Vec<BTreeMap<String, f64>> = vec![BTreeMap::new(); keys.len()];
-        let mut at: std::collections::HashMap<&str, Vec<usize>> =
-            std::collections::HashMap::with_capacity(keys.len());
-        for (i, key) in keys.iter().enumerate() {
-            at.entry(key).or_default().push(i);
-        }
-        for chunk in keys.chunks(METRICS_CHUNK) {
-            let marks = vec!["?"; chunk.len()].join(",");
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT key, name, value FROM metrics WHERE key IN ({marks})"
-            ))?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(chunk), |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, f64>(2)?,
-                ))
-            })?;
-            for row in rows {
-                let (key, name, value) = row?;
-                for &i in at.get(key.as_str()).into_iter().flatten() {
-                    out[i].insert(name.clone(), value);
-                }
-            }
-        }
+        self.rows_of_each(
+            keys,
+            "SELECT key, name, value FROM metrics WHERE key IN",
+            |r| Ok((r.get::<_, String>(1)?, r.get::<_, f64>(2)?)),
+            |_, at, rows| {
+                out[at] = rows.into_iter().collect();
+                Ok(())
+            },
+        )?;
         Ok(out)
     }
 
-    /// The outputs of the successful run recorded for `key` (`None` when there is none): what
-    /// [`Self::lookup`] reads less the run's row and metrics, in one query, for `plan`, which
-    /// only asks whether each instance's result is there.
-    pub(crate) fn outputs_of(
+    /// The outputs of the successful run recorded for each of `keys`, handed to `take` with
+    /// the key's position in `keys` (once per position; a key without such a run is not
+    /// handed): what [`Self::lookup`] reads of them, for `plan`, which only asks whether each
+    /// instance's result is there. Handed over, not returned: a map of outputs is a kilobyte,
+    /// and `plan` keeps only their digests. Read many keys to a query ([`Self::rows_of_each`]).
+    pub(crate) fn outputs_of_each(
         &self,
-        key: &str,
-    ) -> Result<Option<BTreeMap<String, OutputRef>>, IndexError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT o.name, o.digest, o.is_dir FROM runs r LEFT JOIN outputs o ON o.key = r.key
-             WHERE r.key = ?1 AND r.status = 'ok'",
-        )?;
-        let mut found = None;
-        for row in stmt.query_map([key], |r| {
-            Ok((
-                r.get::<_, Option<String>>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, Option<bool>>(2)?,
-            ))
-        })? {
-            let outputs = found.get_or_insert_with(BTreeMap::new);
-            if let (Some(name), Some(digest), Some(is_dir)) = row? {
-                let output = OutputRef { digest, is_dir };
-                check_output(key, &name, &output)?;
-                outputs.insert(name, output);
+        keys: &[&str],
+        mut take: impl FnMut(usize, BTreeMap<String, OutputRef>),
+    ) -> Result<(), IndexError> {
+        self.rows_of_each(
+            keys,
+            "SELECT r.key, o.name, o.digest, o.is_dir FROM runs r
+             LEFT JOIN outputs o ON o.key = r.key WHERE r.status = 'ok' AND r.key IN",
+            |r| {
+                Ok((
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<bool>>(3)?,
+                ))
+            },
+            |key, at, rows| {
+                let mut outputs = BTreeMap::new();
+                for row in rows {
+                    if let (Some(name), Some(digest), Some(is_dir)) = row {
+                        let output = OutputRef { digest, is_dir };
+                        check_output(key, &name, &output)?;
+                        outputs.insert(name, output);
+                    }
+                }
+                take(at, outputs);
+                Ok(())
+            },
+        )
+    }
+
+    /// Runs `select` (a query whose first column is a key, ending in `IN`) for `keys`, up to
+    /// [`KEYS_PER_QUERY`] of them bound to a query, and hands the rows of each key, as `read`
+    /// makes them, to `take` with the key and its position in `keys` (once per position for a
+    /// key named twice). The keys are bound in order and the rows read in the same order, so
+    /// each key's rows are matched to its positions as the two lists are walked side by side.
+    fn rows_of_each<T: Clone>(
+        &self,
+        keys: &[&str],
+        select: &str,
+        read: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+        mut take: impl FnMut(&str, usize, Vec<T>) -> Result<(), IndexError>,
+    ) -> Result<(), IndexError> {
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by_key(|&at| keys[at]);
+        for chunk in order.chunks(KEYS_PER_QUERY) {
+            let marks = vec!["?"; chunk.len()].join(",");
+            let mut stmt = self
+                .conn
+                .prepare_cached(&format!("{select} ({marks}) ORDER BY 1"))?;
+            let mut rows =
+                stmt.query(rusqlite::params_from_iter(chunk.iter().map(|&at| keys[at])))?;
+            let mut next = 0;
+            let mut group: Option<(String, Vec<T>)> = None;
+            while let Some(row) = rows.next()? {
+                let key = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+                if group.as_ref().is_some_and(|(k, _)| k != key) {
+                    let (k, rows) = group.take().expect("a group is open");
+                    next = hand_over(keys, chunk, next, &k, rows, &mut take)?;
+                }
+                let (_, rows) = group.get_or_insert_with(|| (key.to_string(), Vec::new()));
+                rows.push(read(row)?);
+            }
+            if let Some((k, rows)) = group {
+                hand_over(keys, chunk, next, &k, rows, &mut take)?;
             }
         }
-        Ok(found)
+        Ok(())
     }
 
     /// The canonical key JSON of `key`'s last run, successful or not.
@@ -612,7 +669,7 @@ mod tests {
     fn metrics_of_each_equals_a_look_up_per_key() {
         let dir = tempfile::tempdir().unwrap();
         let mut index = Index::open(dir.path()).unwrap();
-        let keys: Vec<String> = (0..2 * METRICS_CHUNK + 3)
+        let keys: Vec<String> = (0..2 * KEYS_PER_QUERY + 3)
             .map(|i| format!("k{i}"))
             .collect();
         for (i, key) in keys.iter().enumerate() {
@@ -633,6 +690,72 @@ mod tests {
         }
         assert_eq!(each[asked.len() - 1]["loss"], 7.0);
         assert!(each[asked.len() - 2].is_empty());
+    }
+
+    /// The chunked read answers what one query per key answers: across chunks, for a key
+    /// named twice, for a result without outputs, a failed run and a key the index does not
+    /// hold; an unsafe output name is an error, as it is for one key.
+    #[test]
+    fn outputs_of_each_equals_a_look_up_per_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = Index::open(dir.path()).unwrap();
+        let keys: Vec<String> = (0..2 * KEYS_PER_QUERY + 3)
+            .map(|i| format!("k{i}"))
+            .collect();
+        for (i, key) in keys.iter().enumerate() {
+            let mut run = record(key);
+            match i % 3 {
+                0 => run.outputs.clear(),
+                1 => {
+                    let digest = format!("{:064x}", i);
+                    run.outputs.insert(
+                        "log".into(),
+                        OutputRef {
+                            digest,
+                            is_dir: false,
+                        },
+                    );
+                }
+                _ => {}
+            }
+            let sizes: Vec<(String, u64)> = run
+                .outputs
+                .values()
+                .map(|o| (o.digest.clone(), 3))
+                .collect();
+            index.record_success(&run, &sizes).unwrap();
+        }
+        index.record_failure(&record("failed"), "boom").unwrap();
+        let mut asked: Vec<&str> = keys.iter().map(String::as_str).rev().collect();
+        asked.extend(["k4", "absent", "failed", "k4"]);
+        let mut each = vec![None; asked.len()];
+        index
+            .outputs_of_each(&asked, |at, outputs| {
+                assert!(each[at].replace(outputs).is_none(), "handed once");
+            })
+            .unwrap();
+        for (key, outputs) in asked.iter().zip(&each) {
+            let looked_up = index.lookup(key).unwrap().map(|r| r.outputs);
+            assert_eq!(outputs, &looked_up, "{key}");
+        }
+        assert_eq!(each[asked.len() - 1].as_ref().unwrap().len(), 2);
+        let k2 = asked.iter().position(|k| *k == "k2").unwrap();
+        assert_eq!(each[k2].as_ref().map(BTreeMap::len), Some(1));
+        assert!(each[asked.len() - 3].is_none() && each[asked.len() - 2].is_none());
+        let k0 = asked.iter().position(|k| *k == "k0").unwrap();
+        assert_eq!(each[k0], Some(BTreeMap::new()), "a result without outputs");
+
+        index
+            .conn
+            .execute(
+                "UPDATE outputs SET name = '../x' WHERE key = 'k1' AND name = 'log'",
+                [],
+            )
+            .unwrap();
+        assert!(matches!(
+            index.outputs_of_each(&["k2", "k1"], |_, _| {}),
+            Err(IndexError::Unsafe { .. })
+        ));
     }
 
     #[test]

@@ -21,9 +21,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::cache::why::DirtyReason;
-use crate::cache::{
-    key::canonical, Cache, Index, InputKey, OutputRef, RunRecord, StageKey, KEY_FORMAT,
-};
+use crate::cache::{key::canonical, Cache, Index, InputKey, RunRecord, StageKey, KEY_FORMAT};
 use crate::graph::{Instance, Plan};
 use crate::kind::{FingerprintEnv, Registry, StageError, LOG_OUTPUT};
 
@@ -104,12 +102,8 @@ pub fn fingerprint(
 
 /// Whether every output object of `record` is present in the store.
 pub(crate) fn outputs_present(cache: &Cache, record: &RunRecord) -> bool {
-    outputs_in_store(cache, &record.outputs)
-}
-
-/// Whether every one of `outputs` is present in the store.
-pub(crate) fn outputs_in_store(cache: &Cache, outputs: &BTreeMap<String, OutputRef>) -> bool {
-    outputs
+    record
+        .outputs
         .values()
         .all(|o| cache.objects().contains(&o.digest))
 }

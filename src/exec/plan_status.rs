@@ -4,15 +4,13 @@
 //! stage and kind with the other instances of its stage: a plan of a 100,000-instance sweep
 //! holds one copy of each, not three.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::freshness::{
-    fingerprint, instance_key, outputs_in_store, outputs_present, reasons_after_lookup,
-};
+use super::freshness::{fingerprint, instance_key, reasons_after_lookup};
 use crate::cache::remote::Remote;
 use crate::cache::{Cache, Index, IndexError, IndexHasher, RunRecord, StageKey};
 use crate::graph::Plan;
@@ -127,18 +125,20 @@ fn statuses(
     let _snapshot = index.read_snapshot()?;
     let hasher = IndexHasher::new(cache.index()?);
     let planner = Planner {
-        plan,
-        registry,
+        keyer: Keyer {
+            plan,
+            registry,
+            hasher: &hasher,
+        },
         cache,
         remote,
         keep_records,
         index: &index,
-        hasher: &hasher,
         consumed: consumed(plan),
     };
     let mut so_far = SoFar::new(plan.instances().len());
     for wave in waves(plan) {
-        let keyings: Vec<Keying> = wave.iter().map(|&i| planner.keying(i, &so_far)).collect();
+        let keyings = planner.keyer.keyings(&wave, &so_far);
         let lookups = planner.look_up_in_key_order(&wave, &keyings)?;
         for ((&i, keying), lookup) in wave.iter().zip(keyings).zip(lookups) {
             let planned = planner.decide(i, keying, lookup, &mut so_far)?;
@@ -177,13 +177,11 @@ fn waves(plan: &Plan) -> Vec<Vec<usize>> {
 
 /// What one planning pass reads from.
 struct Planner<'a> {
-    plan: &'a Plan,
-    registry: &'a Registry,
+    keyer: Keyer<'a>,
     cache: &'a Cache,
     remote: Option<&'a Remote>,
     keep_records: bool,
     index: &'a Index,
-    hasher: &'a IndexHasher,
     /// Whether each instance is an input of another.
     consumed: Vec<bool>,
 }
@@ -221,6 +219,35 @@ enum Keying {
     Keyed { digest: String, fingerprint: Value },
 }
 
+/// The output digests of the results found in a wave, each with the position of its instance
+/// in the wave, so the store is asked about all of them at once.
+#[derive(Default)]
+struct OutputDigests {
+    owner: Vec<usize>,
+    digests: Vec<String>,
+}
+
+impl OutputDigests {
+    fn add(&mut self, at: usize, digests: impl Iterator<Item = String>) {
+        for digest in digests {
+            self.owner.push(at);
+            self.digests.push(digest);
+        }
+    }
+
+    /// The positions with an output the store does not hold.
+    fn missing_from(&self, cache: &Cache) -> Vec<usize> {
+        let digests: Vec<&str> = self.digests.iter().map(String::as_str).collect();
+        let found = cache.objects().contains_each(&digests);
+        self.owner
+            .iter()
+            .zip(found)
+            .filter(|(_, found)| !found)
+            .map(|(&at, _)| at)
+            .collect()
+    }
+}
+
 /// What the index holds for a key.
 struct Lookup {
     /// Whether a result is recorded and then whether its outputs are in the store.
@@ -229,7 +256,32 @@ struct Lookup {
     record: Option<Box<RunRecord>>,
 }
 
-impl Planner<'_> {
+/// What keying an instance reads: shared by the threads that key a wave.
+struct Keyer<'a> {
+    plan: &'a Plan,
+    registry: &'a Registry,
+    hasher: &'a IndexHasher,
+}
+
+/// How many instances a thread keys at least: keying one takes a few microseconds, so a
+/// thread pays for itself only over thousands.
+const KEYED_PER_THREAD: usize = 4096;
+
+impl Keyer<'_> {
+    /// The key of each instance of `wave`, in its order, their inputs having been planned:
+    /// a large wave keyed on every core ([`crate::parallel::split`]).
+    fn keyings(&self, wave: &[usize], so_far: &SoFar) -> Vec<Keying> {
+        crate::parallel::split(wave.len(), KEYED_PER_THREAD, |part| {
+            wave[part]
+                .iter()
+                .map(|&i| self.keying(i, so_far))
+                .collect::<Vec<_>>()
+        })
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     /// Instance `i`'s key, its inputs having been planned.
     fn keying(&self, i: usize, so_far: &SoFar) -> Keying {
         let inst = &self.plan.instances()[i];
@@ -264,9 +316,12 @@ impl Planner<'_> {
         )
         .expect("inputs are known and the kind is registered")
     }
+}
 
-    /// The index's answer for each keyed instance of `wave` (`None` for the others), read in
-    /// the order of the keys.
+impl Planner<'_> {
+    /// The index's answer for each keyed instance of `wave` (`None` for the others): records
+    /// one by one where they are needed, in key order, the outputs of the others many keys to
+    /// a query; then whether their outputs are in the store, asked of it all together.
     fn look_up_in_key_order(
         &self,
         wave: &[usize],
@@ -282,28 +337,44 @@ impl Planner<'_> {
             .collect();
         keyed.sort_unstable();
         let mut found: Vec<Option<Lookup>> = keyings.iter().map(|_| None).collect();
-        for (digest, at) in keyed {
-            found[at] = Some(self.look_up(wave[at], digest)?);
-        }
-        Ok(found)
-    }
-
-    /// Whether a result of `digest` is recorded and its outputs are in the store; the record
-    /// itself only where it is kept or keys an instance downstream (otherwise its outputs are
-    /// all that is read).
-    fn look_up(&self, i: usize, digest: &str) -> Result<Lookup, IndexError> {
-        if self.keep_records || self.consumed[i] {
-            let record = self.index.lookup(digest)?;
-            return Ok(Lookup {
-                present: record.as_ref().map(|r| outputs_present(self.cache, r)),
-                record: record.map(Box::new),
+        for &(_, at) in &keyed {
+            found[at] = Some(Lookup {
+                present: None,
+                record: None,
             });
         }
-        let outputs = self.index.outputs_of(digest)?;
-        Ok(Lookup {
-            present: outputs.map(|o| outputs_in_store(self.cache, &o)),
-            record: None,
-        })
+        let (with_record, outputs_only): (Vec<_>, Vec<_>) = keyed
+            .into_iter()
+            .partition(|&(_, at)| self.keep_records || self.consumed[wave[at]]);
+        let mut outputs = OutputDigests::default();
+        for (digest, at) in with_record {
+            if let Some(record) = self.index.lookup(digest)? {
+                outputs.add(at, record.outputs.values().map(|o| o.digest.clone()));
+                found[at] = Some(Lookup {
+                    present: Some(true),
+                    record: Some(Box::new(record)),
+                });
+            }
+        }
+        for at in outputs.missing_from(self.cache) {
+            if let Some(Some(lookup)) = found.get_mut(at) {
+                lookup.present = Some(false);
+            }
+        }
+        let cache = self.cache;
+        let held = cache.read_in_parts(
+            self.index,
+            &outputs_only,
+            LOOKED_UP_PER_THREAD,
+            |index, part| held_and_present(index, cache, part),
+        )?;
+        for (at, present) in held {
+            found[at] = Some(Lookup {
+                present: Some(present),
+                record: None,
+            });
+        }
+        Ok(found)
     }
 
     /// Instance `i` planned from its key and the index's answer, asking the remote about a
@@ -315,7 +386,7 @@ impl Planner<'_> {
         lookup: Option<Lookup>,
         so_far: &mut SoFar,
     ) -> Result<PlannedInstance, IndexError> {
-        let inst = &self.plan.instances()[i];
+        let inst = &self.keyer.plan.instances()[i];
         let planned = PlannedInstance::of(inst, &mut so_far.names);
         let (digest, fingerprint) = match keying {
             Keying::Unkeyed(reason) => return Ok(PlannedInstance { reason, ..planned }),
@@ -362,10 +433,10 @@ impl Planner<'_> {
                 }
             }
             Ok(_) => {
-                let key = self.key(i, so_far, fingerprint);
+                let key = self.keyer.key(i, so_far, fingerprint);
                 let reasons = reasons_after_lookup(
                     self.index,
-                    &self.plan.spec().name,
+                    &self.keyer.plan.spec().name,
                     inst,
                     &key,
                     &digest,
@@ -380,6 +451,33 @@ impl Planner<'_> {
             }
         })
     }
+}
+
+/// How many keys a thread reads from the index at least ([`Cache::read_in_parts`]): keys of
+/// a wave in digest order, so that each thread reads its pages of the index once, and checks
+/// the store for their outputs itself.
+const LOOKED_UP_PER_THREAD: usize = 8192;
+
+/// For each of `keyed` (digests with positions) whose result `index` holds, its position and
+/// whether the store holds every one of its outputs.
+fn held_and_present(
+    index: &Index,
+    cache: &Cache,
+    keyed: &[(&str, usize)],
+) -> Result<Vec<(usize, bool)>, IndexError> {
+    let digests: Vec<&str> = keyed.iter().map(|&(digest, _)| digest).collect();
+    let mut held = Vec::with_capacity(keyed.len());
+    let mut outputs = OutputDigests::default();
+    index.outputs_of_each(&digests, |pos, of_key| {
+        let at = keyed[pos].1;
+        held.push(at);
+        outputs.add(at, of_key.into_values().map(|o| o.digest));
+    })?;
+    let missing: HashSet<usize> = outputs.missing_from(cache).into_iter().collect();
+    Ok(held
+        .into_iter()
+        .map(|at| (at, !missing.contains(&at)))
+        .collect())
 }
 
 /// Whether each instance is an input of another.

@@ -22,6 +22,7 @@ use super::error::ServeError;
 use super::live::Progress;
 use crate::cache::{Index, RunRecord};
 use crate::graph::Plan;
+use crate::kind::Params;
 
 /// An instance's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,8 +89,9 @@ pub struct PipelineState {
 struct Records {
     /// The index (`None`: the project has no cache yet, so nothing is cached).
     index: Mutex<Option<Index>>,
-    /// One slot per instance.
-    read: Vec<OnceLock<Option<RunRecord>>>,
+    /// One slot per instance, its record boxed: each of a sweep's 100,000 slots is then 16
+    /// bytes, not about 250, and most are never filled.
+    read: Vec<OnceLock<Option<Box<RunRecord>>>>,
 }
 
 /// [`PipelineState`]'s derived lists, each made on first use.
@@ -177,14 +179,14 @@ impl PipelineState {
             .get_or_init(|| {
                 let index = self.records.index.lock().ok()?;
                 match index.as_ref()?.lookup(key) {
-                    Ok(record) => record,
+                    Ok(record) => record.map(Box::new),
                     Err(e) => {
                         eprintln!("serve: the record of {} cannot be read: {e}", self.label(i));
                         None
                     }
                 }
             })
-            .as_ref()
+            .as_deref()
     }
 
     /// The instance with id `id` (a decimal index), or a 404.
@@ -231,23 +233,33 @@ impl PipelineState {
             .clone()
     }
 
+    /// The parameters (other than axes) that take more than one value within a stage: each
+    /// instance's compared with the first instance's of its stage, side by side (a stage's
+    /// instances have the same names, in order), so a sweep's 100,000 instances are read
+    /// without writing out or hashing anything.
     fn find_key_params(&self) -> Vec<String> {
         let axes = self.axes();
-        let mut seen: BTreeMap<(&str, &str), BTreeSet<String>> = BTreeMap::new();
+        let mut first: Vec<(&str, &Params)> = Vec::new();
+        let mut varying: BTreeSet<&str> = BTreeSet::new();
         for inst in self.plan.instances() {
+            let Some(&(_, of_first)) = first.iter().find(|(stage, _)| *stage == inst.stage) else {
+                first.push((&inst.stage, &inst.params));
+                continue;
+            };
+            if std::ptr::eq(of_first, &*inst.params) {
+                continue;
+            }
             for (name, value) in &inst.params.0 {
-                seen.entry((inst.stage.as_str(), name.as_str()))
-                    .or_default()
-                    .insert(value.to_string());
+                if of_first.0.get(name) != Some(value) {
+                    varying.insert(name);
+                }
             }
         }
-        let names: BTreeSet<String> = seen
+        varying
             .into_iter()
-            .filter(|(_, values)| values.len() > 1)
-            .map(|((_, name), _)| name.to_string())
-            .filter(|name| !axes.contains(name))
-            .collect();
-        names.into_iter().collect()
+            .filter(|name| !axes.iter().any(|a| a == name))
+            .map(str::to_string)
+            .collect()
     }
 
     /// Every metric any cached instance recorded, in name order.
