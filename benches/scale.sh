@@ -5,7 +5,9 @@
 #   plan       `plan` of a sweep of N (default 100,000) instances of a trivial stage
 #              (test-echo), nothing cached; a chain of N instances (a sweep of N/2 and a
 #              second stage downstream of each instance); then every instance of the sweep cached:
-#              `plan` and a no-op `run` (goal: `plan` under 1 s and 250 MiB on 2 cores)
+#              `plan` and a no-op `run` (goal: `plan` under 1 s and 250 MiB on 2 cores), and
+#              `plan` of the chain, whose first stage is then cached and second to run
+#              (each said why, and estimated from the sweep's results)
 #   index      `status` and `cache gc --dry-run` on a cache whose index holds M (default
 #              1,000,000) results (goals: 1 s and 5 s); prints the index's size on disk
 #   remote     `remote status` against a folder remote holding M records and M blobs
@@ -81,6 +83,10 @@ bench_plan() {
     best3 "plan, $n instances, all cached" "$exe" plan pipelines/sweep.toml
     grep -q "$n cached" "$work/out" || { echo "not all cached: $(tail -1 "$work/out")" >&2; exit 1; }
     best3 "no-op run, $n instances" "$exe" run pipelines/sweep.toml
+    # The chain's first stage is the sweep's first half, now cached: its second stage is to run,
+    # each instance said why and estimated from the cache's results of its kind.
+    best3 "plan, $n in a chain of 2 stages, the first cached" "$exe" plan pipelines/chain.toml
+    grep -q "$((n / 2)) to run" "$work/out" || { echo "not half to run: $(tail -2 "$work/out")" >&2; exit 1; }
     cd - >/dev/null
 }
 

@@ -438,22 +438,22 @@ impl Index {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The newest `limit` successful results of `kind`, newest first: (key, key JSON, seconds
-    /// it ran, the host it ran on or "" when not recorded), for `plan`'s time estimate. One
-    /// index range, however many results the cache holds.
+    /// The newest `limit` successful results of `kind`, newest first: (key JSON, seconds it
+    /// ran, the host it ran on or "" when not recorded), for `plan`'s time estimate. One index
+    /// range, however many results the cache holds.
     pub(crate) fn durations_of_kind(
         &self,
         kind: &str,
         limit: usize,
-    ) -> Result<Vec<(String, String, f64, String)>, IndexError> {
+    ) -> Result<Vec<(String, f64, String)>, IndexError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT r.key, r.key_json, r.duration, coalesce(p.host, '') FROM runs r
+            "SELECT r.key_json, r.duration, coalesce(p.host, '') FROM runs r
              LEFT JOIN provenance p ON p.key = r.key
              WHERE r.kind = ?1 AND r.status = 'ok'
              ORDER BY r.finished DESC LIMIT ?2",
         )?;
         let rows = stmt.query_map(params![kind, limit as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
