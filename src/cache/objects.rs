@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::shard_check::ShardCheck;
 use super::shard_dirs::ShardDirs;
 
 /// Why reading an object failed.
@@ -137,6 +138,9 @@ pub struct ObjectMention {
     pub digest: String,
 }
 
+/// One pass's check of whether objects exist ([`ObjectStore::presence`]).
+pub type Presence<'a> = Box<dyn FnMut(&str) -> bool + Send + 'a>;
+
 /// Where artifacts live, addressed by content. The engine talks only to this trait, so a store
 /// on another machine (a team cache) can stand in for the local folder; no code outside
 /// `cache/` builds an object's path.
@@ -147,10 +151,10 @@ pub trait ObjectStore: std::fmt::Debug + Send + Sync {
     /// Whether the object exists (not verified).
     fn contains(&self, digest: &str) -> bool;
 
-    /// For each of `digests`, whether the object exists (not verified): [`Self::contains`]
-    /// for each, for a store that can answer many at once faster.
-    fn contains_each(&self, digests: &[&str]) -> Vec<bool> {
-        digests.iter().map(|d| self.contains(d)).collect()
+    /// A check of many objects in one pass (`plan` asks about every output of every cached
+    /// instance): answers as [`Self::contains`] does, faster where the store can.
+    fn presence(&self) -> Presence<'_> {
+        Box::new(|digest| self.contains(digest))
     }
 
     /// The object's size in bytes, if it exists.
@@ -355,21 +359,12 @@ impl ObjectStore for LocalObjectStore {
         check_digest(digest).is_ok() && self.shards.has_file(&digest[..2], &digest[2..])
     }
 
-    /// Well-formed digests asked together, many to a shard folder, are answered by listing
-    /// the folders asked about for a good part of their entries ([`ShardDirs::have_files`]).
-    fn contains_each(&self, digests: &[&str]) -> Vec<bool> {
-        let checked: Vec<(usize, (&str, &str))> = digests
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| check_digest(d).is_ok())
-            .map(|(at, d)| (at, (&d[..2], &d[2..])))
-            .collect();
-        let names: Vec<(&str, &str)> = checked.iter().map(|(_, name)| *name).collect();
-        let mut found = vec![false; digests.len()];
-        for ((at, _), present) in checked.iter().zip(self.shards.have_files(&names)) {
-            found[*at] = present;
-        }
-        found
+    /// Shard folders a pass asks about often are listed ([`ShardCheck`]).
+    fn presence(&self) -> Presence<'_> {
+        let mut pass = ShardCheck::new(&self.shards);
+        Box::new(move |digest| {
+            check_digest(digest).is_ok() && pass.has_file(&digest[..2], &digest[2..])
+        })
     }
 
     fn size_of(&self, digest: &str) -> Option<u64> {
@@ -675,23 +670,24 @@ mod tests {
         assert_eq!(mentions[1].digest, "abcd");
     }
 
-    /// Asked together, objects are found as asked one by one: stored ones, a removed one, one
-    /// never stored, and text that is not a digest (never a path).
+    /// Asked in one pass, objects are found as asked one by one: stored ones, a removed one,
+    /// one never stored, and text that is not a digest (never a path).
     #[test]
-    fn objects_asked_together_are_found_as_one_by_one() {
+    fn objects_asked_in_one_pass_are_found_as_one_by_one() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalObjectStore::new(dir.path());
-        let stored: Vec<String> = (0..300u32)
+        let stored: Vec<String> = (0..3000u32)
             .map(|i| store.put_bytes(&i.to_le_bytes()).unwrap().0)
             .collect();
         fs::remove_file(store.path(&stored[5]).unwrap()).unwrap();
         let never = "0".repeat(64);
         let mut asked: Vec<&str> = stored.iter().map(String::as_str).collect();
         asked.extend([never.as_str(), "../../etc/passwd", "ab", ""]);
-        let each = store.contains_each(&asked);
+        let mut pass = store.presence();
+        let each: Vec<bool> = asked.iter().map(|d| pass(d)).collect();
         let one_by_one: Vec<bool> = asked.iter().map(|d| store.contains(d)).collect();
         assert_eq!(each, one_by_one);
-        assert_eq!(each.iter().filter(|&&found| found).count(), 299);
+        assert_eq!(each.iter().filter(|&&found| found).count(), 2999);
         assert!(!each[5]);
     }
 

@@ -4,7 +4,7 @@
 //! stage and kind with the other instances of its stage: a plan of a 100,000-instance sweep
 //! holds one copy of each, not three.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -219,35 +219,6 @@ enum Keying {
     Keyed { digest: String, fingerprint: Value },
 }
 
-/// The output digests of the results found in a wave, each with the position of its instance
-/// in the wave, so the store is asked about all of them at once.
-#[derive(Default)]
-struct OutputDigests {
-    owner: Vec<usize>,
-    digests: Vec<String>,
-}
-
-impl OutputDigests {
-    fn add(&mut self, at: usize, digests: impl Iterator<Item = String>) {
-        for digest in digests {
-            self.owner.push(at);
-            self.digests.push(digest);
-        }
-    }
-
-    /// The positions with an output the store does not hold.
-    fn missing_from(&self, cache: &Cache) -> Vec<usize> {
-        let digests: Vec<&str> = self.digests.iter().map(String::as_str).collect();
-        let found = cache.objects().contains_each(&digests);
-        self.owner
-            .iter()
-            .zip(found)
-            .filter(|(_, found)| !found)
-            .map(|(&at, _)| at)
-            .collect()
-    }
-}
-
 /// What the index holds for a key.
 struct Lookup {
     /// Whether a result is recorded and then whether its outputs are in the store.
@@ -321,7 +292,7 @@ impl Keyer<'_> {
 impl Planner<'_> {
     /// The index's answer for each keyed instance of `wave` (`None` for the others): records
     /// one by one where they are needed, in key order, the outputs of the others many keys to
-    /// a query; then whether their outputs are in the store, asked of it all together.
+    /// a query, and whether their outputs are in the store, asked of it in one pass.
     fn look_up_in_key_order(
         &self,
         wave: &[usize],
@@ -346,19 +317,13 @@ impl Planner<'_> {
         let (with_record, outputs_only): (Vec<_>, Vec<_>) = keyed
             .into_iter()
             .partition(|&(_, at)| self.keep_records || self.consumed[wave[at]]);
-        let mut outputs = OutputDigests::default();
+        let mut present = self.cache.objects().presence();
         for (digest, at) in with_record {
             if let Some(record) = self.index.lookup(digest)? {
-                outputs.add(at, record.outputs.values().map(|o| o.digest.clone()));
                 found[at] = Some(Lookup {
-                    present: Some(true),
+                    present: Some(record.outputs.values().all(|o| present(&o.digest))),
                     record: Some(Box::new(record)),
                 });
-            }
-        }
-        for at in outputs.missing_from(self.cache) {
-            if let Some(Some(lookup)) = found.get_mut(at) {
-                lookup.present = Some(false);
             }
         }
         let cache = self.cache;
@@ -459,7 +424,7 @@ impl Planner<'_> {
 const LOOKED_UP_PER_THREAD: usize = 8192;
 
 /// For each of `keyed` (digests with positions) whose result `index` holds, its position and
-/// whether the store holds every one of its outputs.
+/// whether the store holds every one of its outputs (asked in one pass over the store).
 fn held_and_present(
     index: &Index,
     cache: &Cache,
@@ -467,17 +432,12 @@ fn held_and_present(
 ) -> Result<Vec<(usize, bool)>, IndexError> {
     let digests: Vec<&str> = keyed.iter().map(|&(digest, _)| digest).collect();
     let mut held = Vec::with_capacity(keyed.len());
-    let mut outputs = OutputDigests::default();
-    index.outputs_of_each(&digests, |pos, of_key| {
-        let at = keyed[pos].1;
-        held.push(at);
-        outputs.add(at, of_key.into_values().map(|o| o.digest));
+    let mut present = cache.objects().presence();
+    index.outputs_of_each(&digests, |pos, outputs| {
+        let all = outputs.values().all(|o| present(&o.digest));
+        held.push((keyed[pos].1, all));
     })?;
-    let missing: HashSet<usize> = outputs.missing_from(cache).into_iter().collect();
-    Ok(held
-        .into_iter()
-        .map(|at| (at, !missing.contains(&at)))
-        .collect())
+    Ok(held)
 }
 
 /// Whether each instance is an input of another.
