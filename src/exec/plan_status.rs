@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::freshness::{fingerprint, instance_key, reasons_after_lookup};
 use crate::cache::remote::Remote;
-use crate::cache::{Cache, Index, IndexError, IndexHasher, RunRecord, StageKey};
+use crate::cache::{Cache, Index, IndexError, IndexHasher, Presence, RunRecord, StageKey};
 use crate::graph::Plan;
 use crate::kind::Registry;
 
@@ -317,7 +317,7 @@ impl Planner<'_> {
         let (with_record, outputs_only): (Vec<_>, Vec<_>) = keyed
             .into_iter()
             .partition(|&(_, at)| self.keep_records || self.consumed[wave[at]]);
-        let mut present = self.cache.objects().presence();
+        let present = self.cache.objects().presence();
         for (digest, at) in with_record {
             if let Some(record) = self.index.lookup(digest)? {
                 found[at] = Some(Lookup {
@@ -326,12 +326,11 @@ impl Planner<'_> {
                 });
             }
         }
-        let cache = self.cache;
-        let held = cache.read_in_parts(
+        let held = self.cache.read_in_parts(
             self.index,
             &outputs_only,
             LOOKED_UP_PER_THREAD,
-            |index, part| held_and_present(index, cache, part),
+            |index, part| held_and_present(index, &present, part),
         )?;
         for (at, present) in held {
             found[at] = Some(Lookup {
@@ -424,15 +423,15 @@ impl Planner<'_> {
 const LOOKED_UP_PER_THREAD: usize = 8192;
 
 /// For each of `keyed` (digests with positions) whose result `index` holds, its position and
-/// whether the store holds every one of its outputs (asked in one pass over the store).
+/// whether the store holds every one of its outputs (asked in `present`, the wave's pass over
+/// the store).
 fn held_and_present(
     index: &Index,
-    cache: &Cache,
+    present: &Presence<'_>,
     keyed: &[(&str, usize)],
 ) -> Result<Vec<(usize, bool)>, IndexError> {
     let digests: Vec<&str> = keyed.iter().map(|&(digest, _)| digest).collect();
     let mut held = Vec::with_capacity(keyed.len());
-    let mut present = cache.objects().presence();
     index.outputs_of_each(&digests, |pos, outputs| {
         let all = outputs.values().all(|o| present(&o.digest));
         held.push((keyed[pos].1, all));
