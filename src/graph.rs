@@ -535,8 +535,9 @@ fn expand(
     let gathers = !stage.gather.is_empty();
     let upstream = upstream_lookups(stage, by_stage, existing, &ordered_dims);
     let count: usize = lens.iter().product();
-    let instance = |n: usize| {
-        let mut at = vec![0usize; ordered_dims.len()];
+    let mut out = Vec::with_capacity(count);
+    let mut at = vec![0usize; ordered_dims.len()];
+    for n in 0..count {
         let mut rest = n;
         for (d, &len) in lens.iter().enumerate().rev() {
             at[d] = rest % len;
@@ -561,7 +562,7 @@ fn expand(
             let connected = ups.iter().flat_map(|up| up.agreeing(&coords)).collect();
             inputs.insert(input.slot.clone(), connected);
         }
-        Instance {
+        out.push(Instance {
             index: 0,
             stage: stage.name.clone(),
             kind: stage.kind.clone(),
@@ -570,22 +571,10 @@ fn expand(
             params,
             inputs,
             gathers,
-        }
-    };
-    // A large sweep's instances are made on every core: each is independent of the others.
-    let parts = crate::parallel::split(count, MADE_PER_THREAD, |part| {
-        part.map(instance).collect::<Vec<_>>()
-    });
-    let mut out = Vec::with_capacity(count);
-    for part in parts {
-        out.extend(part);
+        });
     }
     Ok(out)
 }
-
-/// How many instances a thread makes at least when a stage is expanded: making one takes a
-/// microsecond or two, so a thread pays for itself only over thousands.
-const MADE_PER_THREAD: usize = 4096;
 
 /// The dimensions of `dims` in axis-declaration order: coordinate combinations are made in
 /// that order, the first dimension varying slowest.

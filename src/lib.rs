@@ -26,7 +26,6 @@ pub mod exec;
 pub mod graph;
 pub mod kind;
 pub mod metrics;
-mod parallel;
 pub mod report;
 pub mod search;
 pub mod select;

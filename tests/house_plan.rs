@@ -14,12 +14,11 @@ use std::path::Path;
 use crate::source_graph::SourceGraph;
 
 /// The engine's top-level modules, lowest first. A file may import from its own module and
-/// from the modules before it, never from one after it. `parallel` (work split across cores,
-/// knowing nothing of the items), `kind` (the stage protocol) and `metrics` (the metric
-/// registry, plain data) are the ground floor.
+/// from the modules before it, never from one after it. `kind` (the stage protocol) and
+/// `metrics` (the metric registry, plain data) are the ground floor.
 const LAYERS: &[&str] = &[
-    "parallel", "metrics", "kind", "config", "data", "spec", "search", "graph", "select", "cache",
-    "report", "stages", "exec", "serve", "cli", "lib",
+    "metrics", "kind", "config", "data", "spec", "search", "graph", "select", "cache", "report",
+    "stages", "exec", "serve", "cli", "lib",
 ];
 
 /// The top-level module of an engine file (`src/spec/search.rs` -> `spec`, `src/graph.rs` ->

@@ -78,31 +78,6 @@ impl Cache {
         Index::open(&self.dir)
     }
 
-    /// `read` over `items`, a list of many thousand (`per_thread` at least to a core) split
-    /// across the cores in consecutive parts, each read on a connection of its own; a
-    /// shorter list read on `index`, on this thread. The answers in `items`' order. Parts read
-    /// on different connections may see different commits: for reads whose answer holds
-    /// whatever was committed since (a result recorded under a key is that key's result).
-    pub(crate) fn read_in_parts<I: Sync, T: Send>(
-        &self,
-        index: &Index,
-        items: &[I],
-        per_thread: usize,
-        read: impl Fn(&Index, &[I]) -> Result<Vec<T>, IndexError> + Sync,
-    ) -> Result<Vec<T>, IndexError> {
-        if items.len() < 2 * per_thread {
-            return read(index, items);
-        }
-        crate::parallel::split(items.len(), per_thread, |part| {
-            read(&self.index()?, &items[part])
-        })
-        .into_iter()
-        .try_fold(Vec::with_capacity(items.len()), |mut all, part| {
-            all.extend(part?);
-            Ok(all)
-        })
-    }
-
     /// Scratch space for running stages, on the same file system as the objects so outputs
     /// are moved in, not copied.
     pub(crate) fn tmp_dir(&self) -> PathBuf {

@@ -138,9 +138,8 @@ pub struct ObjectMention {
     pub digest: String,
 }
 
-/// One pass's check of whether objects exist ([`ObjectStore::presence`]), shared by its
-/// threads.
-pub type Presence<'a> = Box<dyn Fn(&str) -> bool + Send + Sync + 'a>;
+/// One pass's check of whether objects exist ([`ObjectStore::presence`]).
+pub type Presence<'a> = Box<dyn FnMut(&str) -> bool + Send + 'a>;
 
 /// Where artifacts live, addressed by content. The engine talks only to this trait, so a store
 /// on another machine (a team cache) can stand in for the local folder; no code outside
@@ -362,7 +361,7 @@ impl ObjectStore for LocalObjectStore {
 
     /// Shard folders a pass asks about often are listed ([`ShardCheck`]).
     fn presence(&self) -> Presence<'_> {
-        let pass = ShardCheck::new(&self.shards);
+        let mut pass = ShardCheck::new(&self.shards);
         Box::new(move |digest| {
             check_digest(digest).is_ok() && pass.has_file(&digest[..2], &digest[2..])
         })
@@ -684,7 +683,7 @@ mod tests {
         let never = "0".repeat(64);
         let mut asked: Vec<&str> = stored.iter().map(String::as_str).collect();
         asked.extend([never.as_str(), "../../etc/passwd", "ab", ""]);
-        let pass = store.presence();
+        let mut pass = store.presence();
         let each: Vec<bool> = asked.iter().map(|d| pass(d)).collect();
         let one_by_one: Vec<bool> = asked.iter().map(|d| store.contains(d)).collect();
         assert_eq!(each, one_by_one);

@@ -7,12 +7,9 @@
 //! Only a regular file the listing shows is taken as present; every other name is checked
 //! as [`ShardDirs::has_file`] checks one (an object put after the listing is found that way),
 //! so a listing can make a check slower, never wrong. A listing lives as long as its pass:
-//! it holds at most the entries of the folders a pass asked about often, 31 bytes each. The
-//! threads of one pass share its counts and listings, so a folder is listed once.
+//! it holds at most the entries of the folders a pass asked about often, 31 bytes each.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 
 use super::shard_dirs::{digest_rest, ShardDirs};
 
@@ -25,7 +22,7 @@ const LISTED_PER_STAT: u64 = 8;
 /// and a folder is listed only when it surely pays.
 const FOLDER_BYTES_PER_ENTRY: u64 = 64;
 
-/// One pass's checks of the shard folders, shared by its threads.
+/// One pass's checks of the shard folders.
 pub(crate) struct ShardCheck<'a> {
     dirs: &'a ShardDirs,
     shards: Vec<Shard>,
@@ -35,11 +32,11 @@ pub(crate) struct ShardCheck<'a> {
 #[derive(Default)]
 struct Shard {
     /// How many names the pass asked about in it.
-    asked: AtomicU64,
+    asked: u64,
     /// Its estimated entries, read on the first ask (`u64::MAX` when it cannot be opened).
-    entries: OnceLock<u64>,
+    entries: Option<u64>,
     /// Its regular files, once listed.
-    listed: OnceLock<HashSet<[u8; 31]>>,
+    listed: Option<HashSet<[u8; 31]>>,
 }
 
 impl<'a> ShardCheck<'a> {
@@ -53,24 +50,25 @@ impl<'a> ShardCheck<'a> {
 
     /// Whether `shard/name` is a regular file, as [`ShardDirs::has_file`] answers: from the
     /// folder's listing once it is worth making, else by name.
-    pub(crate) fn has_file(&self, shard: &str, name: &str) -> bool {
+    pub(crate) fn has_file(&mut self, shard: &str, name: &str) -> bool {
         let at = (shard.len() == 2)
             .then(|| usize::from_str_radix(shard, 16).ok())
             .flatten();
-        let Some(state) = at.and_then(|at| self.shards.get(at)) else {
+        let Some(state) = at.and_then(|at| self.shards.get_mut(at)) else {
             return self.dirs.has_file(shard, name);
         };
-        let asked = state.asked.fetch_add(1, Ordering::Relaxed) + 1;
-        let listed = state.listed.get().or_else(|| {
-            let entries = *state.entries.get_or_init(|| {
-                self.dirs
-                    .size_of(shard)
+        state.asked += 1;
+        if state.listed.is_none() {
+            let dirs = self.dirs;
+            let entries = *state.entries.get_or_insert_with(|| {
+                dirs.size_of(shard)
                     .map_or(u64::MAX, |bytes| bytes / FOLDER_BYTES_PER_ENTRY)
             });
-            (asked.saturating_mul(LISTED_PER_STAT) >= entries)
-                .then(|| state.listed.get_or_init(|| self.dirs.files_in(shard)))
-        });
-        let listed = listed.zip(digest_rest(name));
+            if state.asked.saturating_mul(LISTED_PER_STAT) >= entries {
+                state.listed = Some(dirs.files_in(shard));
+            }
+        }
+        let listed = state.listed.as_ref().zip(digest_rest(name));
         listed.is_some_and(|(files, rest)| files.contains(&rest)) || self.dirs.has_file(shard, name)
     }
 }
@@ -103,7 +101,7 @@ mod tests {
             std::fs::write(big.join(name(i)), b"").unwrap();
         }
         let dirs = ShardDirs::new(root);
-        let pass = ShardCheck::new(&dirs);
+        let mut pass = ShardCheck::new(&dirs);
         let mut asked: Vec<(&str, String)> = Vec::new();
         for _ in 0..3 {
             for i in [0, 1, 3, 9, 10, 11, 12] {
@@ -121,11 +119,11 @@ mod tests {
             );
         }
         assert!(
-            pass.shards[0xab].listed.get().is_some(),
+            pass.shards[0xab].listed.is_some(),
             "asked about often: listed"
         );
         assert!(
-            pass.shards[0xcd].listed.get().is_none(),
+            pass.shards[0xcd].listed.is_none(),
             "asked once of 4,000: not listed"
         );
         std::fs::write(small.join(name(20)), b"x").unwrap();

@@ -227,30 +227,17 @@ struct Lookup {
     record: Option<Box<RunRecord>>,
 }
 
-/// What keying an instance reads: shared by the threads that key a wave.
+/// What keying an instance reads.
 struct Keyer<'a> {
     plan: &'a Plan,
     registry: &'a Registry,
     hasher: &'a IndexHasher,
 }
 
-/// How many instances a thread keys at least: keying one takes a few microseconds, so a
-/// thread pays for itself only over thousands.
-const KEYED_PER_THREAD: usize = 4096;
-
 impl Keyer<'_> {
-    /// The key of each instance of `wave`, in its order, their inputs having been planned:
-    /// a large wave keyed on every core ([`crate::parallel::split`]).
+    /// The key of each instance of `wave`, in its order, their inputs having been planned.
     fn keyings(&self, wave: &[usize], so_far: &SoFar) -> Vec<Keying> {
-        crate::parallel::split(wave.len(), KEYED_PER_THREAD, |part| {
-            wave[part]
-                .iter()
-                .map(|&i| self.keying(i, so_far))
-                .collect::<Vec<_>>()
-        })
-        .into_iter()
-        .flatten()
-        .collect()
+        wave.iter().map(|&i| self.keying(i, so_far)).collect()
     }
 
     /// Instance `i`'s key, its inputs having been planned.
@@ -317,7 +304,7 @@ impl Planner<'_> {
         let (with_record, outputs_only): (Vec<_>, Vec<_>) = keyed
             .into_iter()
             .partition(|&(_, at)| self.keep_records || self.consumed[wave[at]]);
-        let present = self.cache.objects().presence();
+        let mut present = self.cache.objects().presence();
         for (digest, at) in with_record {
             if let Some(record) = self.index.lookup(digest)? {
                 found[at] = Some(Lookup {
@@ -326,13 +313,7 @@ impl Planner<'_> {
                 });
             }
         }
-        let held = self.cache.read_in_parts(
-            self.index,
-            &outputs_only,
-            LOOKED_UP_PER_THREAD,
-            |index, part| held_and_present(index, &present, part),
-        )?;
-        for (at, present) in held {
+        for (at, present) in held_and_present(self.index, &mut present, &outputs_only)? {
             found[at] = Some(Lookup {
                 present: Some(present),
                 record: None,
@@ -417,17 +398,12 @@ impl Planner<'_> {
     }
 }
 
-/// How many keys a thread reads from the index at least ([`Cache::read_in_parts`]): keys of
-/// a wave in digest order, so that each thread reads its pages of the index once, and checks
-/// the store for their outputs itself.
-const LOOKED_UP_PER_THREAD: usize = 8192;
-
 /// For each of `keyed` (digests with positions) whose result `index` holds, its position and
 /// whether the store holds every one of its outputs (asked in `present`, the wave's pass over
 /// the store).
 fn held_and_present(
     index: &Index,
-    present: &Presence<'_>,
+    present: &mut Presence<'_>,
     keyed: &[(&str, usize)],
 ) -> Result<Vec<(usize, bool)>, IndexError> {
     let digests: Vec<&str> = keyed.iter().map(|&(digest, _)| digest).collect();

@@ -10,7 +10,7 @@ use super::error::ServeError;
 use super::live;
 use super::site::Site;
 use super::state::{InstanceState, PipelineState, Status};
-use crate::cache::{Cache, Index};
+use crate::cache::Index;
 use crate::exec::plan_status_with;
 use crate::spec::PipelineSpec;
 
@@ -78,18 +78,13 @@ fn compute(site: &Site, name: &str, spec: PipelineSpec) -> Result<PipelineState,
         }
         instances.push(state);
     }
-    read_metrics(site.cache(), &index, &mut instances)?;
+    read_metrics(&index, &mut instances)?;
     Ok(PipelineState::new(name, plan, instances, Some(index)))
 }
 
 /// Reads the metrics of every cached instance, the keys sorted so that each query names
-/// neighbours in the index (keys are blake3 digests: in plan order they are scattered), many
-/// thousand on every core ([`Cache::read_in_parts`]).
-fn read_metrics(
-    cache: &Cache,
-    index: &Index,
-    instances: &mut [InstanceState],
-) -> Result<(), ServeError> {
+/// neighbours in the index (keys are blake3 digests: in plan order they are scattered).
+fn read_metrics(index: &Index, instances: &mut [InstanceState]) -> Result<(), ServeError> {
     let mut cached: Vec<(String, usize)> = instances
         .iter()
         .filter(|s| s.status == Status::Cached)
@@ -97,14 +92,9 @@ fn read_metrics(
         .collect();
     cached.sort_unstable();
     let keys: Vec<&str> = cached.iter().map(|(key, _)| key.as_str()).collect();
-    let metrics = cache.read_in_parts(index, &keys, METRICS_READ_PER_THREAD, |index, part| {
-        index.metrics_of_each(part)
-    })?;
+    let metrics = index.metrics_of_each(&keys)?;
     for ((_, i), metrics) in cached.iter().zip(metrics) {
         instances[*i].metrics = Some(metrics);
     }
     Ok(())
 }
-
-/// How many cached instances' metrics a thread reads at least.
-const METRICS_READ_PER_THREAD: usize = 8192;
