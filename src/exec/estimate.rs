@@ -93,19 +93,17 @@ struct KindSamples {
     pool: Vec<usize>,
     /// The pool's params as rows of value ids.
     ids: ValueIds,
-    /// Instances estimated, by their params as JSON: instances of a stage downstream of a
-    /// sweep often share theirs.
-    made: HashMap<String, Made>,
     /// The last [`Estimator::round`] each sample was drawn on in.
     used: Vec<u64>,
+    /// The last instance estimated (its canonical params) and its estimate: a stage's
+    /// instances come one after another, and those of a stage downstream of a sweep often
+    /// share their params, so 50,000 of them cost one estimate.
+    last: Option<(BTreeMap<String, Value>, Option<Drawn>)>,
 }
 
-/// One instance's estimate: its seconds and the samples it is drawn from (`None` when the
-/// kind has no sample), and the last round they were marked used in.
-struct Made {
-    drawn: Option<(f64, Vec<usize>)>,
-    marked: u64,
-}
+/// An instance's estimated seconds and the samples it is drawn from (indices into a kind's
+/// samples).
+type Drawn = (f64, Vec<usize>);
 
 /// The counted params of a pool of samples (all but [`SCALES`]) as a table: a column per
 /// name, an id per distinct value of a column, a row of ids per sample (0 where the sample
@@ -216,7 +214,7 @@ impl<'a> Estimator<'a> {
         let mut estimate = Estimate::default();
         for (kind, params) in instances {
             estimate.to_run += 1;
-            if let Some((seconds, _)) = &self.made(kind, params.borrow(), Some(round))?.drawn {
+            if let Some((seconds, _)) = self.drawn_on(kind, params.borrow(), Some(round))? {
                 estimate.estimated += 1;
                 estimate.seconds += seconds;
             }
@@ -237,36 +235,38 @@ impl<'a> Estimator<'a> {
         kind: &str,
         params: &BTreeMap<String, Value>,
     ) -> Result<Option<(f64, usize)>, IndexError> {
-        let made = self.made(kind, params, None)?;
-        Ok(made.drawn.as_ref().map(|(s, drawn)| (*s, drawn.len())))
+        let drawn = self.drawn_on(kind, params, None)?;
+        Ok(drawn.map(|(seconds, drawn)| (seconds, drawn.len())))
     }
 
-    /// The estimate of an instance of `kind` with `params`, made once per distinct params of
-    /// a kind; the samples it draws on marked used in `round` when given.
-    fn made(
+    /// The estimated seconds of an instance of `kind` with `params` and the samples it is
+    /// drawn from (`None` when the kind has no sample), those marked used in `round` when
+    /// given.
+    fn drawn_on(
         &mut self,
         kind: &str,
         params: &BTreeMap<String, Value>,
         round: Option<u64>,
-    ) -> Result<&Made, IndexError> {
+    ) -> Result<Option<Drawn>, IndexError> {
         let params: BTreeMap<String, Value> = params
             .iter()
             .map(|(k, v)| (k.clone(), canonical(v)))
             .collect();
-        let text = serde_json::to_string(&params).expect("params serialise");
         let of_kind = self.samples_of(kind)?;
-        if !of_kind.made.contains_key(&text) {
-            let drawn = of_kind.closest(&params);
-            of_kind.made.insert(text.clone(), Made { drawn, marked: 0 });
-        }
-        let made = of_kind.made.get_mut(&text).expect("just made");
-        if let Some(round) = round.filter(|&r| made.marked != r) {
-            made.marked = round;
-            for &s in made.drawn.iter().flat_map(|(_, drawn)| drawn) {
+        let drawn = match &of_kind.last {
+            Some((last, drawn)) if *last == params => drawn.clone(),
+            _ => {
+                let drawn = of_kind.closest(&params);
+                of_kind.last = Some((params, drawn.clone()));
+                drawn
+            }
+        };
+        if let Some(round) = round {
+            for &s in drawn.iter().flat_map(|(_, drawn)| drawn) {
                 of_kind.used[s] = round;
             }
         }
-        Ok(made)
+        Ok(drawn)
     }
 
     /// The recorded results of `kind`, read once.
@@ -302,7 +302,7 @@ impl KindSamples {
         KindSamples {
             ids: ValueIds::new(pool.iter().map(|&s| &samples[s].params)),
             used: vec![0; samples.len()],
-            made: HashMap::new(),
+            last: None,
             pool,
             samples,
         }
@@ -311,7 +311,7 @@ impl KindSamples {
     /// The median of the durations of the pool's samples whose params differ from `params`
     /// (canonical) in the fewest places, each scaled to `params`, and those samples; `None`
     /// when the pool is empty.
-    fn closest(&self, params: &BTreeMap<String, Value>) -> Option<(f64, Vec<usize>)> {
+    fn closest(&self, params: &BTreeMap<String, Value>) -> Option<Drawn> {
         let wanted = self.ids.row_of(params);
         let differences: Vec<usize> = (0..self.pool.len())
             .map(|at| self.ids.differences(at, &wanted))
