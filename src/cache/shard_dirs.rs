@@ -51,8 +51,8 @@ impl ShardDirs {
         self.root.join(shard).join(name).is_file()
     }
 
-    /// How many entries `shard` holds, estimated from its size without listing it (`None`
-    /// when it cannot be opened).
+    /// The size in bytes of `shard`'s folder, what its entries are estimated from without
+    /// listing it (`None` when it cannot be opened).
     pub(crate) fn size_of(&self, shard: &str) -> Option<u64> {
         self.dir(shard)?.metadata().ok().map(|m| m.len())
     }
