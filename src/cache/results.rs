@@ -663,15 +663,21 @@ mod tests {
         );
     }
 
+    /// An empty index and keys for more than two queries of [`KEYS_PER_QUERY`].
+    fn chunked_keys() -> (tempfile::TempDir, Index, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path()).unwrap();
+        let keys = (0..2 * KEYS_PER_QUERY + 3)
+            .map(|i| format!("k{i}"))
+            .collect();
+        (dir, index, keys)
+    }
+
     /// The chunked read answers what one query per key answers: across chunks, for a key
     /// named twice, for a key without metrics and for one the index does not hold.
     #[test]
     fn metrics_of_each_equals_a_look_up_per_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut index = Index::open(dir.path()).unwrap();
-        let keys: Vec<String> = (0..2 * KEYS_PER_QUERY + 3)
-            .map(|i| format!("k{i}"))
-            .collect();
+        let (_dir, mut index, keys) = chunked_keys();
         for (i, key) in keys.iter().enumerate() {
             let mut run = record(key);
             run.metrics = match i % 3 {
@@ -697,11 +703,7 @@ mod tests {
     /// hold; an unsafe output name is an error, as it is for one key.
     #[test]
     fn outputs_of_each_equals_a_look_up_per_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut index = Index::open(dir.path()).unwrap();
-        let keys: Vec<String> = (0..2 * KEYS_PER_QUERY + 3)
-            .map(|i| format!("k{i}"))
-            .collect();
+        let (_dir, mut index, keys) = chunked_keys();
         for (i, key) in keys.iter().enumerate() {
             let mut run = record(key);
             match i % 3 {

@@ -125,20 +125,18 @@ fn statuses(
     let _snapshot = index.read_snapshot()?;
     let hasher = IndexHasher::new(cache.index()?);
     let planner = Planner {
-        keyer: Keyer {
-            plan,
-            registry,
-            hasher: &hasher,
-        },
+        plan,
+        registry,
         cache,
         remote,
         keep_records,
         index: &index,
+        hasher: &hasher,
         consumed: consumed(plan),
     };
     let mut so_far = SoFar::new(plan.instances().len());
     for wave in waves(plan) {
-        let keyings = planner.keyer.keyings(&wave, &so_far);
+        let keyings: Vec<Keying> = wave.iter().map(|&i| planner.keying(i, &so_far)).collect();
         let lookups = planner.look_up_in_key_order(&wave, &keyings)?;
         for ((&i, keying), lookup) in wave.iter().zip(keyings).zip(lookups) {
             let planned = planner.decide(i, keying, lookup, &mut so_far)?;
@@ -177,11 +175,13 @@ fn waves(plan: &Plan) -> Vec<Vec<usize>> {
 
 /// What one planning pass reads from.
 struct Planner<'a> {
-    keyer: Keyer<'a>,
+    plan: &'a Plan,
+    registry: &'a Registry,
     cache: &'a Cache,
     remote: Option<&'a Remote>,
     keep_records: bool,
     index: &'a Index,
+    hasher: &'a IndexHasher,
     /// Whether each instance is an input of another.
     consumed: Vec<bool>,
 }
@@ -227,19 +227,7 @@ struct Lookup {
     record: Option<Box<RunRecord>>,
 }
 
-/// What keying an instance reads.
-struct Keyer<'a> {
-    plan: &'a Plan,
-    registry: &'a Registry,
-    hasher: &'a IndexHasher,
-}
-
-impl Keyer<'_> {
-    /// The key of each instance of `wave`, in its order, their inputs having been planned.
-    fn keyings(&self, wave: &[usize], so_far: &SoFar) -> Vec<Keying> {
-        wave.iter().map(|&i| self.keying(i, so_far)).collect()
-    }
-
+impl Planner<'_> {
     /// Instance `i`'s key, its inputs having been planned.
     fn keying(&self, i: usize, so_far: &SoFar) -> Keying {
         let inst = &self.plan.instances()[i];
@@ -274,9 +262,7 @@ impl Keyer<'_> {
         )
         .expect("inputs are known and the kind is registered")
     }
-}
 
-impl Planner<'_> {
     /// The index's answer for each keyed instance of `wave` (`None` for the others): records
     /// one by one where they are needed, in key order, the outputs of the others many keys to
     /// a query, and whether their outputs are in the store, asked of it in one pass.
@@ -331,7 +317,7 @@ impl Planner<'_> {
         lookup: Option<Lookup>,
         so_far: &mut SoFar,
     ) -> Result<PlannedInstance, IndexError> {
-        let inst = &self.keyer.plan.instances()[i];
+        let inst = &self.plan.instances()[i];
         let planned = PlannedInstance::of(inst, &mut so_far.names);
         let (digest, fingerprint) = match keying {
             Keying::Unkeyed(reason) => return Ok(PlannedInstance { reason, ..planned }),
@@ -378,10 +364,10 @@ impl Planner<'_> {
                 }
             }
             Ok(_) => {
-                let key = self.keyer.key(i, so_far, fingerprint);
+                let key = self.key(i, so_far, fingerprint);
                 let reasons = reasons_after_lookup(
                     self.index,
-                    &self.keyer.plan.spec().name,
+                    &self.plan.spec().name,
                     inst,
                     &key,
                     &digest,
