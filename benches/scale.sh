@@ -13,7 +13,9 @@
 #   remote     `remote status` against a folder remote holding M records and M blobs
 #   dashboard  the dashboard's pipeline page of the N-instance sweep: time to first byte and
 #              to the last byte over HTTP (`serve` on a free port, curl), on the first view
-#              after `serve` starts, two more, then sorted, filtered, and both
+#              after `serve` starts (its page's instances planned alone), then the status API,
+#              which waits for the whole state computed meanwhile, then two more views, then
+#              sorted, filtered, and both
 #
 # Rows go into the index straight through SQLite (benches/scale_gen.py says exactly what it
 # writes): running a million stages is not what is measured. Needs python3 and curl. Each
@@ -136,14 +138,19 @@ bench_dashboard() {
         sleep 0.1
     done
     [[ -n "$url" ]] || { echo "serve did not start" >&2; cat "$work/serve.out" >&2; exit 1; }
-    # The first view computes the pipeline's state; later ones find it kept (serve/memo.rs).
-    for view in "first view" "second view" "third view" \
+    # The first view plans its page's instances and starts computing the whole state; the status
+    # API waits for it (counted from the request, not from `serve`'s start); later views find it
+    # kept (serve/compute.rs, serve/memo.rs).
+    for view in "first view" "status API (the whole state):/api/p/sweep/status?ids=0" \
+        "second view" "third view" \
         "sorted by i, descending:?sort=i&dir=desc" "filtered to i > n/2:?f.i=%3E$((n / 2))" \
         "filtered and sorted:?f.i=%3E$((n / 2))&sort=i&dir=desc"; do
         local query=""
         [[ "$view" == *:* ]] && query="${view#*:}"
+        local path="p/sweep$query"
+        [[ "$query" == /* ]] && path="${query#/}"
         curl -s -o "$work/page.html" -w '%{time_starttransfer} %{time_total} %{size_download}\n' \
-            "${url}p/sweep$query" >"$work/curl"
+            "${url}$path" >"$work/curl"
         read -r first total bytes <"$work/curl"
         printf '%-52s %7.2f s to first byte, %.2f s to last (%s bytes)\n' \
             "dashboard pipeline page, $n instances, ${view%%:*}" "$first" "$total" "$bytes"

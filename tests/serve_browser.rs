@@ -434,6 +434,38 @@ fn the_open_pipeline_page_follows_a_run_in_chromium() {
     );
 }
 
+/// Issue 35: a first view that planned its page's rows alone (`data-partial`) fills in the
+/// counts, the graph and the metric columns of the other rows once the whole state is there,
+/// without a reload.
+#[test]
+fn a_first_view_of_its_page_alone_is_completed_in_chromium() {
+    let Some((driver, chromium)) = chromium() else {
+        return;
+    };
+    let project = Project::new();
+    project.write(
+        "pipelines/long.toml",
+        "[sweep]\ni = [0, 1, 2, 3, 4]\n[stages.s]\nkind = \"test-echo\"\nparams = { value = \"${sweep.i}\" }\n",
+    );
+    project.run_json("pipelines/long.toml", &["s[i=4]"]);
+    let server = Server::start(&project, &[]);
+    let browser = Browser::start(&driver, &chromium);
+    // Rows 0 and 1 are to run: the page alone has no metric, and its parameter column `value`
+    // becomes `value (param)` beside the metric `value` once the whole state is there.
+    browser.goto(&format!("http://{}/p/long?per=2", server.addr));
+    browser.wait("document.querySelector('[data-count=\"cached\"]').textContent === '1'");
+    browser.wait("document.querySelector('[data-count=\"to_run\"]').textContent === '4'");
+    browser.wait("document.querySelector('svg.dag .node text.count').textContent === '1/5 cached'");
+    browser.wait("document.querySelector('svg.dag .node').classList.contains('st-to-run')");
+    browser.wait("!document.getElementById('table-section').dataset.partial");
+    browser.wait("document.getElementById('counting') === null");
+    browser.wait("[...document.querySelectorAll('#instances thead button.sort')].some(b => b.textContent === 'value (param)')");
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#instances tbody tr').length;"),
+        json!(2)
+    );
+}
+
 #[test]
 fn a_researcher_overlays_curves_chooses_columns_and_reads_the_sweep_in_chromium() {
     let Some((driver, chromium)) = chromium() else {

@@ -1,8 +1,9 @@
 //! The dashboard's analysis views over HTTP (issue 34, item 4; issue 30's search page): metric
 //! column choice in the URL, server-side sorting, filtering and paging, overlaid loss curves,
 //! the live loss of a running stage, the sweep page, a search's page, a pipeline's history,
-//! and three regression tests (pipelines in subfolders, mean ± std over an axis that feeds a
-//! parameter of another name, and the status API limited to the rows a page shows).
+//! three regression tests (pipelines in subfolders, mean ± std over an axis that feeds a
+//! parameter of another name, and the status API limited to the rows a page shows), and the
+//! first view of a long table, which plans its page's instances alone.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -474,4 +475,64 @@ fn a_running_stage_reports_its_loss_so_far() {
         .get("/p/live/i/0")
         .text()
         .contains("id=\"live-loss\""));
+}
+
+/// A chain of `n` instances of `s` (`value` swept) each feeding an instance of `t`.
+fn chain(n: usize) -> String {
+    let values: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    format!(
+        "[sweep]\ni = [{}]\n[stages.s]\nkind = \"test-echo\"\nparams = {{ value = \"${{sweep.i}}\" }}\n\
+         [stages.t]\nkind = \"test-echo\"\ninputs = {{ input = \"s\" }}\nparams = {{ value = \"t\" }}\n",
+        values.join(", ")
+    )
+}
+
+/// Issue 35: the first view of a table of more than one page, in plan order, plans the
+/// instances on its page alone (with those upstream of them) and says it is still counting; the
+/// whole state is computed meanwhile, and the page's rows are those the whole state shows.
+#[test]
+fn the_first_view_of_a_long_table_plans_its_page_and_the_whole_state_follows() {
+    let project = Project::new();
+    project.write("pipelines/chain.toml", &chain(3));
+    project.run_json("pipelines/chain.toml", &[]);
+    project.write("pipelines/chain.toml", &chain(5));
+    let server = Server::start(&project, &[]);
+    // Page 3 of 3 rows each: t[i=1] and t[i=2] cached, t[i=3] waiting for s[i=3], none of
+    // their inputs on the page.
+    let first = server.get("/p/chain?per=3&page=3").text();
+    assert!(first.contains("data-partial=\"1\""), "{first}");
+    assert!(first.contains("data-count=\"cached\">…</b>"), "{first}");
+    assert!(first.contains("counting the 10 instances"), "{first}");
+    assert!(first.contains("…/5 cached"), "{first}");
+    let partial = rows(&first, "instances");
+    let statuses: Vec<&str> = partial.iter().map(|r| r[r.len() - 3].as_str()).collect();
+    assert_eq!(statuses, ["cached", "cached", "to-run"], "{first}");
+    assert!(
+        partial[2]
+            .last()
+            .unwrap()
+            .contains("input s[i=3] runs first"),
+        "{partial:?}"
+    );
+
+    let status = server.get("/api/p/chain/status").json();
+    assert_eq!(status["counts"]["cached"], 6, "{status}");
+    assert_eq!(status["counts"]["to_run"], 4, "{status}");
+    let whole = server.get("/p/chain?per=3&page=3").text();
+    assert!(!whole.contains("data-partial"), "{whole}");
+    assert!(whole.contains("data-count=\"cached\">6</b>"), "{whole}");
+    assert!(whole.contains("3/5 cached"), "{whole}");
+    assert_eq!(partial, rows(&whole, "instances"));
+
+    // A sorted or filtered table, or one of a single page, needs every instance's state: a new
+    // server's first view of it is whole.
+    let fresh = Server::start(&project, &[]);
+    for query in ["?per=3&sort=i", "?per=3&f.stage=t", "?per=3&over=i", ""] {
+        let page = fresh.get(&format!("/p/chain{query}")).text();
+        assert!(!page.contains("data-partial"), "{query}: {page}");
+        assert!(
+            page.contains("data-count=\"cached\">6</b>"),
+            "{query}: {page}"
+        );
+    }
 }

@@ -297,9 +297,17 @@ let lastCounts = null;
 
 function applyPipelineStatus(doc) {
   // A result that arrived (or a run that started or failed) can bring metric columns, clear a
-  // "why it runs" and move rows between pages: fetch the table again.
+  // "why it runs" and move rows between pages: fetch the table again. So does the first answer
+  // to a page whose rows alone were planned (`data-partial`): its metric columns were those of
+  // its rows only.
   const counts = JSON.stringify(doc.counts);
-  if (lastCounts !== null && counts !== lastCounts && tableSection) loadTable(currentQuery());
+  const partial = tableSection && tableSection.dataset.partial;
+  if (tableSection && (partial || (lastCounts !== null && counts !== lastCounts))) loadTable(currentQuery());
+  if (partial) {
+    delete tableSection.dataset.partial;
+    const counting = document.getElementById("counting");
+    if (counting) counting.remove();
+  }
   lastCounts = counts;
   for (const [name, value] of Object.entries(doc.counts)) {
     const el = document.querySelector(`[data-count="${name}"]`);
@@ -389,7 +397,8 @@ function setupLive() {
       setTimeout(poll, active ? 1000 : 2000);
     }
   }
-  setTimeout(poll, 1000);
+  // A page whose rows alone were planned asks for the whole state at once.
+  setTimeout(poll, tableSection && tableSection.dataset.partial ? 0 : 1000);
 }
 
 // A line chart of [{name, points: [[x, y], ...]}] with axes, a legend that toggles series,

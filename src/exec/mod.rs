@@ -62,6 +62,6 @@ pub mod worker;
 
 pub use plan_status::plan_status;
 
-pub(crate) use plan_status::plan_status_with;
+pub(crate) use plan_status::{plan_status_of, plan_status_with};
 pub(crate) use scheduler::RunSummary;
 pub use scheduler::{run, RunOptions, Status};

@@ -90,7 +90,7 @@ pub fn plan_status(
     registry: &Registry,
     cache: &Cache,
 ) -> Result<Vec<PlannedInstance>, IndexError> {
-    statuses(plan, registry, cache, None, true)
+    whole(statuses(plan, registry, cache, None, true, None))
 }
 
 /// [`plan_status`] for `asymflow plan`, also asking `remote` about each local miss: a valid
@@ -103,11 +103,48 @@ pub(crate) fn plan_status_with(
     cache: &Cache,
     remote: Option<&Remote>,
 ) -> Result<Vec<PlannedInstance>, IndexError> {
-    statuses(plan, registry, cache, remote, false)
+    whole(statuses(plan, registry, cache, remote, false, None))
 }
 
-/// The status of every instance, asking `remote` about local misses when given, each cached
-/// planned instance with its record when `keep_records`.
+/// [`plan_status_with`] of the instances `wanted` and those upstream of them, without a remote;
+/// every other instance is `None`. An instance's status rests only on the instances upstream of
+/// it, so each is planned exactly as the whole plan plans it: the dashboard shows the first page
+/// of a 100,000-instance sweep from the 200 instances on it.
+pub(crate) fn plan_status_of(
+    plan: &Plan,
+    registry: &Registry,
+    cache: &Cache,
+    wanted: &[usize],
+) -> Result<Vec<Option<PlannedInstance>>, IndexError> {
+    let only = with_upstream(plan, wanted);
+    statuses(plan, registry, cache, None, false, Some(&only))
+}
+
+/// Every instance planned, as it is when `statuses` was given no subset.
+fn whole(
+    planned: Result<Vec<Option<PlannedInstance>>, IndexError>,
+) -> Result<Vec<PlannedInstance>, IndexError> {
+    Ok(planned?
+        .into_iter()
+        .map(|p| p.expect("every instance planned"))
+        .collect())
+}
+
+/// Marks `wanted` and every instance upstream of them.
+fn with_upstream(plan: &Plan, wanted: &[usize]) -> Vec<bool> {
+    let mut marked = vec![false; plan.instances().len()];
+    let mut to_mark = wanted.to_vec();
+    while let Some(i) = to_mark.pop() {
+        if !std::mem::replace(&mut marked[i], true) {
+            to_mark.extend(plan.instances()[i].inputs.values().flatten());
+        }
+    }
+    marked
+}
+
+/// The status of every instance (of those marked in `only`, when given; the others are `None`),
+/// asking `remote` about local misses when given, each cached planned instance with its record
+/// when `keep_records`.
 ///
 /// Instances are planned in waves: a wave holds the instances whose inputs were all planned in
 /// earlier waves, so its keys can all be computed before any is looked up, and the index is
@@ -120,7 +157,8 @@ fn statuses(
     cache: &Cache,
     remote: Option<&Remote>,
     keep_records: bool,
-) -> Result<Vec<PlannedInstance>, IndexError> {
+    only: Option<&[bool]>,
+) -> Result<Vec<Option<PlannedInstance>>, IndexError> {
     let index = cache.index()?;
     let _snapshot = index.read_snapshot()?;
     let hasher = IndexHasher::new(cache.index()?);
@@ -135,7 +173,7 @@ fn statuses(
         consumed: consumed(plan),
     };
     let mut so_far = SoFar::new(plan.instances().len());
-    for wave in waves(plan) {
+    for wave in waves(plan, only) {
         let keyings: Vec<Keying> = wave.iter().map(|&i| planner.keying(i, &so_far)).collect();
         let lookups = planner.look_up_in_key_order(&wave, &keyings)?;
         for ((&i, keying), lookup) in wave.iter().zip(keyings).zip(lookups) {
@@ -143,19 +181,18 @@ fn statuses(
             so_far.out[i] = Some(planned);
         }
     }
-    Ok(so_far
-        .out
-        .into_iter()
-        .map(|p| p.expect("every instance planned"))
-        .collect())
+    Ok(so_far.out)
 }
 
-/// The instances in waves: each instance comes one wave after the latest of its inputs, in
-/// plan order within a wave.
-fn waves(plan: &Plan) -> Vec<Vec<usize>> {
+/// The instances (those marked in `only`, when given) in waves: each instance comes one wave
+/// after the latest of its inputs, in plan order within a wave.
+fn waves(plan: &Plan, only: Option<&[bool]>) -> Vec<Vec<usize>> {
     let mut level = vec![0usize; plan.instances().len()];
     let mut waves: Vec<Vec<usize>> = Vec::new();
     for &i in plan.order() {
+        if only.is_some_and(|only| !only[i]) {
+            continue;
+        }
         let inst = &plan.instances()[i];
         let at = inst
             .inputs

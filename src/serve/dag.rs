@@ -103,37 +103,52 @@ pub fn svg(state: &PipelineState) -> String {
     }
     for (i, s) in stages.iter().enumerate() {
         let (x, y) = pos(i);
-        let counts = Counts::of(
-            state
-                .plan
-                .instances()
-                .iter()
-                .filter(|inst| inst.stage == s.name)
-                .map(|inst| &state.instances[inst.index]),
-        );
-        let total = counts.cached + counts.to_run + counts.running + counts.failed;
+        let (class, title, count) = node_status(state, &s.name);
         let _ = writeln!(
             out,
-            "<g class=\"node st-{}\" data-stage=\"{i}\" data-name=\"{}\" tabindex=\"0\"><title>{} ({}): {} cached, {} to run, {} running, {} failed</title>\
+            "<g class=\"node{class}\" data-stage=\"{i}\" data-name=\"{}\" tabindex=\"0\"><title>{} ({}): {title}</title>\
              <rect x=\"{x}\" y=\"{y}\" width=\"{W}\" height=\"{H}\" rx=\"6\"/>\
              <text x=\"{}\" y=\"{}\" class=\"name\">{}</text>\
-             <text x=\"{}\" y=\"{}\" class=\"count\">{}/{total} cached</text></g>",
-            counts.overall().name(),
+             <text x=\"{}\" y=\"{}\" class=\"count\">{count}</text></g>",
             esc(&s.name),
             esc(&s.name),
             esc(&s.kind),
-            counts.cached,
-            counts.to_run,
-            counts.running,
-            counts.failed,
             x + 10.0,
             y + 19.0,
             esc(&short(&s.name)),
             x + 10.0,
             y + 36.0,
-            counts.cached,
         );
     }
     out.push_str("</svg>");
     out
+}
+
+/// Stage `stage`'s status class (` st-…`), its counts in words and the count it shows: its
+/// instances' statuses counted, or "…" where the state is not whole (the page's script fills
+/// them in).
+fn node_status(state: &PipelineState, stage: &str) -> (String, String, String) {
+    let of_stage = state
+        .plan
+        .instances()
+        .iter()
+        .filter(|inst| inst.stage == stage);
+    if !state.is_whole() {
+        let total = of_stage.count();
+        return (
+            String::new(),
+            "counting…".into(),
+            format!("…/{total} cached"),
+        );
+    }
+    let counts = Counts::of(of_stage.map(|inst| &state.instances[inst.index]));
+    let total = counts.cached + counts.to_run + counts.running + counts.failed;
+    (
+        format!(" st-{}", counts.overall().name()),
+        format!(
+            "{} cached, {} to run, {} running, {} failed",
+            counts.cached, counts.to_run, counts.running, counts.failed
+        ),
+        format!("{}/{total} cached", counts.cached),
+    )
 }

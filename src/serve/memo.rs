@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
 use serde_json::Value;
 
@@ -71,6 +71,8 @@ pub(crate) struct StateMemo {
     /// The connection `data_version` is read on, and the index file it was opened on.
     watch: Mutex<Option<(Index, u64, u64)>>,
     kept: Mutex<(u64, HashMap<String, Kept>)>,
+    /// Per pipeline, the lock a request holds while it computes the pipeline's state.
+    gates: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
 impl StateMemo {
@@ -96,6 +98,18 @@ impl StateMemo {
             version,
             store: cache.objects().change_stamp()?,
         })
+    }
+
+    /// The lock a request holds while it computes the state of pipeline `name`: one computes,
+    /// the others wait and then find what it kept.
+    pub(crate) fn gate(&self, name: &str) -> Arc<Mutex<()>> {
+        let mut gates = self.gates.lock().unwrap_or_else(PoisonError::into_inner);
+        gates.entry(name.to_string()).or_default().clone()
+    }
+
+    /// Whether a request is computing the state of pipeline `name` now.
+    pub(crate) fn computing(&self, name: &str) -> bool {
+        matches!(self.gate(name).try_lock(), Err(TryLockError::WouldBlock))
     }
 
     /// The kept state of pipeline `name`, if it was computed from `sources` and its external

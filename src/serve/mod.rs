@@ -15,7 +15,8 @@
 //!   its record, and the live progress of a running stage ([`live`]).
 //! - [`live`]: what another process's running stages show from outside: leases in the index,
 //!   the progress file and the log in their scratch folders.
-//! - [`compute`]: a pipeline's state for a request, kept or computed now.
+//! - [`compute`]: a pipeline's state for a request, kept or computed now; the first view of a
+//!   long table is drawn from its page's instances alone while the whole state is computed.
 //! - [`memo`]: pipeline states kept between requests while everything they were computed
 //!   from is checked to be unchanged.
 //! - [`html`]: escaping and the page shell; every string from a pipeline file or the cache

@@ -110,6 +110,29 @@ impl TableQuery {
         }
     }
 
+    /// The page this query asks for among `shown` rows (the last one when it asks past the
+    /// end), the number of pages, and the page's first row.
+    pub(crate) fn page_of(&self, shown: usize) -> (usize, usize, usize) {
+        let pages = shown.div_ceil(self.per).max(1);
+        let page = self.page.min(pages);
+        (page, pages, (page - 1) * self.per)
+    }
+
+    /// The instances the table shows when the query neither groups, sorts nor filters (rows in
+    /// plan order, cut into pages) and `total` rows are more than a page: those on its page.
+    /// `None` when the table needs every instance's state to choose its rows, or shows them all.
+    pub(crate) fn page_in_plan_order(&self, total: usize) -> Option<std::ops::Range<usize>> {
+        if self.over.is_some()
+            || self.sort.is_some()
+            || !self.filters.is_empty()
+            || total <= self.per
+        {
+            return None;
+        }
+        let (_, _, start) = self.page_of(total);
+        Some(start..total.min(start + self.per))
+    }
+
     /// The same query on page `page`.
     pub(crate) fn on_page(&self, page: usize) -> TableQuery {
         TableQuery {

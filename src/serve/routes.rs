@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use super::compute::pipeline_state;
+use super::compute::{draw_page, pipeline_state};
 use super::error::ServeError;
 use super::host::HostCheck;
 use super::pages::{
@@ -167,10 +167,12 @@ async fn pipeline_page(
     uri: Uri,
 ) -> Reply {
     blocking(uri, move || {
-        let state = pipeline_state(&site, &name)?;
         let q = TableQuery::parse(&q);
-        pipeline::check(&state, &q)?;
-        Ok(Reply::Html(StatusCode::OK, pipeline::render(&state, &q)))
+        let html = draw_page(&site, &name, &q, |state| {
+            pipeline::check(state, &q)?;
+            Ok(pipeline::render(state, &q))
+        })?;
+        Ok(Reply::Html(StatusCode::OK, html))
     })
     .await
 }

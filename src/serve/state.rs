@@ -69,7 +69,23 @@ pub struct InstanceState {
     pub progress: Option<Progress>,
 }
 
-/// A pipeline's plan with the state of every instance (in plan index order).
+impl InstanceState {
+    /// Instance `i`, to run for `reason`, with no key.
+    pub(crate) fn never_ran(i: usize, reason: &str) -> Self {
+        InstanceState {
+            index: i,
+            status: Status::ToRun,
+            key: None,
+            reason: reason.into(),
+            metrics: None,
+            failure: None,
+            progress: None,
+        }
+    }
+}
+
+/// A pipeline's plan with the state of every instance (in plan index order), or of the
+/// instances on one page of its table ([`PipelineState::is_whole`]).
 pub struct PipelineState {
     /// The pipeline file's stem (its name in URLs).
     pub name: String,
@@ -82,6 +98,9 @@ pub struct PipelineState {
     derived: Derived,
     /// The cached instances' records, each read on first use.
     records: Records,
+    /// Whether every instance was planned (else only those of one page of the table were, the
+    /// others standing as "not planned yet").
+    whole: bool,
 }
 
 /// The records of a state's cached instances, read from the index the state was computed
@@ -163,7 +182,34 @@ impl PipelineState {
             instances,
             derived: Derived::default(),
             records,
+            whole: true,
         }
+    }
+
+    /// The state of pipeline `name` in which only some `instances` were planned: those of the
+    /// page a first view shows (the others stand as "not planned yet", and nothing may count
+    /// them).
+    pub(crate) fn of_rows(
+        name: &str,
+        plan: Plan,
+        instances: Vec<InstanceState>,
+        index: Index,
+    ) -> Self {
+        PipelineState {
+            whole: false,
+            ..PipelineState::new(name, plan, instances, Some(index))
+        }
+    }
+
+    /// The plan, the rest dropped.
+    pub(crate) fn into_plan(self) -> Plan {
+        self.plan
+    }
+
+    /// Whether every instance was planned: a state of one page's instances shows that page's
+    /// rows and cannot count statuses or choose rows by them.
+    pub fn is_whole(&self) -> bool {
+        self.whole
     }
 
     /// The record of instance `i` when it is cached, read from the index on first use. A

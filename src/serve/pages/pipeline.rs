@@ -22,7 +22,20 @@ use crate::serve::html::{esc, page, seg, value_text};
 use crate::serve::query::{self, TableQuery};
 use crate::serve::state::{Counts, InstanceState, PipelineState, Status};
 
-fn counts_html(c: &Counts) -> String {
+/// The status counts, which the page's script updates: "…" each on a page whose state is
+/// not whole (its script asks for them at once).
+fn counts_html(state: &PipelineState) -> String {
+    if !state.is_whole() {
+        return format!(
+            "<p class=\"counts\"><span class=\"badge st-cached\">cached <b data-count=\"cached\">…</b></span> \
+             <span class=\"badge st-to-run\">to run <b data-count=\"to_run\">…</b></span> \
+             <span class=\"badge st-running\">running <b data-count=\"running\">…</b></span> \
+             <span class=\"badge st-failed\">failed <b data-count=\"failed\">…</b></span> \
+             <span class=\"muted\" id=\"counting\">counting the {} instances…</span></p>",
+            state.instances.len()
+        );
+    }
+    let c = Counts::of(&state.instances);
     format!(
         "<p class=\"counts\"><span class=\"badge st-cached\">cached <b data-count=\"cached\">{}</b></span> \
          <span class=\"badge st-to-run\">to run <b data-count=\"to_run\">{}</b></span> \
@@ -68,13 +81,14 @@ pub fn render(state: &PipelineState, q: &TableQuery) -> String {
         state.instances.len(),
         links.join(" · ")
     );
-    body.push_str(&counts_html(&Counts::of(&state.instances)));
+    body.push_str(&counts_html(state));
     body.push_str("<section><h2>Stages</h2><div class=\"scroll\">");
     body.push_str(&crate::serve::dag::svg(state));
     body.push_str("</div></section>\n");
     let _ = writeln!(
         body,
-        "<section><h2>Instances</h2><div id=\"table-section\" data-page=\"{base}\" data-table=\"{base}/table\">{}</div></section>",
+        "<section><h2>Instances</h2><div id=\"table-section\" data-page=\"{base}\" data-table=\"{base}/table\"{}>{}</div></section>",
+        if state.is_whole() { "" } else { " data-partial=\"1\"" },
         fragment(state, q)
     );
     page(
@@ -384,7 +398,7 @@ where
     let order: Option<Vec<usize>> = (!filters.is_empty() || sort.is_some())
         .then(|| filtered_and_sorted(total, &rows.cell, &filters, sort, q));
     let shown = order.as_ref().map_or(total, Vec::len);
-    let (page, pages, start) = page_of(shown, q);
+    let (page, pages, start) = q.page_of(shown);
     let page_rows: Vec<(String, Vec<Cell>)> = match &order {
         None => (start..total.min(start + q.per))
             .map(|i| rows.row(i, columns.len()))
@@ -418,14 +432,6 @@ where
     };
     out.push_str(&table(id, columns, &page_rows, &state));
     out
-}
-
-/// The page `q` asks for among `shown` rows (the last one when it asks past the end), the
-/// number of pages, and the page's first row.
-fn page_of(shown: usize, q: &TableQuery) -> (usize, usize, usize) {
-    let pages = shown.div_ceil(q.per).max(1);
-    let page = q.page.min(pages);
-    (page, pages, (page - 1) * q.per)
 }
 
 /// The numbers of the rows among `0..total` that pass every filter, in the order of the sort
