@@ -94,7 +94,8 @@ fn compute_and_keep(
 
 /// Computes the whole state of `name` from the plan of `partial` (the pipeline as `sources`
 /// found it) on a thread of its own and keeps it, unless a request is computing it already
-/// (then the thread only drops `partial`).
+/// (then the thread only drops `partial`); then derives the lists the table shows, which the
+/// page's script asks for next.
 fn compute_in_background(site: &Site, name: &str, sources: Sources, partial: PipelineState) {
     let (site, name) = (site.clone(), name.to_string());
     let started = std::thread::Builder::new()
@@ -104,8 +105,11 @@ fn compute_in_background(site: &Site, name: &str, sources: Sources, partial: Pip
                 return;
             }
             let plan = || Ok(partial.into_plan());
-            if let Err(e) = compute_and_keep(&site, &name, sources, plan) {
-                eprintln!("serve: the state of pipeline `{name}` cannot be computed: {e}");
+            match compute_and_keep(&site, &name, sources, plan) {
+                Ok(state) => state.derive_lists(),
+                Err(e) => {
+                    eprintln!("serve: the state of pipeline `{name}` cannot be computed: {e}")
+                }
             }
         });
     if let Err(e) = started {

@@ -249,6 +249,13 @@ impl PipelineState {
             })
     }
 
+    /// Derives the lists the pipeline page shows (axes, varying parameters, metrics) now,
+    /// rather than in the first request that shows them (0.05-0.1 s at 100,000 instances).
+    pub(crate) fn derive_lists(&self) {
+        self.key_params();
+        self.metrics();
+    }
+
     /// The sweep axes any instance is bound on, in the pipeline's order.
     pub fn axes(&self) -> Vec<String> {
         self.derived.axes.get_or_init(|| self.find_axes()).clone()
