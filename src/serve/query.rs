@@ -284,6 +284,31 @@ mod tests {
         Value { text, sort: None }
     }
 
+    fn query(pairs: &[(&str, &str)]) -> TableQuery {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        TableQuery::parse(&pairs)
+    }
+
+    #[test]
+    fn a_page_in_plan_order_is_the_rows_the_table_shows_on_it() {
+        let q = query(&[("per", "3"), ("page", "2")]);
+        assert_eq!(q.page_in_plan_order(10), Some(3..6));
+        // Past the end, the last page, as the table shows it.
+        assert_eq!(
+            query(&[("per", "3"), ("page", "9")]).page_in_plan_order(10),
+            Some(9..10)
+        );
+        // One page, or rows chosen by their values: every instance's state is needed.
+        assert_eq!(q.page_in_plan_order(3), None);
+        for extra in [("sort", "i"), ("f.i", ">2"), ("over", "i")] {
+            let q = query(&[("per", "3"), extra]);
+            assert_eq!(q.page_in_plan_order(10), None, "{extra:?}");
+        }
+    }
+
     #[test]
     fn filters_read_like_the_boxes_say() {
         assert!(passes(">0.5", &v("0.7")));
