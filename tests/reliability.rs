@@ -145,6 +145,32 @@ fn object_path(p: &Project, digest: &str) -> std::path::PathBuf {
         .join(&digest[2..])
 }
 
+/// An output object removed from the store by hand makes its instance run again, and only it:
+/// `run` checks a batch's outputs in one pass over the store (as `plan` does), which must see
+/// the removal as a look-up per object did.
+#[test]
+fn an_output_removed_by_hand_reruns_its_instance_alone() {
+    let p = Project::new();
+    p.write(
+        "pipelines/two.toml",
+        "[sweep]\ni = [0, 1, 2, 3]\n[stages.s]\nkind = \"test-echo\"\nparams = { value = \"${sweep.i}\" }\n",
+    );
+    p.run_json("pipelines/two.toml", &[]);
+    let (_, digest) = objects_of(&p, "s[i=2]").into_iter().next().unwrap();
+    std::fs::remove_file(object_path(&p, &digest)).unwrap();
+    let plan = p.run(&["plan", "pipelines/two.toml"]);
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.contains("1 to run"), "{plan}");
+    let out = p.run_json("pipelines/two.toml", &[]);
+    let ran: Vec<&str> = out
+        .iter()
+        .filter(|(_, (status, _))| status == "ran")
+        .map(|(label, _)| label.as_str())
+        .collect();
+    assert_eq!(ran, ["s[i=2]"], "{out:?}");
+    assert!(object_path(&p, &digest).is_file(), "the object is back");
+}
+
 #[test]
 fn corruption_a_flipped_byte_in_every_object_is_caught_before_use() {
     let p = Project::new();

@@ -205,12 +205,14 @@ fn forced_instances(plan: &Plan, targets: &[String]) -> anyhow::Result<BTreeSet<
 }
 
 /// What `plan` would estimate for this run, to show beside the time it took; `None` when it
-/// cannot be read (an estimate never stops a run).
+/// cannot be read (an estimate never stops a run). Planned as `plan` plans, keeping no record:
+/// the estimate reads statuses and params, and reading every cached instance's record one by
+/// one was most of a no-op `run`'s time before its stages were looked at.
 fn estimate_run(plan: &Plan, registry: &Registry, cache: &Cache) -> Option<Estimate> {
     if !cache.dir().join("index.sqlite").is_file() {
         return None;
     }
-    let planned = super::plan_status(plan, registry, cache).ok()?;
+    let planned = super::plan_status_with(plan, registry, cache, None).ok()?;
     estimate::of_planned(&cache.index().ok()?, registry, &planned).ok()
 }
 
