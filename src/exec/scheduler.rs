@@ -334,6 +334,9 @@ impl<'a> Driver<'a> {
             .into_iter()
             .filter_map(|i| self.key_of(i))
             .collect();
+        if keyed.is_empty() {
+            return;
+        }
         let mut found = self.look_up_in_key_order(&keyed);
         let mut present = self.cache.objects().presence();
         for (at, keyed) in keyed.into_iter().enumerate() {
