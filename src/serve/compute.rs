@@ -50,6 +50,9 @@ pub(crate) fn draw_page<T>(
     q: &TableQuery,
     draw: impl FnOnce(&PipelineState) -> Result<T, ServeError>,
 ) -> Result<T, ServeError> {
+    if !q.in_plan_order() {
+        return draw(&*pipeline_state(site, name)?);
+    }
     let spec = site.spec(name)?;
     let Some(sources) = site.memo().sources(&spec, site.cache()) else {
         return draw(&compute(site, name, site.expand(spec)?)?);

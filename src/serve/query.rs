@@ -118,15 +118,17 @@ impl TableQuery {
         (page, pages, (page - 1) * self.per)
     }
 
+    /// Whether the table shows rows in plan order: the query neither groups, sorts nor
+    /// filters, so no row is chosen by its values.
+    pub(crate) fn in_plan_order(&self) -> bool {
+        self.over.is_none() && self.sort.is_none() && self.filters.is_empty()
+    }
+
     /// The instances the table shows when the query neither groups, sorts nor filters (rows in
     /// plan order, cut into pages) and `total` rows are more than a page: those on its page.
     /// `None` when the table needs every instance's state to choose its rows, or shows them all.
     pub(crate) fn page_in_plan_order(&self, total: usize) -> Option<std::ops::Range<usize>> {
-        if self.over.is_some()
-            || self.sort.is_some()
-            || !self.filters.is_empty()
-            || total <= self.per
-        {
+        if !self.in_plan_order() || total <= self.per {
             return None;
         }
         let (_, _, start) = self.page_of(total);
